@@ -1,0 +1,91 @@
+"""Host-side input validation shared by every config and data loader.
+
+Every check raises ``ValueError`` with a message that names the field, the value and what
+is allowed, so a user can act on it (design contract 7). These run once on the host, never
+inside jit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+
+def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
+    """Return ``value`` as int if it is an integer in ``[lo, hi]``; raise ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    _check_bounds(name, value, lo, hi)
+    return value
+
+
+def check_float(
+    name: str,
+    value: Any,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
+    """Return ``value`` as float if finite and inside the (optionally open) interval."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if lo is not None and (value < lo or (lo_open and value == lo)):
+        raise ValueError(f"{name} must be {'>' if lo_open else '>='} {lo}, got {value!r}")
+    if hi is not None and (value > hi or (hi_open and value == hi)):
+        raise ValueError(f"{name} must be {'<' if hi_open else '<='} {hi}, got {value!r}")
+    return value
+
+
+def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
+    """Return ``value`` if it is one of ``choices``; raise ValueError listing them otherwise."""
+    choices = tuple(choices)
+    if value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {allowed}; got {value!r}")
+    return value
+
+
+def check_finite(name: str, array: Any) -> None:
+    """Raise ValueError if a float array holds NaN or infinite values (names the first one)."""
+    arr = np.asarray(array)
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            idx = int(np.flatnonzero(bad.reshape(-1))[0])
+            raise ValueError(
+                f"{name} holds {int(bad.sum())} NaN/infinite value(s); first at flat index {idx}"
+            )
+
+
+def check_index_range(name: str, array: Any, n: int) -> None:
+    """Raise ValueError unless every entry of an integer array lies in ``[0, n)``.
+
+    JAX gathers clamp out-of-range indices silently, so this must run before jit.
+    """
+    arr = np.asarray(array)
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if arr.size == 0:
+        return
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < 0 or hi >= n:
+        bad = lo if lo < 0 else hi
+        where = int(np.flatnonzero(arr.reshape(-1) == bad)[0])
+        raise ValueError(
+            f"{name} must lie in [0, {n - 1}]; found {bad} at row {where}"
+        )
+
+
+def _check_bounds(name: str, value: int, lo: int | None, hi: int | None) -> None:
+    if lo is not None and value < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise ValueError(f"{name} must be <= {hi}, got {value}")
