@@ -1,1 +1,31 @@
-"""jaxrl_pim.data."""
+"""Offline experience: the Transitions pytree, behaviour policies, collection and file I/O."""
+
+from jaxrl_pim.data.collect import (
+    Policy,
+    boltzmann_policy,
+    collect,
+    collect_per_agent,
+    epsilon_greedy_policy,
+    uniform_policy,
+)
+from jaxrl_pim.data.io import load, load_npz, read_text, save_npz, write_text
+from jaxrl_pim.data.transitions import Transitions, compact, concatenate, state_dtype, validate
+
+__all__ = [
+    "Policy",
+    "Transitions",
+    "boltzmann_policy",
+    "collect",
+    "collect_per_agent",
+    "compact",
+    "concatenate",
+    "epsilon_greedy_policy",
+    "load",
+    "load_npz",
+    "read_text",
+    "save_npz",
+    "state_dtype",
+    "uniform_policy",
+    "validate",
+    "write_text",
+]
