@@ -1,0 +1,170 @@
+"""Pieces shared by the single-process learners: environments, episode bookkeeping, QAT hook.
+
+Everything here is pure and jittable except :func:`make_env` and the config checks, which run
+once on the host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import gymnax
+import jax
+import jax.numpy as jnp
+
+from jaxrl_pim.checks import check_choice, check_float, check_int
+
+#: gymnax environments with a discrete action space (DQN, PPO, A2C).
+DISCRETE_ENVS: tuple[str, ...] = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
+#: gymnax environments with a continuous (Box) action space (DDPG, PPO with a Gaussian policy).
+CONTINUOUS_ENVS: tuple[str, ...] = ("Pendulum-v1", "MountainCarContinuous-v0")
+ACTIVATIONS: tuple[str, ...] = ("tanh", "relu")
+
+
+def make_env(env_name: str) -> tuple[Any, Any]:
+    """``(env, env_params)`` for a supported gymnax environment id (ValueError otherwise)."""
+    check_choice("env_name", env_name, DISCRETE_ENVS + CONTINUOUS_ENVS)
+    return gymnax.make(env_name)
+
+
+def env_spec(env_name: str) -> dict[str, Any]:
+    """Static facts about an environment: obs_dim, discrete, num_actions or action bounds."""
+    env, params = make_env(env_name)
+    space = env.action_space(params)
+    obs_dim = int(env.observation_space(params).shape[0])
+    if env_name in DISCRETE_ENVS:
+        return {"obs_dim": obs_dim, "discrete": True, "num_actions": int(space.n)}
+    return {
+        "obs_dim": obs_dim,
+        "discrete": False,
+        "action_dim": int(space.shape[0]),
+        "action_low": float(jnp.min(space.low)),
+        "action_high": float(jnp.max(space.high)),
+        "max_steps": int(params.max_steps_in_episode),
+    }
+
+
+def check_hidden(name: str, hidden: Any) -> tuple[int, ...]:
+    """Validate a tuple of hidden layer widths (1-4 layers, each 1-4096)."""
+    if not isinstance(hidden, tuple) or not 1 <= len(hidden) <= 4:
+        raise ValueError(f"{name} must be a tuple of 1 to 4 layer widths, got {hidden!r}")
+    for i, width in enumerate(hidden):
+        check_int(f"{name}[{i}]", width, 1, 4096)
+    return hidden
+
+
+@dataclasses.dataclass(frozen=True)
+class QATConfig:
+    """Quantization-aware training: fake-quantize the policy weights in the forward pass.
+
+    Attributes:
+      bits: bit width of the paper's uniform quantizer (2-16).
+      delay_fraction: fraction of the training updates run in full precision before fake
+        quantization switches on (the paper's quantization delay, about half of training).
+    """
+
+    bits: int = 8
+    delay_fraction: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_int("qat.bits", self.bits, 2, 16)
+        check_float("qat.delay_fraction", self.delay_fraction, 0.0, 1.0, hi_open=True)
+
+
+def qat_params(params: Any, qat: QATConfig | None, step: jax.Array, delay: int) -> Any:
+    """Policy parameters as the forward pass should see them at update ``step``.
+
+    Without ``qat`` this is the identity. With it, once ``step >= delay`` every float leaf goes
+    through the toolkit's straight-through fake quantizer (paper uniform, ``qat.bits``, per
+    tensor): the forward pass sees quantized weights, gradients reach the full-precision
+    weights unchanged (dQ/dW = 1). See :func:`jaxrl_pim.quant.qat_params`.
+    """
+    if qat is None:
+        return params
+    from jaxrl_pim.quant import qat_params as toolkit_qat_params
+
+    return toolkit_qat_params(params, qat.bits, step, delay)
+
+
+class EpisodeStats(NamedTuple):
+    """Running undiscounted return and length of the current episode in each env, ``[num_envs]``."""
+
+    ret: jax.Array
+    length: jax.Array
+
+
+def init_stats(num_envs: int) -> EpisodeStats:
+    """Zeroed episode statistics for ``num_envs`` environments."""
+    return EpisodeStats(jnp.zeros((num_envs,), jnp.float32), jnp.zeros((num_envs,), jnp.int32))
+
+
+def update_stats(
+    stats: EpisodeStats, reward: jax.Array, done: jax.Array
+) -> tuple[EpisodeStats, jax.Array]:
+    """Add one step's ``reward`` ``[num_envs]``; returns new stats and the finished returns.
+
+    The second output holds the episode's return where ``done`` and 0 elsewhere.
+    """
+    ret = stats.ret + reward
+    finished = jnp.where(done, ret, 0.0)
+    new = EpisodeStats(
+        jnp.where(done, 0.0, ret), jnp.where(done, 0, stats.length + 1)
+    )
+    return new, finished
+
+
+def mean_finished(finished: jax.Array, done: jax.Array) -> jax.Array:
+    """Mean return of the episodes that finished (NaN when none did)."""
+    count = jnp.sum(done)
+    return jnp.where(count > 0, jnp.sum(finished) / jnp.maximum(count, 1), jnp.nan)
+
+
+def vmap_reset(env: Any, env_params: Any, key: jax.Array, num_envs: int) -> tuple[Any, Any]:
+    """Reset ``num_envs`` environments; returns ``(obs [num_envs, obs_dim], env_state)``."""
+    return jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), env_params)
+
+
+class StepOut(NamedTuple):
+    """One vectorised env step; every field has leading axis ``num_envs``.
+
+    ``obs`` is already the first observation of the next episode where ``done``;
+    ``final_obs`` is the observation the step actually reached (use it for bootstrapping).
+    ``terminated`` is a natural end (no bootstrap), ``truncated`` a time limit.
+    """
+
+    obs: jax.Array
+    env_state: Any
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    final_obs: jax.Array
+
+    @property
+    def done(self) -> jax.Array:
+        """Episode boundary: terminated or truncated."""
+        return jnp.logical_or(self.terminated, self.truncated)
+
+
+def vmap_step(
+    env: Any, env_params: Any, key: jax.Array, env_state: Any, action: jax.Array
+) -> StepOut:
+    """Step every env (gymnax auto-resets finished ones)."""
+    keys = jax.random.split(key, action.shape[0])
+    obs, env_state, reward, term, trunc, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+        keys, env_state, action, env_params
+    )
+    term = term.astype(bool)
+    return StepOut(
+        obs, env_state, reward.astype(jnp.float32), term,
+        jnp.logical_and(trunc.astype(bool), ~term), info["final_observation"],
+    )
+
+
+def maybe_callback(
+    callback: Callable[..., None] | None, step: jax.Array, total: int, metrics: dict[str, Any]
+) -> None:
+    """Call the opt-in host progress ``callback(step, total, metrics)`` from inside jit."""
+    if callback is not None:
+        jax.debug.callback(callback, step, total, metrics)

@@ -1,0 +1,197 @@
+"""DDPG on gymnax (continuous actions), fully jitted.
+
+Deterministic tanh-squashed actor, ``Q(s, a)`` critic, target copies of both updated by Polyak
+averaging (``tau``), Gaussian exploration noise with std ``expl_noise * (high - low) / 2``
+(action units), uniform random actions for the first ``learning_starts`` transitions, replay
+buffer in JAX arrays. Time limits are bootstrapped (only natural terminations cut the
+target).
+
+``make_policy(config).apply(state.params, obs)`` returns the action ``[..., action_dim]``;
+``Policy.noise_std`` is the exploration std, which the PTQ study uses for its Gaussian KL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.rl import common
+from jaxrl_pim.rl.dqn import ReplayBuffer, buffer_add, buffer_init, buffer_sample
+from jaxrl_pim.rl.networks import DeterministicActor, Policy, QCritic
+
+
+@dataclasses.dataclass(frozen=True)
+class DDPGConfig:
+    """DDPG hyper-parameters; ``num_iterations = total_timesteps // num_envs``."""
+
+    env_name: str = "Pendulum-v1"
+    total_timesteps: int = 20_000
+    num_envs: int = 1
+    buffer_size: int = 20_000
+    batch_size: int = 128
+    learning_starts: int = 1_000
+    actor_lr: float = 1e-3
+    critic_lr: float = 1e-3
+    gamma: float = 0.99
+    tau: float = 0.005
+    expl_noise: float = 0.1
+    hidden: tuple[int, ...] = (128, 128)
+    activation: str = "relu"
+    qat: common.QATConfig | None = None
+
+    def __post_init__(self) -> None:
+        if self.env_name not in common.CONTINUOUS_ENVS:
+            check_choice("env_name (DDPG needs continuous actions)", self.env_name,
+                         common.CONTINUOUS_ENVS)
+        check_int("num_envs", self.num_envs, 1, 65536)
+        check_int("total_timesteps", self.total_timesteps, self.num_envs)
+        check_int("buffer_size", self.buffer_size, self.num_envs, 10_000_000)
+        check_int("batch_size", self.batch_size, 1, self.buffer_size)
+        check_int("learning_starts", self.learning_starts, self.batch_size)
+        check_float("actor_lr", self.actor_lr, 0.0, 1.0, lo_open=True)
+        check_float("critic_lr", self.critic_lr, 0.0, 1.0, lo_open=True)
+        check_float("gamma", self.gamma, 0.0, 1.0)
+        check_float("tau", self.tau, 0.0, 1.0, lo_open=True)
+        check_float("expl_noise", self.expl_noise, 0.0, 10.0, lo_open=True)
+        common.check_hidden("hidden", self.hidden)
+        check_choice("activation", self.activation, common.ACTIVATIONS)
+        if self.qat is not None and not isinstance(self.qat, common.QATConfig):
+            raise ValueError(f"qat must be a QATConfig or None, got {self.qat!r}")
+
+    @property
+    def num_iterations(self) -> int:
+        """Vectorised env steps (each adds ``num_envs`` transitions)."""
+        return self.total_timesteps // self.num_envs
+
+
+class DDPGState(NamedTuple):
+    """Final training state; ``params`` are the actor's parameters."""
+
+    params: Any
+    critic_params: Any
+    target_params: Any
+    target_critic_params: Any
+    actor_opt: Any
+    critic_opt: Any
+    buffer: ReplayBuffer
+    env_state: Any
+    obs: jax.Array
+    stats: common.EpisodeStats
+    key: jax.Array
+
+
+def ddpg_target(r_t: jax.Array, discount_t: jax.Array, q_t: jax.Array) -> jax.Array:
+    """Critic target for one transition: ``r_t + discount_t * Q_target(s_t, mu_target(s_t))``."""
+    return r_t + discount_t * q_t
+
+
+def polyak(target: Any, online: Any, tau: float) -> Any:
+    """``(1 - tau) * target + tau * online`` leaf by leaf."""
+    return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)
+
+
+def _nets(config: DDPGConfig) -> tuple[DeterministicActor, QCritic, dict[str, Any]]:
+    spec = common.env_spec(config.env_name)
+    actor = DeterministicActor(config.hidden, spec["action_dim"], spec["action_low"],
+                               spec["action_high"], config.activation)
+    return actor, QCritic(config.hidden, config.activation), spec
+
+
+def make_policy(config: DDPGConfig) -> Policy:
+    """Deterministic actor; ``noise_std`` is the exploration std in action units."""
+    actor, _, spec = _nets(config)
+    std = config.expl_noise * (spec["action_high"] - spec["action_low"]) / 2.0
+    return Policy("deterministic", actor.apply, lambda a: a, std)
+
+
+def make_train(
+    config: DDPGConfig, callback: Callable[..., None] | None = None
+) -> Callable[[jax.Array], tuple[DDPGState, dict[str, jax.Array]]]:
+    """Build ``train(key) -> (state, metrics)``; pure, jittable and vmappable over keys.
+
+    ``metrics`` arrays are ``[num_iterations]``: ``episode_return`` (NaN where no episode
+    finished), ``episodes``, ``critic_loss``, ``actor_loss`` (0 before learning starts).
+    """
+    env, env_params = common.make_env(config.env_name)
+    actor, critic, spec = _nets(config)
+    low, high = spec["action_low"], spec["action_high"]
+    noise_std = config.expl_noise * (high - low) / 2.0
+    n_iter = config.num_iterations
+    start_iter = -(-config.learning_starts // config.num_envs)
+    qat_start = int(config.qat.delay_fraction * n_iter) if config.qat else 0
+    actor_tx = optax.adam(config.actor_lr)
+    critic_tx = optax.adam(config.critic_lr)
+    adim = spec["action_dim"]
+
+    def train(key: jax.Array) -> tuple[DDPGState, dict[str, jax.Array]]:
+        key, k_a, k_c, k_env = jax.random.split(key, 4)
+        obs0 = jnp.zeros((1, spec["obs_dim"]), jnp.float32)
+        params = actor.init(k_a, obs0)
+        critic_params = critic.init(k_c, obs0, jnp.zeros((1, adim), jnp.float32))
+        obs, env_state = common.vmap_reset(env, env_params, k_env, config.num_envs)
+        carry = DDPGState(
+            params, critic_params, params, critic_params, actor_tx.init(params),
+            critic_tx.init(critic_params),
+            buffer_init(config.buffer_size, spec["obs_dim"], (adim,), jnp.float32),
+            env_state, obs, common.init_stats(config.num_envs), key,
+        )
+
+        def iteration(st: DDPGState, it):
+            key, k_noise, k_rand, k_step, k_sample = jax.random.split(st.key, 5)
+            mu = actor.apply(common.qat_params(st.params, config.qat, it, qat_start), st.obs)
+            noisy = jnp.clip(mu + noise_std * jax.random.normal(k_noise, mu.shape), low, high)
+            uniform = jax.random.uniform(k_rand, mu.shape, minval=low, maxval=high)
+            action = jnp.where(it < start_iter, uniform, noisy)
+            out = common.vmap_step(env, env_params, k_step, st.env_state, action)
+            stats, finished = common.update_stats(st.stats, out.reward, out.done)
+            buf = buffer_add(st.buffer, st.obs, action, out.reward, out.final_obs,
+                             out.terminated)
+
+            def learn(s):
+                params, critic_params, t_params, t_critic, a_opt, c_opt = s
+                obs, act, rew, next_obs, term = buffer_sample(buf, k_sample, config.batch_size)
+                q_next = critic.apply(t_critic, next_obs, actor.apply(t_params, next_obs))
+                target = jax.vmap(ddpg_target)(rew, config.gamma * (1.0 - term), q_next)
+
+                def critic_loss(cp):
+                    return jnp.mean((critic.apply(cp, obs, act) - target) ** 2)
+
+                c_loss, c_grad = jax.value_and_grad(critic_loss)(critic_params)
+                upd, c_opt = critic_tx.update(c_grad, c_opt, critic_params)
+                critic_params = optax.apply_updates(critic_params, upd)
+
+                def actor_loss(p):
+                    p = common.qat_params(p, config.qat, it, qat_start)
+                    return -jnp.mean(critic.apply(critic_params, obs, actor.apply(p, obs)))
+
+                a_loss, a_grad = jax.value_and_grad(actor_loss)(params)
+                upd, a_opt = actor_tx.update(a_grad, a_opt, params)
+                params = optax.apply_updates(params, upd)
+                t_params = polyak(t_params, params, config.tau)
+                t_critic = polyak(t_critic, critic_params, config.tau)
+                return (params, critic_params, t_params, t_critic, a_opt, c_opt), (c_loss,
+                                                                                   a_loss)
+
+            learner = (st.params, st.critic_params, st.target_params, st.target_critic_params,
+                       st.actor_opt, st.critic_opt)
+            learner, (c_loss, a_loss) = jax.lax.cond(
+                it >= start_iter, learn, lambda s: (s, (jnp.zeros(()), jnp.zeros(()))), learner
+            )
+            metrics = {
+                "episode_return": common.mean_finished(finished, out.done),
+                "episodes": jnp.sum(out.done),
+                "critic_loss": c_loss,
+                "actor_loss": a_loss,
+            }
+            common.maybe_callback(callback, it + 1, n_iter, metrics)
+            return DDPGState(*learner, buf, out.env_state, out.obs, stats, key), metrics
+
+        return jax.lax.scan(iteration, carry, jnp.arange(n_iter))
+
+    return train

@@ -1,0 +1,241 @@
+"""DQN on gymnax, fully jitted: replay buffer in JAX arrays, target network, epsilon-greedy.
+
+Each iteration steps ``num_envs`` environments once with an epsilon-greedy action (epsilon
+decays linearly from ``eps_start`` to ``eps_end`` over ``exploration_fraction`` of training),
+writes the transitions into a circular buffer and, once ``learning_starts`` transitions are
+stored, takes one Adam step on a Huber TD loss every ``train_frequency`` iterations. The
+target network is a hard copy refreshed every ``target_update_interval`` iterations. Time
+limits are bootstrapped (only natural terminations cut the target), using the observation the
+step reached rather than the auto-reset one.
+
+``make_policy(config).apply(state.params, obs)`` returns the Q-values ``[..., num_actions]``
+(read as Boltzmann logits by the PTQ study; the greedy action is their argmax).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.rl import common
+from jaxrl_pim.rl.networks import MLP, Policy
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig:
+    """DQN hyper-parameters; ``num_iterations = total_timesteps // num_envs``."""
+
+    env_name: str = "CartPole-v1"
+    total_timesteps: int = 50_000
+    num_envs: int = 4
+    buffer_size: int = 10_000
+    batch_size: int = 64
+    learning_starts: int = 1_000
+    train_frequency: int = 1
+    target_update_interval: int = 250
+    lr: float = 5e-4
+    gamma: float = 0.99
+    eps_start: float = 1.0
+    eps_end: float = 0.05
+    exploration_fraction: float = 0.3
+    max_grad_norm: float = 10.0
+    hidden: tuple[int, ...] = (64, 64)
+    activation: str = "relu"
+    qat: common.QATConfig | None = None
+
+    def __post_init__(self) -> None:
+        if self.env_name not in common.DISCRETE_ENVS:
+            check_choice("env_name (DQN needs discrete actions)", self.env_name,
+                         common.DISCRETE_ENVS)
+        check_int("num_envs", self.num_envs, 1, 65536)
+        check_int("total_timesteps", self.total_timesteps, self.num_envs)
+        check_int("buffer_size", self.buffer_size, max(self.num_envs, 1), 10_000_000)
+        check_int("batch_size", self.batch_size, 1, self.buffer_size)
+        check_int("learning_starts", self.learning_starts, self.batch_size)
+        check_int("train_frequency", self.train_frequency, 1)
+        check_int("target_update_interval", self.target_update_interval, 1)
+        check_float("lr", self.lr, 0.0, 1.0, lo_open=True)
+        check_float("gamma", self.gamma, 0.0, 1.0)
+        check_float("eps_start", self.eps_start, 0.0, 1.0)
+        check_float("eps_end", self.eps_end, 0.0, self.eps_start)
+        check_float("exploration_fraction", self.exploration_fraction, 0.0, 1.0, lo_open=True)
+        check_float("max_grad_norm", self.max_grad_norm, 0.0, lo_open=True)
+        common.check_hidden("hidden", self.hidden)
+        check_choice("activation", self.activation, common.ACTIVATIONS)
+        if self.qat is not None and not isinstance(self.qat, common.QATConfig):
+            raise ValueError(f"qat must be a QATConfig or None, got {self.qat!r}")
+
+    @property
+    def num_iterations(self) -> int:
+        """Vectorised env steps (each adds ``num_envs`` transitions)."""
+        return self.total_timesteps // self.num_envs
+
+
+class ReplayBuffer(NamedTuple):
+    """Circular buffer of transitions, arrays with leading axis ``buffer_size``."""
+
+    obs: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    next_obs: jax.Array
+    terminated: jax.Array
+    pos: jax.Array
+    size: jax.Array
+
+
+def buffer_init(capacity: int, obs_dim: int, action_shape: tuple[int, ...] = (),
+                action_dtype: Any = jnp.int32) -> ReplayBuffer:
+    """Empty buffer for ``capacity`` transitions."""
+    return ReplayBuffer(
+        jnp.zeros((capacity, obs_dim), jnp.float32),
+        jnp.zeros((capacity,) + action_shape, action_dtype),
+        jnp.zeros((capacity,), jnp.float32),
+        jnp.zeros((capacity, obs_dim), jnp.float32),
+        jnp.zeros((capacity,), jnp.float32),
+        jnp.zeros((), jnp.int32),
+        jnp.zeros((), jnp.int32),
+    )
+
+
+def buffer_add(buf: ReplayBuffer, obs, action, reward, next_obs, terminated) -> ReplayBuffer:
+    """Write a batch of ``B`` transitions (leading axis ``B``) at the cursor, wrapping around."""
+    capacity = buf.obs.shape[0]
+    n = obs.shape[0]
+    idx = (buf.pos + jnp.arange(n)) % capacity
+    return ReplayBuffer(
+        buf.obs.at[idx].set(obs),
+        buf.action.at[idx].set(action.astype(buf.action.dtype)),
+        buf.reward.at[idx].set(reward),
+        buf.next_obs.at[idx].set(next_obs),
+        buf.terminated.at[idx].set(terminated.astype(jnp.float32)),
+        (buf.pos + n) % capacity,
+        jnp.minimum(buf.size + n, capacity),
+    )
+
+
+def buffer_sample(buf: ReplayBuffer, key: jax.Array, batch_size: int) -> tuple[jax.Array, ...]:
+    """Uniform sample (with replacement) of ``batch_size`` stored transitions."""
+    idx = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buf.size, 1))
+    return buf.obs[idx], buf.action[idx], buf.reward[idx], buf.next_obs[idx], buf.terminated[idx]
+
+
+def td_target(r_t: jax.Array, discount_t: jax.Array, q_t: jax.Array) -> jax.Array:
+    """Q-learning target for one transition: ``r_t + discount_t * max_a q_t[a]``.
+
+    ``q_t`` is the target network's ``[num_actions]`` values at the next state;
+    ``discount_t`` is ``gamma`` (0 where the episode terminated). Batch with ``jax.vmap``.
+    """
+    if q_t.ndim != 1:
+        raise ValueError(f"q_t must be [num_actions], got shape {q_t.shape}")
+    return r_t + discount_t * jnp.max(q_t)
+
+
+class DQNState(NamedTuple):
+    """Final training state; ``params`` are the online Q-network's parameters."""
+
+    params: Any
+    target_params: Any
+    opt_state: Any
+    buffer: ReplayBuffer
+    env_state: Any
+    obs: jax.Array
+    stats: common.EpisodeStats
+    key: jax.Array
+
+
+def _network(config: DQNConfig) -> tuple[MLP, dict[str, Any]]:
+    spec = common.env_spec(config.env_name)
+    return MLP(config.hidden, spec["num_actions"], config.activation, 1.0), spec
+
+
+def make_policy(config: DQNConfig) -> Policy:
+    """Q-values as categorical logits; greedy action = argmax."""
+    net, _ = _network(config)
+    return Policy("categorical", net.apply, lambda q: jnp.argmax(q, axis=-1))
+
+
+def make_train(
+    config: DQNConfig, callback: Callable[..., None] | None = None
+) -> Callable[[jax.Array], tuple[DQNState, dict[str, jax.Array]]]:
+    """Build ``train(key) -> (state, metrics)``; pure, jittable and vmappable over keys.
+
+    ``metrics`` arrays are ``[num_iterations]``: ``episode_return`` (mean return of episodes
+    finished at that iteration, NaN if none), ``episodes``, ``loss`` (0 before learning
+    starts) and ``epsilon``.
+    """
+    env, env_params = common.make_env(config.env_name)
+    net, spec = _network(config)
+    n_iter = config.num_iterations
+    start_iter = -(-config.learning_starts // config.num_envs)
+    qat_start = int(config.qat.delay_fraction * n_iter) if config.qat else 0
+    decay_iters = max(int(config.exploration_fraction * n_iter), 1)
+    tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.lr))
+
+    def loss_fn(params, target_params, batch, it):
+        obs, action, reward, next_obs, term = batch
+        q_next = net.apply(target_params, next_obs)
+        discount = config.gamma * (1.0 - term)
+        target = jax.vmap(td_target)(reward, discount, q_next)
+        q = net.apply(common.qat_params(params, config.qat, it, qat_start), obs)
+        q_a = jnp.take_along_axis(q, action[:, None], axis=-1)[:, 0]
+        return jnp.mean(optax.huber_loss(q_a, jax.lax.stop_gradient(target)))
+
+    def train(key: jax.Array) -> tuple[DQNState, dict[str, jax.Array]]:
+        key, k_init, k_env = jax.random.split(key, 3)
+        params = net.init(k_init, jnp.zeros((1, spec["obs_dim"]), jnp.float32))
+        obs, env_state = common.vmap_reset(env, env_params, k_env, config.num_envs)
+        carry = DQNState(
+            params, params, tx.init(params), buffer_init(config.buffer_size, spec["obs_dim"]),
+            env_state, obs, common.init_stats(config.num_envs), key,
+        )
+
+        def iteration(st: DQNState, it):
+            key, k_eps, k_rand, k_step, k_sample = jax.random.split(st.key, 5)
+            frac = jnp.minimum(it / decay_iters, 1.0)
+            eps = config.eps_start + frac * (config.eps_end - config.eps_start)
+            q = net.apply(common.qat_params(st.params, config.qat, it, qat_start), st.obs)
+            greedy = jnp.argmax(q, axis=-1)
+            random = jax.random.randint(k_rand, greedy.shape, 0, spec["num_actions"])
+            explore = jax.random.uniform(k_eps, greedy.shape) < eps
+            action = jnp.where(explore, random, greedy)
+            out = common.vmap_step(env, env_params, k_step, st.env_state, action)
+            stats, finished = common.update_stats(st.stats, out.reward, out.done)
+            buf = buffer_add(st.buffer, st.obs, action, out.reward, out.final_obs,
+                             out.terminated)
+
+            def learn(args):
+                params, opt_state = args
+                batch = buffer_sample(buf, k_sample, config.batch_size)
+                loss, grads = jax.value_and_grad(loss_fn)(params, st.target_params, batch, it)
+                upd, opt_state = tx.update(grads, opt_state, params)
+                return optax.apply_updates(params, upd), opt_state, loss
+
+            do_learn = (it >= start_iter) & (it % config.train_frequency == 0)
+            params, opt_state, loss = jax.lax.cond(
+                do_learn, learn, lambda a: (a[0], a[1], jnp.zeros(())),
+                (st.params, st.opt_state),
+            )
+            refresh = (it + 1) % config.target_update_interval == 0
+            target_params = jax.tree.map(
+                lambda o, t: jnp.where(refresh, o, t), params, st.target_params
+            )
+            metrics = {
+                "episode_return": common.mean_finished(finished, out.done),
+                "episodes": jnp.sum(out.done),
+                "loss": loss,
+                "epsilon": eps,
+            }
+            common.maybe_callback(callback, it + 1, n_iter, metrics)
+            new = DQNState(params, target_params, opt_state, buf, out.env_state, out.obs,
+                           stats, key)
+            return new, metrics
+
+        return jax.lax.scan(iteration, carry, jnp.arange(n_iter))
+
+    return train

@@ -1,0 +1,325 @@
+"""PPO (clipped surrogate, GAE) on gymnax, fully jitted, in one readable training function.
+
+Discrete environments use a categorical policy; continuous ones a diagonal Gaussian with a
+state-independent log-std (actions are clipped to the bounds when stepping the env, the
+log-probability is of the unclipped sample). Actor and critic are separate MLPs, so
+``state.params`` is exactly the policy's parameters.
+
+Usage::
+
+    cfg = PPOConfig(env_name="CartPole-v1", total_timesteps=100_000)
+    state, metrics = jax.jit(make_train(cfg))(jax.random.key(0))
+    policy = make_policy(cfg)            # policy.apply(state.params, obs) -> logits
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.rl import common
+from jaxrl_pim.rl.networks import (
+    MLP,
+    GaussianActor,
+    Policy,
+    categorical_entropy,
+    categorical_log_prob,
+    gaussian_entropy,
+    gaussian_log_prob,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """PPO hyper-parameters (defaults: the usual CartPole recipe).
+
+    Derived sizes: ``num_updates = total_timesteps // (num_envs * num_steps)`` rollouts, each
+    followed by ``update_epochs`` passes of ``num_minibatches`` minibatches.
+    """
+
+    env_name: str = "CartPole-v1"
+    total_timesteps: int = 100_000
+    num_envs: int = 4
+    num_steps: int = 128
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    lr: float = 2.5e-4
+    anneal_lr: bool = True
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    hidden: tuple[int, ...] = (64, 64)
+    activation: str = "tanh"
+    qat: common.QATConfig | None = None
+
+    def __post_init__(self) -> None:
+        common.make_env(self.env_name)
+        check_int("num_envs", self.num_envs, 1, 65536)
+        check_int("num_steps", self.num_steps, 1, 100_000)
+        check_int("update_epochs", self.update_epochs, 1, 1000)
+        check_int("num_minibatches", self.num_minibatches, 1, 65536)
+        check_int("total_timesteps", self.total_timesteps, self.num_envs * self.num_steps)
+        if (self.num_envs * self.num_steps) % self.num_minibatches:
+            raise ValueError(
+                f"num_minibatches ({self.num_minibatches}) must divide num_envs * num_steps "
+                f"({self.num_envs * self.num_steps})"
+            )
+        check_float("lr", self.lr, 0.0, 1.0, lo_open=True)
+        check_float("gamma", self.gamma, 0.0, 1.0)
+        check_float("gae_lambda", self.gae_lambda, 0.0, 1.0)
+        check_float("clip_eps", self.clip_eps, 0.0, 10.0, lo_open=True)
+        check_float("ent_coef", self.ent_coef, 0.0)
+        check_float("vf_coef", self.vf_coef, 0.0)
+        check_float("max_grad_norm", self.max_grad_norm, 0.0, lo_open=True)
+        common.check_hidden("hidden", self.hidden)
+        check_choice("activation", self.activation, common.ACTIVATIONS)
+        if self.qat is not None and not isinstance(self.qat, common.QATConfig):
+            raise ValueError(f"qat must be a QATConfig or None, got {self.qat!r}")
+
+    @property
+    def num_updates(self) -> int:
+        """Number of rollout + optimisation rounds."""
+        return self.total_timesteps // (self.num_envs * self.num_steps)
+
+    @property
+    def minibatch_size(self) -> int:
+        """Transitions per minibatch."""
+        return self.num_envs * self.num_steps // self.num_minibatches
+
+
+class PPOState(NamedTuple):
+    """Final training state; ``params`` are the policy's parameters."""
+
+    params: Any
+    critic_params: Any
+    opt_state: Any
+    env_state: Any
+    obs: jax.Array
+    stats: common.EpisodeStats
+    key: jax.Array
+
+
+def gae_advantages(
+    rewards: jax.Array,
+    values: jax.Array,
+    dones: jax.Array,
+    last_value: jax.Array,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[jax.Array, jax.Array]:
+    """Generalised advantage estimates over a rollout, time axis first.
+
+    Args:
+      rewards, values, dones: ``[T, ...]``; ``dones[t]`` is true when the episode ended at
+        step t (so ``values[t + 1]`` belongs to a new episode and is not bootstrapped).
+      last_value: ``V(s_T)`` ``[...]`` for the observation after the rollout.
+    Returns:
+      ``(advantages, returns)``, each ``[T, ...]``; ``returns = advantages + values``.
+    """
+    if rewards.shape != values.shape or rewards.shape != dones.shape:
+        raise ValueError(
+            f"rewards {rewards.shape}, values {values.shape}, dones {dones.shape} must match"
+        )
+    next_values = jnp.concatenate([values[1:], last_value[None]], axis=0)
+    not_done = 1.0 - dones.astype(jnp.float32)
+    deltas = rewards + gamma * next_values * not_done - values
+
+    def body(gae, xs):
+        delta, nd = xs
+        gae = delta + gamma * gae_lambda * nd * gae
+        return gae, gae
+
+    _, adv = jax.lax.scan(body, jnp.zeros_like(last_value), (deltas, not_done), reverse=True)
+    return adv, adv + values
+
+
+def clipped_surrogate_loss(
+    log_ratio: jax.Array, advantages: jax.Array, clip_eps: float
+) -> jax.Array:
+    """PPO policy loss ``-mean(min(r A, clip(r, 1 - eps, 1 + eps) A))``, ``r = exp(log_ratio)``."""
+    ratio = jnp.exp(log_ratio)
+    unclipped = ratio * advantages
+    clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages
+    return -jnp.mean(jnp.minimum(unclipped, clipped))
+
+
+def clipped_value_loss(
+    values: jax.Array, old_values: jax.Array, returns: jax.Array, clip_eps: float
+) -> jax.Array:
+    """``0.5 * mean(max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2))``."""
+    clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
+    return 0.5 * jnp.mean(jnp.maximum((values - returns) ** 2, (clipped - returns) ** 2))
+
+
+def _actor_and_spec(config: PPOConfig) -> tuple[Any, dict[str, Any]]:
+    spec = common.env_spec(config.env_name)
+    if spec["discrete"]:
+        actor = MLP(config.hidden, spec["num_actions"], config.activation, 0.01)
+    else:
+        actor = GaussianActor(config.hidden, spec["action_dim"], config.activation)
+    return actor, spec
+
+
+def make_policy(config: PPOConfig) -> Policy:
+    """The trained policy's pure functions (categorical logits or Gaussian ``(mean, log_std)``)."""
+    actor, spec = _actor_and_spec(config)
+    if spec["discrete"]:
+        return Policy("categorical", actor.apply, lambda logits: jnp.argmax(logits, axis=-1))
+    low, high = spec["action_low"], spec["action_high"]
+    return Policy("gaussian", actor.apply, lambda dist: jnp.clip(dist[0], low, high))
+
+
+def make_train(
+    config: PPOConfig, callback: Callable[..., None] | None = None
+) -> Callable[[jax.Array], tuple[PPOState, dict[str, jax.Array]]]:
+    """Build ``train(key) -> (state, metrics)``; pure, jittable and vmappable over keys.
+
+    ``metrics`` arrays are ``[num_updates]``: ``episode_return`` (mean undiscounted return of
+    episodes finished during the rollout, NaN if none), ``episodes`` (their count),
+    ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``. ``callback(step, total,
+    metrics)`` is an opt-in host progress hook.
+    """
+    env, env_params = common.make_env(config.env_name)
+    actor, spec = _actor_and_spec(config)
+    critic = MLP(config.hidden, 1, config.activation, 1.0)
+    discrete = spec["discrete"]
+    num_updates = config.num_updates
+    qat_start = int(config.qat.delay_fraction * num_updates) if config.qat else 0
+    steps_per_update = config.update_epochs * config.num_minibatches
+
+    def schedule(count):
+        frac = 1.0 - (count // steps_per_update) / num_updates
+        return config.lr * frac if config.anneal_lr else config.lr
+
+    tx = optax.chain(
+        optax.clip_by_global_norm(config.max_grad_norm), optax.adam(schedule, eps=1e-5)
+    )
+
+    def dist_logp_ent(params, obs, action):
+        out = actor.apply(params, obs)
+        if discrete:
+            return categorical_log_prob(out, action), categorical_entropy(out)
+        mean, log_std = out
+        return gaussian_log_prob(mean, log_std, action), gaussian_entropy(log_std)
+
+    def sample_action(params, obs, key):
+        out = actor.apply(params, obs)
+        if discrete:
+            action = jax.random.categorical(key, out)
+            return action, categorical_log_prob(out, action), action
+        mean, log_std = out
+        action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+        env_action = jnp.clip(action, spec["action_low"], spec["action_high"])
+        return action, gaussian_log_prob(mean, log_std, action), env_action
+
+    def train(key: jax.Array) -> tuple[PPOState, dict[str, jax.Array]]:
+        key, k_actor, k_critic, k_env = jax.random.split(key, 4)
+        obs0 = jnp.zeros((1, spec["obs_dim"]), jnp.float32)
+        params = actor.init(k_actor, obs0)
+        critic_params = critic.init(k_critic, obs0)
+        opt_state = tx.init((params, critic_params))
+        obs, env_state = common.vmap_reset(env, env_params, k_env, config.num_envs)
+
+        def update(carry, update_idx):
+            params, critic_params, opt_state, env_state, obs, stats, key = carry
+            act_params = common.qat_params(params, config.qat, update_idx, qat_start)
+
+            # 1. Roll out num_steps in every env with the current (possibly fake-quantized) policy.
+            def env_step(carry, _):
+                env_state, obs, stats, key = carry
+                key, k_act, k_step = jax.random.split(key, 3)
+                action, logp, env_action = sample_action(act_params, obs, k_act)
+                value = critic.apply(critic_params, obs)[..., 0]
+                out = common.vmap_step(env, env_params, k_step, env_state, env_action)
+                next_obs, env_state, done = out.obs, out.env_state, out.done
+                stats, finished = common.update_stats(stats, out.reward, done)
+                # Time limits are not terminal: bootstrap them with V(final observation).
+                final_value = critic.apply(critic_params, out.final_obs)[..., 0]
+                reward = out.reward + config.gamma * final_value * out.truncated
+                transition = (obs, action, logp, value, reward, done, finished)
+                return (env_state, next_obs, stats, key), transition
+
+            (env_state, obs, stats, key), traj = jax.lax.scan(
+                env_step, (env_state, obs, stats, key), None, config.num_steps
+            )
+            t_obs, t_action, t_logp, t_value, t_reward, t_done, t_finished = traj
+            last_value = critic.apply(critic_params, obs)[..., 0]
+            adv, returns = gae_advantages(
+                t_reward, t_value, t_done, last_value, config.gamma, config.gae_lambda
+            )
+
+            # 2. Several epochs of minibatch updates on the flattened rollout.
+            batch = jax.tree.map(
+                lambda x: x.reshape((-1,) + x.shape[2:]),
+                (t_obs, t_action, t_logp, t_value, adv, returns),
+            )
+
+            def loss_fn(both, mb):
+                p, cp = both
+                m_obs, m_action, m_logp, m_value, m_adv, m_ret = mb
+                p = common.qat_params(p, config.qat, update_idx, qat_start)
+                logp, entropy = dist_logp_ent(p, m_obs, m_action)
+                m_adv = (m_adv - m_adv.mean()) / (m_adv.std() + 1e-8)
+                log_ratio = logp - m_logp
+                pl = clipped_surrogate_loss(log_ratio, m_adv, config.clip_eps)
+                value = critic.apply(cp, m_obs)[..., 0]
+                vl = clipped_value_loss(value, m_value, m_ret, config.clip_eps)
+                ent = entropy.mean()
+                loss = pl + config.vf_coef * vl - config.ent_coef * ent
+                approx_kl = jnp.mean(jnp.exp(log_ratio) - 1.0 - log_ratio)
+                return loss, (pl, vl, ent, approx_kl)
+
+            def epoch(carry, _):
+                params, critic_params, opt_state, key = carry
+                key, k_perm = jax.random.split(key)
+                perm = jax.random.permutation(k_perm, config.num_envs * config.num_steps)
+                mbs = jax.tree.map(
+                    lambda x: x[perm].reshape(
+                        (config.num_minibatches, config.minibatch_size) + x.shape[1:]
+                    ),
+                    batch,
+                )
+
+                def minibatch(carry, mb):
+                    both, opt_state = carry
+                    grads, aux = jax.grad(loss_fn, has_aux=True)(both, mb)
+                    upd, opt_state = tx.update(grads, opt_state, both)
+                    return (optax.apply_updates(both, upd), opt_state), aux
+
+                ((params, critic_params), opt_state), aux = jax.lax.scan(
+                    minibatch, ((params, critic_params), opt_state), mbs
+                )
+                return (params, critic_params, opt_state, key), aux
+
+            (params, critic_params, opt_state, key), aux = jax.lax.scan(
+                epoch, (params, critic_params, opt_state, key), None, config.update_epochs
+            )
+            pl, vl, ent, kl = jax.tree.map(jnp.mean, aux)
+            metrics = {
+                "episode_return": common.mean_finished(t_finished, t_done),
+                "episodes": jnp.sum(t_done),
+                "policy_loss": pl,
+                "value_loss": vl,
+                "entropy": ent,
+                "approx_kl": kl,
+            }
+            common.maybe_callback(callback, update_idx + 1, num_updates, metrics)
+            return (params, critic_params, opt_state, env_state, obs, stats, key), metrics
+
+        carry = (
+            params, critic_params, opt_state, env_state, obs,
+            common.init_stats(config.num_envs), key,
+        )
+        carry, metrics = jax.lax.scan(update, carry, jnp.arange(num_updates))
+        return PPOState(*carry), metrics
+
+    return train
