@@ -1,0 +1,1 @@
+"""Tests for the benchmark scripts under benchmarks/."""
