@@ -1,0 +1,198 @@
+"""ActorQ configuration: one frozen dataclass for both algorithms and both deployments.
+
+The learner always trains in full precision; ``precision`` only chooses how the policy is
+broadcast to (and held by) the actors: ``"fp32"`` (no quantization), ``"fp16"`` (float16
+round trip) or ``"int8"`` (the paper's 8-bit uniform quantizer, packed as int8 codes).
+
+Units: every ``*_steps`` count is in environment steps summed over all actors;
+``actor_update_period`` is in steps of one actor; learner periods are in learner updates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from jaxrl_pim.checks import check_choice, check_float, check_int
+
+ALGOS = ("dqn", "d4pg")
+PRECISIONS = ("fp32", "fp16", "int8")
+MODES = ("single", "multiprocess")
+DQN_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
+D4PG_ENVS = ("Pendulum-v1",)
+
+# Per-algorithm defaults, applied by ``default_config`` (reference.md section 3, scaled down
+# for a CPU: the paper's 3 x 2048 MLPs are a ``hidden_sizes`` away).
+_DQN_DEFAULTS: dict[str, Any] = dict(
+    learning_rate=1e-3, batch_size=64, n_step=1, prioritized=True, max_grad_norm=10.0
+)
+_D4PG_DEFAULTS: dict[str, Any] = dict(
+    learning_rate=1e-4,
+    batch_size=256,
+    n_step=5,
+    prioritized=False,
+    max_grad_norm=40.0,
+    hidden_sizes=(256, 256),
+    critic_hidden_sizes=(256, 256, 128),
+)
+# Pendulum's discounted returns reach about -1,600; scaling rewards by 0.1 keeps them inside
+# the paper's [-150, 150] critic support.
+_ENV_DEFAULTS: dict[str, dict[str, Any]] = {
+    "Pendulum-v1": dict(reward_scale=0.1),
+    "MountainCar-v0": dict(epsilon_start=1.0, epsilon_decay_steps=20_000),
+}
+
+
+@dataclass(frozen=True)
+class ActorQConfig:
+    """Settings of one ActorQ run (validated at construction).
+
+    Attributes:
+      algo: ``"dqn"`` (discrete actions) or ``"d4pg"`` (continuous actions).
+      env_name: gymnax task; DQN: CartPole-v1, Acrobot-v1, MountainCar-v0; D4PG: Pendulum-v1.
+      precision: actor-side policy precision and broadcast format: fp32, fp16 or int8.
+      num_actors: K actors; in single-program mode a vmap axis, in multi-process mode the
+        number of actor processes.
+      envs_per_actor: environments each actor steps in lock-step (a vmap axis).
+      actor_update_period: actor steps between two policy refreshes (pull + unpack + load).
+      total_steps: environment steps over all actors and environments.
+      hidden_sizes: policy MLP widths (DQN: the Q network).
+      critic_hidden_sizes: D4PG critic widths (layer-norm MLP).
+      learning_rate: Adam step size (both networks for D4PG).
+      buffer_size: replay capacity in transitions.
+      batch_size: learner minibatch.
+      learning_starts: environment steps collected before the first learner update.
+      train_every: a learner update after every ``train_every`` iterations (one iteration =
+        one step of every actor environment).
+      gamma: discount.
+      n_step: n of the n-step returns (DQN 1, D4PG 5).
+      target_period: learner updates between hard target copies.
+      max_grad_norm: global gradient-norm clip.
+      prioritized: proportional prioritized replay (DQN) instead of uniform (D4PG).
+      per_alpha / per_beta / per_eps: priority exponent, importance-weight exponent, floor.
+      epsilon: final (and acting) epsilon of the DQN actors.
+      epsilon_start / epsilon_decay_steps: linear decay from ``epsilon_start`` to
+        ``epsilon`` over that many environment steps (0 = constant ``epsilon``).
+      num_atoms / v_min / v_max: D4PG categorical critic support.
+      exploration_noise: D4PG Gaussian action noise, in units of the action half-range.
+      reward_scale: rewards are multiplied by this before learning (returns are reported
+        unscaled).
+      return_window: completed episodes averaged for the reported training return.
+      eval_episodes: episodes of the greedy (noise-free) quantized policy at evaluation.
+    """
+
+    algo: str = "dqn"
+    env_name: str = "CartPole-v1"
+    precision: str = "fp32"
+    num_actors: int = 4
+    envs_per_actor: int = 1
+    actor_update_period: int = 100
+    total_steps: int = 20_000
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    critic_hidden_sizes: tuple[int, ...] = (256, 256, 128)
+    learning_rate: float = 1e-3
+    buffer_size: int = 50_000
+    batch_size: int = 64
+    learning_starts: int = 1_000
+    train_every: int = 1
+    gamma: float = 0.99
+    n_step: int = 1
+    target_period: int = 100
+    max_grad_norm: float = 10.0
+    prioritized: bool = True
+    per_alpha: float = 0.6
+    per_beta: float = 0.2
+    per_eps: float = 1e-6
+    epsilon: float = 0.05
+    epsilon_start: float = 1.0
+    epsilon_decay_steps: int = 5_000
+    num_atoms: int = 51
+    v_min: float = -150.0
+    v_max: float = 150.0
+    exploration_noise: float = 0.3
+    reward_scale: float = 1.0
+    return_window: int = 10
+    eval_episodes: int = 10
+
+    def __post_init__(self) -> None:
+        check_choice("algo", self.algo, ALGOS)
+        envs = DQN_ENVS if self.algo == "dqn" else D4PG_ENVS
+        check_choice(f"env_name (for algo {self.algo!r})", self.env_name, envs)
+        check_choice("precision", self.precision, PRECISIONS)
+        check_int("num_actors", self.num_actors, 1, 4096)
+        check_int("envs_per_actor", self.envs_per_actor, 1, 4096)
+        check_int("actor_update_period", self.actor_update_period, 1, 10**7)
+        check_int("total_steps", self.total_steps, 1, 10**10)
+        if not isinstance(self.hidden_sizes, tuple) or not self.hidden_sizes:
+            raise ValueError(f"hidden_sizes must be a non-empty tuple, got {self.hidden_sizes!r}")
+        if not isinstance(self.critic_hidden_sizes, tuple) or not self.critic_hidden_sizes:
+            raise ValueError(
+                f"critic_hidden_sizes must be a non-empty tuple, got {self.critic_hidden_sizes!r}"
+            )
+        for i, h in enumerate(self.hidden_sizes):
+            check_int(f"hidden_sizes[{i}]", h, 1, 65536)
+        for i, h in enumerate(self.critic_hidden_sizes):
+            check_int(f"critic_hidden_sizes[{i}]", h, 1, 65536)
+        check_float("learning_rate", self.learning_rate, 0.0, 1.0, lo_open=True)
+        check_int("batch_size", self.batch_size, 1, 1 << 16)
+        check_int("buffer_size", self.buffer_size, self.batch_size, 10**8)
+        check_int("learning_starts", self.learning_starts, 0, 10**10)
+        check_int("train_every", self.train_every, 1, 10**6)
+        check_float("gamma", self.gamma, 0.0, 1.0)
+        check_int("n_step", self.n_step, 1, 1000)
+        check_int("target_period", self.target_period, 1, 10**7)
+        check_float("max_grad_norm", self.max_grad_norm, 0.0, None, lo_open=True)
+        if not isinstance(self.prioritized, bool):
+            raise ValueError(f"prioritized must be a bool, got {self.prioritized!r}")
+        check_float("per_alpha", self.per_alpha, 0.0, 1.0)
+        check_float("per_beta", self.per_beta, 0.0, 1.0)
+        check_float("per_eps", self.per_eps, 0.0, 1.0, lo_open=True)
+        check_float("epsilon", self.epsilon, 0.0, 1.0)
+        check_float("epsilon_start", self.epsilon_start, 0.0, 1.0)
+        check_int("epsilon_decay_steps", self.epsilon_decay_steps, 0, 10**10)
+        check_int("num_atoms", self.num_atoms, 2, 4096)
+        check_float("v_min", self.v_min)
+        check_float("v_max", self.v_max, self.v_min, None, lo_open=True)
+        check_float("exploration_noise", self.exploration_noise, 0.0, 10.0)
+        check_float("reward_scale", self.reward_scale, 0.0, None, lo_open=True)
+        check_int("return_window", self.return_window, 1, 10**6)
+        check_int("eval_episodes", self.eval_episodes, 1, 10**5)
+        if self.total_steps < self.steps_per_iteration:
+            raise ValueError(
+                f"total_steps ({self.total_steps}) must be >= num_actors * envs_per_actor "
+                f"({self.steps_per_iteration})"
+            )
+
+    # Derived sizes (static inside jit).
+    @property
+    def steps_per_iteration(self) -> int:
+        """Environment steps per iteration: one step of every actor environment."""
+        return self.num_actors * self.envs_per_actor
+
+    @property
+    def num_iterations(self) -> int:
+        """Iterations of the single-program loop (``total_steps`` rounded down)."""
+        return self.total_steps // self.steps_per_iteration
+
+    def replace(self, **changes: Any) -> ActorQConfig:
+        """A validated copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+
+def default_config(
+    algo: str = "dqn", env_name: str | None = None, **overrides: Any
+) -> ActorQConfig:
+    """An ``ActorQConfig`` with the algorithm's and the task's defaults, then ``overrides``.
+
+    DQN: Adam 1e-3, batch 64, prioritized replay (alpha 0.6, beta 0.2), 1-step returns.
+    D4PG: Adam 1e-4, batch 256, uniform replay, 5-step returns, gradient clip 40.
+    """
+    check_choice("algo", algo, ALGOS)
+    if env_name is None:
+        env_name = DQN_ENVS[0] if algo == "dqn" else D4PG_ENVS[0]
+    kwargs: dict[str, Any] = dict(algo=algo, env_name=env_name)
+    kwargs.update(_DQN_DEFAULTS if algo == "dqn" else _D4PG_DEFAULTS)
+    kwargs.update(_ENV_DEFAULTS.get(env_name, {}))
+    kwargs.update(overrides)
+    return ActorQConfig(**kwargs)

@@ -1,0 +1,240 @@
+"""Single-program ActorQ: K actors vmapped on the learner's device, everything jitted.
+
+``make_train(config) -> train(key) -> (state, metrics)`` is pure and jittable (vmap it over
+seeds). One iteration = one step of each of the ``num_actors * envs_per_actor``
+environments with the actors' (quantized) policy, the emitted n-step transitions added to
+replay, a full-precision learner update every ``train_every`` iterations once
+``learning_starts`` steps are collected, and every ``actor_update_period`` iterations a
+broadcast: the learner's policy is quantized (``broadcast.actor_params``) and becomes the
+actors' policy.
+
+``run_timed`` drives the same iteration from the host in jitted chunks and records the wall
+clock, for time-to-reward curves (compile time is measured separately and excluded).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl_pim.actorq.actor import EnvCarry, env_step, evaluate, init_carry
+from jaxrl_pim.actorq.agent import Agent, EnvInfo, make_agent, make_env
+from jaxrl_pim.actorq.broadcast import actor_params
+from jaxrl_pim.actorq.config import ActorQConfig
+from jaxrl_pim.actorq.replay import Replay, ReplayState, Transition, make_replay
+
+
+class RunState(NamedTuple):
+    """Whole-system state of a single-program run."""
+
+    learner: Any  # full-precision learner state (DQNState / D4PGState)
+    actor_params: Any  # the actors' current (quantized) policy
+    carry: EnvCarry  # [N] environments
+    replay: ReplayState
+    key: jax.Array
+    iteration: jax.Array  # int32
+
+
+class System(NamedTuple):
+    """The pieces of a run, for users who drive the loop themselves."""
+
+    config: ActorQConfig
+    info: EnvInfo
+    agent: Agent
+    replay: Replay
+    init: Callable[[jax.Array], RunState]
+    iteration: Callable[[RunState], tuple[RunState, dict[str, jax.Array]]]
+    evaluate: Callable[[Any, jax.Array], jax.Array]
+
+
+def exploration(config: ActorQConfig, env_steps: jax.Array) -> jax.Array:
+    """Epsilon (DQN, linearly decayed) or Gaussian noise scale (D4PG) at ``env_steps``."""
+    if config.algo == "d4pg":
+        return jnp.asarray(config.exploration_noise, jnp.float32)
+    if config.epsilon_decay_steps == 0:
+        return jnp.asarray(config.epsilon, jnp.float32)
+    frac = jnp.clip(env_steps / config.epsilon_decay_steps, 0.0, 1.0)
+    return (config.epsilon_start + frac * (config.epsilon - config.epsilon_start)).astype(
+        jnp.float32
+    )
+
+
+def make_system(config: ActorQConfig) -> System:
+    """Build the environment, agent, replay and the pure ``init`` / ``iteration`` functions."""
+    env, env_params, info = make_env(config.env_name)
+    agent = make_agent(config, info)
+    alpha, beta = (config.per_alpha, config.per_beta) if config.prioritized else (0.0, 0.0)
+    replay = make_replay(config.buffer_size, alpha, beta, config.per_eps)
+    n_envs = config.steps_per_iteration
+    n = config.n_step
+    first_update_it = max(config.learning_starts, config.batch_size) // n_envs + n - 1
+
+    step_one = lambda p, c, k, e: env_step(
+        env, env_params, agent, config.gamma, config.reward_scale, p, c, k, e
+    )
+    step_all = jax.vmap(step_one, in_axes=(None, 0, 0, None))
+
+    def init(key: jax.Array) -> RunState:
+        k_learn, k_env, k_run = jax.random.split(key, 3)
+        learner = agent.init(k_learn)
+        carry = jax.vmap(lambda k: init_carry(env, env_params, agent, n, k))(
+            jax.random.split(k_env, n_envs)
+        )
+        example = Transition(
+            obs=jnp.zeros((info.obs_dim,), jnp.float32),
+            action=agent.action_example,
+            reward=jnp.zeros((), jnp.float32),
+            discount=jnp.zeros((), jnp.float32),
+            next_obs=jnp.zeros((info.obs_dim,), jnp.float32),
+        )
+        return RunState(
+            learner=learner,
+            actor_params=actor_params(agent.policy_params(learner), config.precision),
+            carry=carry,
+            replay=replay.init(example),
+            key=k_run,
+            iteration=jnp.zeros((), jnp.int32),
+        )
+
+    def learn(learner, rstate, key):
+        idx, batch, weights = replay.sample(rstate, key, config.batch_size)
+        learner, td_abs, m = agent.update(learner, batch, weights)
+        if config.prioritized:
+            rstate = replay.update_priorities(rstate, idx, td_abs)
+        return learner, rstate, m["loss"]
+
+    def no_learn(learner, rstate, key):
+        del key
+        return learner, rstate, jnp.zeros((), jnp.float32)
+
+    def iteration(state: RunState) -> tuple[RunState, dict[str, jax.Array]]:
+        key, k_act, k_learn = jax.random.split(state.key, 3)
+        it = state.iteration
+        explore = exploration(config, it * n_envs)
+        carry, out = step_all(state.actor_params, state.carry, jax.random.split(k_act, n_envs),
+                              explore)
+        rstate = replay.add(state.replay, out.transition, out.valid)
+        do_learn = (it >= first_update_it) & (it % config.train_every == 0)
+        learner, rstate, loss = jax.lax.cond(do_learn, learn, no_learn, state.learner, rstate,
+                                             k_learn)
+        refresh = (it + 1) % config.actor_update_period == 0
+        a_params = jax.lax.cond(
+            refresh,
+            lambda: actor_params(agent.policy_params(learner), config.precision),
+            lambda: state.actor_params,
+        )
+        new = RunState(learner, a_params, carry, rstate, key, it + 1)
+        metrics = {
+            "episode_return": out.episode_return,  # [N], valid where episode_done
+            "episode_done": out.episode_done,  # [N]
+            "loss": loss,
+            "learned": do_learn,
+        }
+        return new, metrics
+
+    def evaluate_fn(params: Any, key: jax.Array) -> jax.Array:
+        return evaluate(env, env_params, agent, info, params, key, config.eval_episodes)
+
+    return System(config, info, agent, replay, init, iteration, evaluate_fn)
+
+
+def make_train(
+    config: ActorQConfig, callback: Callable[..., None] | None = None, report_every: int = 500
+) -> Callable[[jax.Array], tuple[RunState, dict[str, jax.Array]]]:
+    """``train(key) -> (state, metrics)`` running ``config.num_iterations`` iterations.
+
+    ``metrics`` are per iteration: ``episode_return`` / ``episode_done`` ``[T, N]``,
+    ``loss`` and ``learned`` ``[T]``. ``callback(step, total, metrics)`` (e.g.
+    ``progress.RichProgress``) is called through ``jax.debug.callback`` every
+    ``report_every`` iterations when given.
+    """
+    system = make_system(config)
+    total = config.num_iterations
+
+    def body(state, _):
+        state, m = system.iteration(state)
+        if callback is not None:
+            def report():
+                jax.debug.callback(callback, state.iteration, total, {"loss": m["loss"]})
+
+            jax.lax.cond(state.iteration % report_every == 0, report, lambda: None)
+        return state, m
+
+    def train(key: jax.Array) -> tuple[RunState, dict[str, jax.Array]]:
+        state = system.init(key)
+        return jax.lax.scan(body, state, None, length=total)
+
+    return train
+
+
+def episode_returns(metrics: dict[str, Any]) -> np.ndarray:
+    """Completed-episode returns in time order from ``[T, N]`` metrics (host-side)."""
+    done = np.asarray(metrics["episode_done"])
+    ret = np.asarray(metrics["episode_return"])
+    return ret[done]
+
+
+class Curve(NamedTuple):
+    """Reward over wall-clock time: one point per chunk."""
+
+    time_s: np.ndarray  # seconds since the start of training (compile excluded)
+    env_steps: np.ndarray
+    avg_return: np.ndarray  # mean of the last ``return_window`` completed episodes (nan: none)
+
+
+def run_timed(
+    config: ActorQConfig,
+    key: jax.Array,
+    num_chunks: int = 20,
+    callback: Callable[..., None] | None = None,
+) -> dict[str, Any]:
+    """Run single-program ActorQ from the host in ``num_chunks`` jitted chunks, timing each.
+
+    Returns a dict with ``curve`` (:class:`Curve`), ``episode_returns`` (all completed
+    episodes), ``final_eval_return`` (greedy quantized policy), ``timing_s`` (compile,
+    train, eval) and ``final_state``.
+    """
+    system = make_system(config)
+    total = config.num_iterations
+    chunk = max(1, total // num_chunks)
+    n_chunks = total // chunk
+
+    def run_chunk(state):
+        return jax.lax.scan(lambda s, _: system.iteration(s), state, None, length=chunk)
+
+    t0 = time.perf_counter()
+    init = jax.jit(system.init)
+    state = jax.block_until_ready(init(key))
+    run_chunk_c = jax.jit(run_chunk, donate_argnums=0).lower(state).compile()
+    eval_c = jax.jit(system.evaluate)
+    compile_s = time.perf_counter() - t0
+
+    times, steps, avgs, all_returns = [], [], [], []
+    window = config.return_window
+    train_s = 0.0
+    for c in range(n_chunks):
+        t1 = time.perf_counter()
+        state, m = run_chunk_c(state)
+        m = jax.block_until_ready(m)
+        train_s += time.perf_counter() - t1
+        all_returns.extend(episode_returns(m).tolist())
+        times.append(train_s)
+        steps.append((c + 1) * chunk * config.steps_per_iteration)
+        avgs.append(float(np.mean(all_returns[-window:])) if all_returns else float("nan"))
+        if callback is not None:
+            callback(c + 1, n_chunks, {"return": avgs[-1]})
+    t2 = time.perf_counter()
+    final_eval = float(eval_c(state.actor_params, jax.random.fold_in(key, 1)))
+    eval_s = time.perf_counter() - t2
+    return {
+        "curve": Curve(np.asarray(times), np.asarray(steps), np.asarray(avgs)),
+        "episode_returns": np.asarray(all_returns),
+        "final_eval_return": final_eval,
+        "timing_s": {"compile": compile_s, "train": train_s, "eval": eval_s},
+        "final_state": state,
+    }
