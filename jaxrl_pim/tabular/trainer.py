@@ -1,0 +1,265 @@
+"""SwiftRL on lanes: configuration, chunking and the jittable trainer.
+
+``make_train(config, mesh=None, callback=None)`` returns ``train(key, chunks)`` where
+``chunks`` is a :class:`~jaxrl_pim.data.Transitions` with lane-major arrays ``[C, m]``
+(see :func:`chunk`). ``train`` is pure and jittable (vmappable over keys) and returns
+``(q_table, metrics)``:
+
+* normal mode: the final averaged table ``[S, A]`` float32 (descaled);
+* independent multi-agent mode: one table per lane ``[C, S, A]``, never averaged.
+
+``metrics["q_delta"]`` is ``[R]``: the mean absolute change of the (mean) table over each
+sync round (``R = ceil(num_episodes / sync_period)`` rounds of ``sync_period`` episodes,
+the last possibly shorter). With a ``mesh`` the lanes are split over its single axis with
+``jax.shard_map``; a sync averages lanes locally (a sum), then reduces over devices
+(``lax.psum``), so results do not depend on the device count (bit-exact for int32).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
+
+from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.data.transitions import Transitions, validate
+from jaxrl_pim.tabular import formats
+from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, run_episodes, to_lane_data
+from jaxrl_pim.tabular.sampling import LCG_SEED, SAMPLINGS, stride_order
+
+ALGOS = ("q", "sarsa")
+RNGS = ("jax", "lcg")
+
+
+@dataclasses.dataclass(frozen=True)
+class TabularConfig:
+    """Offline tabular learning on ``num_cores`` lanes (validated at construction).
+
+    Attributes:
+      num_states, num_actions: MDP size (S, A).
+      algo: ``"q"`` (Q-learning, true max bootstrap) or ``"sarsa"``.
+      sampling: ``"seq"``, ``"ran"`` or ``"str"`` (see :mod:`jaxrl_pim.tabular.sampling`).
+      dtype: Q-table format, one of ``fp32``, ``int32``, ``fp16``, ``bf16``.
+      num_cores: lanes C (PIM cores). In independent mode: agents K.
+      sync_period: episodes between lane averages (tau).
+      num_episodes: episodes; one episode = one pass over a lane's chunk.
+      alpha, gamma: learning rate and discount.
+      epsilon: SARSA exploration rate for ``a'``.
+      stride: ``k`` of ``str`` sampling.
+      rng: ``"jax"`` (threefry PRNG) or ``"lcg"`` (the PIM generator, seed ``lcg_seed``).
+      independent: one lane per agent with its own dataset and no averaging.
+      compat_max0: Q-learning bootstraps with ``max(0, max Q)`` like the published C code.
+    """
+
+    num_states: int
+    num_actions: int
+    algo: str = "q"
+    sampling: str = "seq"
+    dtype: str = "fp32"
+    num_cores: int = 2000
+    sync_period: int = 50
+    num_episodes: int = 2000
+    alpha: float = 0.1
+    gamma: float = 0.95
+    epsilon: float = 0.1
+    stride: int = 4
+    rng: str = "jax"
+    lcg_seed: int = LCG_SEED
+    independent: bool = False
+    compat_max0: bool = False
+
+    def __post_init__(self) -> None:
+        check_int("num_states", self.num_states, 1)
+        check_int("num_actions", self.num_actions, 1, 255)
+        check_choice("algo", self.algo, ALGOS)
+        check_choice("sampling", self.sampling, SAMPLINGS)
+        formats.get_format(self.dtype)
+        check_int("num_cores", self.num_cores, 1)
+        check_int("sync_period", self.sync_period, 1)
+        check_int("num_episodes", self.num_episodes, 1)
+        check_float("alpha", self.alpha, 0.0, 1.0, lo_open=True)
+        check_float("gamma", self.gamma, 0.0, 1.0)
+        check_float("epsilon", self.epsilon, 0.0, 1.0)
+        check_int("stride", self.stride, 1)
+        check_choice("rng", self.rng, RNGS)
+        check_int("lcg_seed", self.lcg_seed, 0, 2**32 - 1)
+        if self.compat_max0 and self.algo != "q":
+            raise ValueError("compat_max0 applies to Q-learning only (algo='q')")
+        if self.dtype == "int32" and not self.independent:
+            check_int("num_cores", self.num_cores, 1, formats.MAX_INT_MEAN_LANES)
+
+    @property
+    def format(self) -> formats.NumericFormat:
+        """The Q-table :class:`~jaxrl_pim.tabular.formats.NumericFormat`."""
+        return formats.get_format(self.dtype)
+
+    @property
+    def num_rounds(self) -> int:
+        """Sync rounds ``ceil(num_episodes / sync_period)``."""
+        return -(-self.num_episodes // self.sync_period)
+
+    def lane_spec(self) -> LaneSpec:
+        """The static facts the lane kernel needs."""
+        return LaneSpec(
+            self.num_states, self.num_actions, self.algo, self.sampling, self.format,
+            self.alpha, self.gamma, self.epsilon, self.rng, self.compat_max0,
+        )
+
+
+def chunk(config: TabularConfig, transitions: Transitions) -> Transitions:
+    """Validate a dataset and split it into ``num_cores`` equal contiguous chunks ``[C, m]``.
+
+    Normal mode takes ``[M]`` arrays; ``m = M // C`` and the last ``M mod C`` rows are
+    dropped (every lane must do the same number of updates per episode). Independent mode
+    takes per-agent datasets ``[K, n]`` with ``K == num_cores`` and returns them unchanged.
+    Also checks that an int32 run cannot overflow (``formats.check_fixed_point_range``).
+    """
+    validate(transitions, config.num_states, config.num_actions)
+    shape = transitions.shape
+    if config.independent:
+        if len(shape) != 2 or shape[0] != config.num_cores:
+            raise ValueError(
+                f"independent mode needs per-agent datasets of shape [num_cores={config.num_cores}"
+                f", n]; got {shape}"
+            )
+        out = transitions
+    else:
+        if len(shape) != 1:
+            raise ValueError(f"the dataset must be one-dimensional [M]; got shape {shape}")
+        m = shape[0] // config.num_cores
+        if m == 0:
+            raise ValueError(
+                f"num_cores={config.num_cores} exceeds the dataset size {shape[0]}: "
+                "every lane needs at least one transition"
+            )
+        out = Transitions(
+            *(np.asarray(x)[: m * config.num_cores].reshape(config.num_cores, m)
+              for x in transitions)
+        )
+    if config.dtype == "int32":
+        formats.check_fixed_point_range(float(np.abs(np.asarray(out.reward)).max()), config.gamma)
+        r = np.asarray(out.reward, np.float64) * formats.SCALE
+        if not np.allclose(r, np.round(r)):
+            raise ValueError("dtype int32 needs rewards that are multiples of 1e-4")
+    return out
+
+
+def dropped_rows(config: TabularConfig, num_rows: int) -> int:
+    """Rows :func:`chunk` drops from a dataset of ``num_rows`` (0 in independent mode)."""
+    return 0 if config.independent else num_rows - (num_rows // config.num_cores) * config.num_cores
+
+
+def make_mesh(num_devices: int | None = None, axis: str = "cores") -> Mesh:
+    """A 1-D mesh over the first ``num_devices`` devices (all by default), axis ``cores``."""
+    devices = jax.devices()
+    n = len(devices) if num_devices is None else check_int("devices", num_devices, 1, len(devices))
+    return jax.make_mesh((n,), (axis,), axis_types=(jax.sharding.AxisType.Auto,),
+                         devices=devices[:n])
+
+
+Callback = Callable[[jax.Array, int, dict], None]
+
+
+def make_train(
+    config: TabularConfig,
+    mesh: Mesh | None = None,
+    callback: Callback | None = None,
+) -> Callable[[jax.Array, Transitions], tuple[jax.Array, dict[str, jax.Array]]]:
+    """Build ``train(key, chunks) -> (q_table, metrics)`` (see module docstring).
+
+    Args:
+      config: validated :class:`TabularConfig`.
+      mesh: optional 1-D mesh; lanes are split over its axis (``num_cores`` must divide).
+      callback: optional host callback ``callback(round, num_rounds, {"q_delta": x})`` called
+        after each sync round through ``jax.debug.callback`` (progress display).
+    """
+    spec = config.lane_spec()
+    fmt = config.format
+    c = config.num_cores
+    if mesh is not None:
+        if len(mesh.axis_names) != 1:
+            raise ValueError(f"mesh must have one axis; got {mesh.axis_names}")
+        n_dev = mesh.devices.size
+        if c % n_dev:
+            raise ValueError(f"num_cores={c} must be divisible by the {n_dev} devices of the mesh")
+    axis = mesh.axis_names[0] if mesh is not None else None
+    full_rounds, rest = divmod(config.num_episodes, config.sync_period)
+
+    def lane_mean(q: jax.Array) -> jax.Array:
+        """Mean over all lanes (local sum, then psum over devices) -> ``[S, A]`` storage."""
+        if fmt.is_fixed_point:
+            hi, lo = formats.int_lane_sum_parts(q)
+            if axis is not None:
+                hi, lo = formats.int_normalize(jax.lax.psum(hi, axis), jax.lax.psum(lo, axis))
+            return formats.int_mean_from_parts(hi, lo, c)
+        total = jnp.sum(q.astype(jnp.float32), axis=0)
+        if axis is not None:
+            total = jax.lax.psum(total, axis)
+        return (total / c).astype(q.dtype)
+
+    def local_round(q, data, keys, lcg, first_episode, num_episodes):
+        before = fmt.decode(q[0])  # every lane holds the last mean (zeros at the start)
+        q, lcg = run_episodes(spec, q, data, keys, lcg, first_episode, num_episodes)
+        if config.independent:
+            return q, lcg, jnp.zeros((), jnp.float32)
+        mean = lane_mean(q)
+        q = jnp.broadcast_to(mean, q.shape)
+        return q, lcg, jnp.mean(jnp.abs(fmt.decode(mean) - before))
+
+    def make_round(num_episodes: int):
+        def fn(q, data, keys, lcg, first_episode):
+            return local_round(q, data, keys, lcg, first_episode, num_episodes)
+
+        if mesh is None:
+            return fn
+        lanes = P(axis)
+        data_spec = LaneData(*([P(None, axis)] * 5)) if spec.sampling != "ran" else LaneData(
+            *([lanes] * 5))
+        return jax.shard_map(
+            fn, mesh=mesh,
+            in_specs=(lanes, data_spec, lanes, lanes, P()),
+            out_specs=(lanes, lanes, P()),
+        )
+
+    round_full = make_round(config.sync_period)
+    round_rest = make_round(rest) if rest else None
+
+    def train(key: jax.Array, chunks: Transitions) -> tuple[jax.Array, dict[str, jax.Array]]:
+        if chunks.shape[0] != c or len(chunks.shape) != 2:
+            raise ValueError(f"chunks must be [num_cores={c}, m]; got {chunks.shape}")
+        data = to_lane_data(chunks, spec)
+        if spec.sampling != "ran":
+            m = data.s.shape[1]
+            order = jnp.arange(m) if spec.sampling == "seq" else stride_order(m, config.stride)
+            data = LaneData(*(x[:, order].T for x in data))  # time-major [m, C]
+        keys = jax.random.split(key, c)
+        lcg = jnp.full((c,), config.lcg_seed, jnp.uint32)
+        q = jnp.zeros((c, config.num_states, config.num_actions), fmt.storage)
+        num_rounds = config.num_rounds
+
+        def body(carry, r):
+            q, lcg = carry
+            q, lcg, delta = round_full(q, data, keys, lcg, r * config.sync_period)
+            if config.independent:
+                delta = jnp.float32(0)
+            if callback is not None:
+                jax.debug.callback(callback, r + 1, num_rounds, {"q_delta": delta})
+            return (q, lcg), delta
+
+        (q, lcg), deltas = jax.lax.scan(body, (q, lcg), jnp.arange(full_rounds, dtype=jnp.int32))
+        if round_rest is not None:
+            q, lcg, d = round_rest(q, data, keys, lcg, jnp.int32(full_rounds * config.sync_period))
+            deltas = jnp.concatenate([deltas, d[None]])
+            if callback is not None:
+                jax.debug.callback(callback, num_rounds, num_rounds, {"q_delta": d})
+        metrics = {"q_delta": deltas}
+        if config.independent:
+            return fmt.decode(q), metrics
+        return fmt.decode(q[0]), metrics
+
+    return train
