@@ -165,6 +165,35 @@ def make_mesh(num_devices: int | None = None, axis: str = "cores") -> Mesh:
 Callback = Callable[[jax.Array, int, dict], None]
 
 
+def _lane_mean(q: jax.Array, fmt: formats.NumericFormat, c: int, axis: str | None) -> jax.Array:
+    """Mean over all ``c`` lanes: local sum of ``q`` ``[L, S, A]``, then psum over ``axis``."""
+    if fmt.is_fixed_point:
+        hi, lo = formats.int_lane_sum_parts(q)
+        if axis is not None:
+            hi, lo = formats.int_normalize(jax.lax.psum(hi, axis), jax.lax.psum(lo, axis))
+        return formats.int_mean_from_parts(hi, lo, c)
+    total = jnp.sum(q.astype(jnp.float32), axis=0)
+    if axis is not None:
+        total = jax.lax.psum(total, axis)
+    return (total / c).astype(q.dtype)
+
+
+def make_sync(config: TabularConfig, mesh: Mesh | None = None) -> Callable[[jax.Array], jax.Array]:
+    """The sync step alone: ``q [C, S, A] -> q`` with every lane set to the lane mean.
+
+    Used to time synchronisation in isolation (the trainer fuses it into its rounds).
+    """
+    fmt, c = config.format, config.num_cores
+    axis = mesh.axis_names[0] if mesh is not None else None
+
+    def sync(q: jax.Array) -> jax.Array:
+        return jnp.broadcast_to(_lane_mean(q, fmt, c, axis), q.shape)
+
+    if mesh is None:
+        return sync
+    return jax.shard_map(sync, mesh=mesh, in_specs=P(axis), out_specs=P(axis))
+
+
 def make_train(
     config: TabularConfig,
     mesh: Mesh | None = None,
@@ -191,16 +220,7 @@ def make_train(
     full_rounds, rest = divmod(config.num_episodes, config.sync_period)
 
     def lane_mean(q: jax.Array) -> jax.Array:
-        """Mean over all lanes (local sum, then psum over devices) -> ``[S, A]`` storage."""
-        if fmt.is_fixed_point:
-            hi, lo = formats.int_lane_sum_parts(q)
-            if axis is not None:
-                hi, lo = formats.int_normalize(jax.lax.psum(hi, axis), jax.lax.psum(lo, axis))
-            return formats.int_mean_from_parts(hi, lo, c)
-        total = jnp.sum(q.astype(jnp.float32), axis=0)
-        if axis is not None:
-            total = jax.lax.psum(total, axis)
-        return (total / c).astype(q.dtype)
+        return _lane_mean(q, fmt, c, axis)
 
     def local_round(q, data, keys, lcg, first_episode, num_episodes):
         before = fmt.decode(q[0])  # every lane holds the last mean (zeros at the start)
