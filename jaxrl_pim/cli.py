@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 # Modules that define ``register(subparsers: argparse._SubParsersAction) -> None``.
-COMMAND_MODULES: tuple[str, ...] = ("jaxrl_pim.tabular.command",)
+COMMAND_MODULES: tuple[str, ...] = ("jaxrl_pim.tabular.command", "jaxrl_pim.actorq.command")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,145 @@
+"""Run ActorQ for one or several broadcast precisions and summarise (host-side driver).
+
+``run_one`` trains one configuration in single-program or multi-process mode and returns a
+JSON-ready dict; ``compare_precisions`` runs fp32 / fp16 / int8 one after the other in the
+same process (same seed, same machine) and adds times to 95 % of the fp32 reward,
+speed-ups and the broadcast sizes. Used by ``jaxrl-pim actorq`` and
+``benchmarks/actorq_speedup.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxrl_pim.actorq.agent import make_agent, make_env
+from jaxrl_pim.actorq.broadcast import broadcast_sizes
+from jaxrl_pim.actorq.config import MODES, PRECISIONS, ActorQConfig
+from jaxrl_pim.actorq.metrics import speedups
+from jaxrl_pim.checks import check_choice
+
+
+def policy_broadcast_sizes(config: ActorQConfig, seed: int = 0) -> dict[str, int]:
+    """Bytes per broadcast of ``config``'s policy network for fp32 / fp16 / int8."""
+    _, _, info = make_env(config.env_name)
+    agent = make_agent(config, info)
+    return broadcast_sizes(agent.policy_params(agent.init(jax.random.PRNGKey(seed))))
+
+
+def run_one(
+    config: ActorQConfig,
+    mode: str = "single",
+    seed: int = 0,
+    callback: Callable[..., None] | None = None,
+    num_chunks: int = 20,
+) -> dict[str, Any]:
+    """Train once; returns curve, returns, counts, timings (JSON-ready, no device arrays)."""
+    check_choice("mode", mode, MODES)
+    if mode == "single":
+        from jaxrl_pim.actorq.single import run_timed
+
+        out = run_timed(config, jax.random.PRNGKey(seed), num_chunks=num_chunks,
+                        callback=callback)
+        state = out.pop("final_state")
+        out["learner_updates"] = int(state.learner.step)
+        out["env_steps"] = int(out["curve"].env_steps[-1]) if out["curve"].env_steps.size else 0
+        out["broadcasts"] = 1 + int(state.iteration) // config.actor_update_period
+        out["replay_size"] = int(state.replay.size)
+    else:
+        from jaxrl_pim.actorq.distributed import run_multiprocess
+
+        out = run_multiprocess(config, seed=seed, callback=callback)
+        out.pop("final_state")
+    curve = out.pop("curve")
+    out["curve"] = {
+        "time_s": curve.time_s.tolist(),
+        "env_steps": curve.env_steps.tolist(),
+        "avg_return": [None if not np.isfinite(v) else float(v) for v in curve.avg_return],
+    }
+    finite = curve.avg_return[np.isfinite(curve.avg_return)]
+    out["final_train_return"] = float(finite[-1]) if finite.size else None
+    out["num_episodes"] = int(len(out["episode_returns"]))
+    out["episode_returns"] = np.asarray(out["episode_returns"]).tolist()
+    return out
+
+
+def compare_precisions(
+    config: ActorQConfig,
+    precisions: Sequence[str] = PRECISIONS,
+    mode: str = "single",
+    seed: int = 0,
+    callback_factory: Callable[[str], Any] | None = None,
+    num_chunks: int = 20,
+) -> dict[str, Any]:
+    """Run each precision with otherwise identical settings; add speed-ups when fp32 ran.
+
+    Returns ``{"runs": {precision: run_one(...)}, "broadcast_bytes": {...},
+    "time_to_reward": speedups(...) or None}``. ``callback_factory(precision)`` may return a
+    context manager yielding a progress callback (e.g. ``RichProgress``).
+    """
+    for p in precisions:
+        check_choice("precision", p, PRECISIONS)
+    runs: dict[str, Any] = {}
+    for p in precisions:
+        cfg = config.replace(precision=p)
+        if callback_factory is None:
+            runs[p] = run_one(cfg, mode, seed, None, num_chunks)
+        else:
+            with callback_factory(p) as cb:
+                runs[p] = run_one(cfg, mode, seed, cb, num_chunks)
+    ttr = None
+    if "fp32" in runs and runs["fp32"]["final_train_return"] is not None:
+        curves = {
+            p: (r["curve"]["time_s"],
+                [np.nan if v is None else v for v in r["curve"]["avg_return"]])
+            for p, r in runs.items()
+        }
+        ttr = speedups(curves)
+    return {
+        "runs": runs,
+        "broadcast_bytes": policy_broadcast_sizes(config, seed),
+        "time_to_reward": ttr,
+    }
+
+
+def breakdown_table(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of a Table-4-like summary: per precision, bytes, times and actor phases (ms)."""
+    rows = []
+    sizes = result["broadcast_bytes"]
+    ttr = result.get("time_to_reward") or {}
+    for p, r in result["runs"].items():
+        bd = r.get("actor_breakdown_ms") or {}
+        rows.append({
+            "precision": p,
+            "broadcast_bytes": sizes.get(p),
+            "final_train_return": r["final_train_return"],
+            "final_eval_return": r["final_eval_return"],
+            "train_s": r["timing_s"].get("train"),
+            "time_to_reward_s": (ttr.get("time_to_reward_s") or {}).get(p),
+            "speedup_vs_fp32": (ttr.get("speedup") or {}).get(p),
+            "inference_ms": bd.get("inference"),
+            "pull_ms": bd.get("pull"),
+            "deserialize_ms": bd.get("deserialize"),
+            "load_ms": bd.get("load"),
+        })
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """Markdown table of :func:`breakdown_table` rows."""
+    cols = list(rows[0]) if rows else []
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        lines.append("| " + " | ".join(_fmt(r[c]) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
