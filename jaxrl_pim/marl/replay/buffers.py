@@ -1,0 +1,207 @@
+"""Multi-agent replay buffers: the ``per_agent`` and ``interleaved`` layouts behind one interface.
+
+A buffer stores per-step transitions of ONE team of ``N`` agents, appended in lock-step:
+
+* ``obs`` float32 ``[N, O]``, ``action`` float32 ``[N, A]``, ``reward`` float32 ``[N]``,
+  ``next_obs`` float32 ``[N, O]``, ``done`` float32 ``[N]`` (1.0 = episode ended).
+
+Layouts (same interface, same data, different memory order):
+
+* ``per_agent`` -- the original MADDPG layout: N separate ring buffers, arrays
+  ``[N, capacity, ...]``. Assembling all agents' data at B indices is N gathers.
+* ``interleaved`` -- one row per time step holding all agents: arrays ``[capacity, N, ...]``.
+  All agents' data at B indices is ONE gather of B contiguous rows.
+
+Ring semantics: ``add`` writes at ``insert_pos`` and advances it modulo ``capacity``; ``size``
+counts stored rows and saturates at ``capacity``. Invariant used by the samplers: while the
+buffer is not full ``insert_pos == size``; once full the oldest row is ``insert_pos`` and the
+newest ``insert_pos - 1`` (mod capacity). Row ``k`` in time order (``k = 0`` oldest) is
+therefore physical row ``(insert_pos + k) % size`` in both cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from jaxrl_pim.checks import check_choice, check_index_range, check_int
+
+LAYOUTS: tuple[str, ...] = ("per_agent", "interleaved")
+_FIELDS: tuple[str, ...] = ("obs", "action", "reward", "next_obs", "done")
+
+
+class Transition(NamedTuple):
+    """One lock-step transition of N agents (or a stack/batch of them, see shapes below).
+
+    For ``Buffer.add``: ``obs [N, O]``, ``action [N, A]``, ``reward [N]``, ``next_obs [N, O]``,
+    ``done [N]`` -- or the same with a leading time axis ``[T, ...]`` to append T steps.
+    """
+
+    obs: Array
+    action: Array
+    reward: Array
+    next_obs: Array
+    done: Array
+
+
+# What ``Buffer.gather`` returns; same fields, shapes documented on ``gather``.
+Batch = Transition
+
+
+class BufferState(NamedTuple):
+    """Buffer contents and ring position.
+
+    ``data`` holds the arrays in the buffer's layout (see the module docstring);
+    ``insert_pos`` int32 scalar: the row the next ``add`` writes;
+    ``size`` int32 scalar: number of stored rows, in ``[0, capacity]``.
+    """
+
+    data: Transition
+    insert_pos: Array
+    size: Array
+
+
+class Buffer(NamedTuple):
+    """A replay buffer as three pure functions (flashbax / optax style).
+
+    ``init() -> BufferState``; ``add(state, transition) -> state``;
+    ``gather(state, indices, time_major=False) -> Batch``.
+    """
+
+    init: Callable[[], BufferState]
+    add: Callable[[BufferState, Transition], BufferState]
+    gather: Callable[..., Batch]
+
+
+def make_buffer(
+    layout: str, capacity: int, num_agents: int, obs_dim: int, action_dim: int
+) -> Buffer:
+    """Build a multi-agent ring buffer.
+
+    Args:
+      layout: ``"per_agent"`` (arrays ``[N, capacity, ...]``) or ``"interleaved"``
+        (arrays ``[capacity, N, ...]``).
+      capacity: rows (time steps) kept; the oldest is overwritten once full.
+      num_agents: N, agents in the team.
+      obs_dim: O, per-agent observation length.
+      action_dim: A, per-agent action length.
+
+    Returns:
+      ``Buffer(init, add, gather)``:
+
+      * ``init()`` -- zero-filled ``BufferState`` with ``insert_pos = size = 0``.
+      * ``add(state, t)`` -- write one step (``t.obs [N, O]`` ...) or ``T <= capacity`` steps
+        (``t.obs [T, N, O]`` ...) in time order at ``insert_pos`` (wrapping around).
+      * ``gather(state, indices, time_major=False)`` -- ``indices`` int ``[B]`` (one index set
+        shared by all agents) returns fields shaped ``[N, B, ...]`` (``[B, N, ...]`` with
+        ``time_major=True``); ``indices [N, B]`` ("faithful" MADDPG mode, one index set per
+        drawing agent) returns ``[N_draw, N_all, B, ...]``: for each drawing agent, all
+        agents' data at that agent's indices (``[N_draw, B, N_all, ...]`` with
+        ``time_major=True``). Indices must lie in ``[0, size)``; JAX clamps out-of-range
+        gathers silently, so validate untrusted indices with :func:`check_indices` first.
+    """
+    check_choice("layout", layout, LAYOUTS)
+    capacity = check_int("capacity", capacity, lo=1, hi=2**31 - 1)
+    n = check_int("num_agents", num_agents, lo=1)
+    obs_dim = check_int("obs_dim", obs_dim, lo=1)
+    action_dim = check_int("action_dim", action_dim, lo=1)
+    step_shapes = {
+        "obs": (n, obs_dim),
+        "action": (n, action_dim),
+        "reward": (n,),
+        "next_obs": (n, obs_dim),
+        "done": (n,),
+    }
+    per_agent = layout == "per_agent"
+
+    def init() -> BufferState:
+        arrays = {}
+        for name, shape in step_shapes.items():
+            full = (n, capacity, *shape[1:]) if per_agent else (capacity, *shape)
+            arrays[name] = jnp.zeros(full, jnp.float32)
+        return BufferState(
+            data=Transition(**arrays),
+            insert_pos=jnp.zeros((), jnp.int32),
+            size=jnp.zeros((), jnp.int32),
+        )
+
+    def add(state: BufferState, transition: Transition) -> BufferState:
+        fields = [jnp.asarray(getattr(transition, f), jnp.float32) for f in _FIELDS]
+        one_step = fields[0].ndim == len(step_shapes["obs"])
+        num_steps = 1 if one_step else fields[0].shape[0]
+        for name, value in zip(_FIELDS, fields, strict=True):
+            want = step_shapes[name] if one_step else (num_steps, *step_shapes[name])
+            if value.shape != want:
+                raise ValueError(
+                    f"transition.{name} must have shape {want} for this buffer "
+                    f"(N={n}, O={obs_dim}, A={action_dim}); got {value.shape}"
+                )
+        if num_steps > capacity:
+            raise ValueError(
+                f"cannot add {num_steps} steps at once to a buffer of capacity {capacity}"
+            )
+        rows = (state.insert_pos + jnp.arange(num_steps, dtype=jnp.int32)) % capacity
+        new = {}
+        for name, value, old in zip(_FIELDS, fields, state.data, strict=True):
+            if one_step:
+                value = value[None]
+            # value: [T, N, ...] -> write rows of the ring.
+            if per_agent:
+                new[name] = old.at[:, rows].set(jnp.swapaxes(value, 0, 1))
+            else:
+                new[name] = old.at[rows].set(value)
+        return BufferState(
+            data=Transition(**new),
+            insert_pos=(state.insert_pos + num_steps) % capacity,
+            size=jnp.minimum(state.size + num_steps, capacity).astype(jnp.int32),
+        )
+
+    def gather(state: BufferState, indices: Array, time_major: bool = False) -> Batch:
+        indices = jnp.asarray(indices)
+        if indices.ndim not in (1, 2) or not jnp.issubdtype(indices.dtype, jnp.integer):
+            raise ValueError(
+                f"indices must be an integer array [B] or [N, B]; got dtype {indices.dtype} "
+                f"and shape {indices.shape}"
+            )
+        if indices.ndim == 2 and indices.shape[0] != n:
+            raise ValueError(
+                f"per-agent indices must have shape [N={n}, B]; got {indices.shape}"
+            )
+        out = {}
+        for name, arr in zip(_FIELDS, state.data, strict=True):
+            if per_agent:
+                g = arr[:, indices]  # [N_all, B, ...] or [N_all, N_draw, B, ...]
+                if indices.ndim == 1:
+                    g = jnp.swapaxes(g, 0, 1) if time_major else g
+                else:
+                    g = jnp.swapaxes(g, 0, 1)  # [N_draw, N_all, B, ...]
+                    g = jnp.swapaxes(g, 1, 2) if time_major else g
+            else:
+                g = arr[indices]  # [B, N_all, ...] or [N_draw, B, N_all, ...]
+                if not time_major:
+                    g = jnp.swapaxes(g, 0, 1) if indices.ndim == 1 else jnp.swapaxes(g, 1, 2)
+            out[name] = g
+        return Transition(**out)
+
+    return Buffer(init=init, add=add, gather=gather)
+
+
+def check_indices(state: BufferState, indices: Array) -> None:
+    """Host-side check that every index lies in ``[0, size)``; ValueError otherwise.
+
+    Use before ``gather`` on indices that did not come from a sampler (gathers clamp silently).
+    """
+    size = int(np.asarray(state.size))
+    if size == 0:
+        raise ValueError("cannot gather from an empty buffer (size 0); add transitions first")
+    check_index_range("indices", np.asarray(indices), size)
+
+
+def capacity_of(state: BufferState, layout: str) -> int:
+    """Capacity (rows) of a buffer state in the given layout."""
+    check_choice("layout", layout, LAYOUTS)
+    return int(state.data.reward.shape[1 if layout == "per_agent" else 0])
