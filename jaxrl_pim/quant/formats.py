@@ -20,7 +20,9 @@ Formats (``n`` = bits; codes ``c``; reconstructed value ``x_hat``):
 * ``float_cast(dtype)`` -- round to float16 / bfloat16 (IEEE round to nearest even), codes are
   the cast values, scale 1.
 
-For ``symmetric`` and ``asymmetric`` every value is within ``s / 2`` of its reconstruction
+In ``symmetric`` and ``asymmetric`` the division by the constant ``q`` is computed as a
+multiplication by ``float32(1 / q)`` (identical under jit and eagerly; may differ from a true
+division by one ulp of the scale). Every value is within ``s / 2`` of its reconstruction
 (no clipping happens: the range is the data's range). ``axis`` selects per-channel
 quantization: statistics are taken over every axis except ``axis`` (for flax ``Dense`` and
 ``Conv`` kernels the output channel is ``axis=-1``), scales keep the reduced axes as size 1
@@ -146,6 +148,13 @@ def _safe(step: jax.Array) -> jax.Array:
     return jnp.where(step > 0, step, jnp.ones_like(step))
 
 
+def _recip(q: int) -> jax.Array:
+    # Scales multiply by a float32 reciprocal rather than divide by a constant: XLA rewrites
+    # ``a / const`` into ``a * (1 / const)`` under jit but not in eager mode, which would make
+    # jitted and eager results differ by one ulp. Multiplying is the same everywhere.
+    return jnp.float32(np.float32(1.0) / np.float32(q))
+
+
 def _dequant_affine(q: QTensor) -> jax.Array:
     diff = q.codes.astype(jnp.int32) - q.zero_point
     return diff.astype(jnp.float32) * q.scale
@@ -202,7 +211,7 @@ def symmetric(bits: int, axis: int | None = None) -> Quantizer:
         _check_axis(x, axis)
         red = _reduce_axes(x.ndim, axis)
         amax = jnp.max(jnp.abs(x), axis=red, keepdims=axis is not None)
-        s = _safe(amax / qmax)
+        s = _safe(amax * _recip(qmax))
         codes = jnp.clip(jnp.rint(x / s), -qmax, qmax).astype(jnp.int32)
         return QTensor(codes, s, jnp.zeros(s.shape, jnp.int32))
 
@@ -226,7 +235,7 @@ def asymmetric(bits: int, axis: int | None = None) -> Quantizer:
         keep = axis is not None
         lo = jnp.minimum(jnp.min(x, axis=red, keepdims=keep), 0.0)
         hi = jnp.maximum(jnp.max(x, axis=red, keepdims=keep), 0.0)
-        s = _safe((hi - lo) / qmax)
+        s = _safe((hi - lo) * _recip(qmax))
         z = jnp.clip(jnp.rint(-lo / s), 0, qmax).astype(jnp.int32)
         codes = jnp.clip(jnp.rint(x / s) + z, 0, qmax).astype(jnp.int32)
         return QTensor(codes, s, z)
