@@ -196,6 +196,14 @@ def _tdiv(a, b):
     return -((-a) // b)
 
 
+@njit(cache=False, inline="always")
+def _tdiv_scale(x):
+    """``x / SCALE`` truncated toward zero (C integer division), branch-free for int64 ``x``."""
+    sgn = x >> 63  # 0 or -1
+    mag = ((x ^ sgn) - sgn) // SCALE  # |x| // SCALE: SCALE is a compile-time constant
+    return (mag ^ sgn) - sgn
+
+
 @njit(cache=False)
 def _episodes_f32(q, st, ac, rw, ns, tm, start, m, n_ep, algo, sampling, stride, max0, eps_thr,
                   alpha, gamma, rng):
@@ -228,8 +236,11 @@ def _episodes_f32(q, st, ac, rw, ns, tm, start, m, n_ep, algo, sampling, stride,
                     ap = (rng * n_act) >> 32
                 else:
                     ap = 0
+                    best = q[sn, 0]
                     for b in range(1, n_act):
-                        if q[sn, b] > q[sn, ap]:
+                        v = q[sn, b]
+                        if v > best:
+                            best = v
                             ap = b
                 nq = q[sn, ap]
             else:
@@ -280,8 +291,11 @@ def _episodes_i32(q, st, ac, rw, ns, tm, start, m, n_ep, algo, sampling, stride,
                     ap = (rng * n_act) >> 32
                 else:
                     ap = 0
+                    best = q[sn, 0]
                     for b in range(1, n_act):
-                        if q[sn, b] > q[sn, ap]:
+                        v = q[sn, b]
+                        if v > best:
+                            best = v
                             ap = b
                 nq = np.int64(q[sn, ap])
             else:
@@ -293,13 +307,11 @@ def _episodes_i32(q, st, ac, rw, ns, tm, start, m, n_ep, algo, sampling, stride,
                     nq = np.int64(0)
             boot = np.int64(0)
             if not tm[i]:
-                x = gamma * nq
-                boot = x // SCALE if x >= 0 else -((-x) // SCALE)
+                boot = _tdiv_scale(gamma * nq)
             s = st[i]
             a = ac[i]
             cur_q = np.int64(q[s, a])
-            y = alpha * (np.int64(rw[i]) + boot - cur_q)
-            q[s, a] = cur_q + (y // SCALE if y >= 0 else -((-y) // SCALE))
+            q[s, a] = cur_q + _tdiv_scale(alpha * (np.int64(rw[i]) + boot - cur_q))
     return rng
 
 
