@@ -61,6 +61,20 @@ Semantics (identical in all four; the tests compare them to a plain-Python loop)
   ``float32(Q_s / S)`` (computed in float64). Configurations whose Q-values could leave int32
   (``max|r_s| * S / (S - gamma_s)``) are rejected before any compute.
 
+Example (from the repository root, or with ``benchmarks/`` on ``sys.path`` and
+``import baselines_numba``)::
+
+    from benchmarks.baselines_numba import BaselineConfig, lanes_numba, random_dataset
+    data = random_dataset(1_000_000, 16, 4)            # dict of NumPy arrays
+    cfg = BaselineConfig(num_states=16, num_actions=4, algorithm="q_learning",
+                         sampling="seq", fmt="int32", num_episodes=2000, sync_period=50)
+    q, seconds = lanes_numba(data, cfg, num_lanes=2000)
+    updates_per_s = cfg.num_episodes * 1_000_000 / seconds
+
+Also public: ``run_baseline(name, data, config, num_lanes)`` (dispatch by name, one of
+``BASELINES``), ``warm_up(fmt=None)`` (compile ahead; otherwise the first call per kernel
+compiles before its timed run), ``lcg_next`` / ``lcg_sequence`` and ``random_dataset``.
+
 Run ``python benchmarks/baselines_numba.py --quick`` for a table of updates/s per baseline and
 variant (JSON + Markdown + PNG under ``benchmarks/results/``).
 """
