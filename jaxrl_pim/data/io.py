@@ -10,6 +10,7 @@ Writes are atomic (temporary name, then rename).
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -36,12 +37,13 @@ def load_npz(path: str | os.PathLike[str], num_states: int, num_actions: int) ->
         raise FileNotFoundError(f"dataset file not found: {path}")
     try:
         with np.load(path, allow_pickle=False) as z:
-            missing = [f for f in Transitions._fields if f not in z.files]
-            if missing:
-                raise ValueError(f"{path}: missing arrays {missing}; has {sorted(z.files)}")
-            t = Transitions(*(z[f] for f in Transitions._fields))
-    except (OSError, EOFError) as err:
+            arrays = {name: z[name] for name in z.files}
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as err:
         raise ValueError(f"{path}: not a readable .npz file ({err})") from err
+    missing = [f for f in Transitions._fields if f not in arrays]
+    if missing:
+        raise ValueError(f"{path}: missing arrays {missing}; has {sorted(arrays)}")
+    t = Transitions(*(arrays[f] for f in Transitions._fields))
     validate(t, num_states, num_actions, name=str(path))
     return compact(t, num_states)
 

@@ -233,7 +233,8 @@ def make_train(
 
     def make_round(num_episodes: int):
         def fn(q, data, keys, lcg, first_episode):
-            return local_round(q, data, keys, lcg, first_episode, num_episodes)
+            q, lcg, delta = local_round(q, data, keys, lcg, first_episode, num_episodes)
+            return q, lcg, delta[None]  # one entry per device (all equal after a sync)
 
         if mesh is None:
             return fn
@@ -243,7 +244,7 @@ def make_train(
         return jax.shard_map(
             fn, mesh=mesh,
             in_specs=(lanes, data_spec, lanes, lanes, P()),
-            out_specs=(lanes, lanes, P()),
+            out_specs=(lanes, lanes, lanes),
         )
 
     round_full = make_round(config.sync_period)
@@ -265,6 +266,7 @@ def make_train(
         def body(carry, r):
             q, lcg = carry
             q, lcg, delta = round_full(q, data, keys, lcg, r * config.sync_period)
+            delta = delta[0]
             if config.independent:
                 delta = jnp.float32(0)
             if callback is not None:
@@ -274,6 +276,7 @@ def make_train(
         (q, lcg), deltas = jax.lax.scan(body, (q, lcg), jnp.arange(full_rounds, dtype=jnp.int32))
         if round_rest is not None:
             q, lcg, d = round_rest(q, data, keys, lcg, jnp.int32(full_rounds * config.sync_period))
+            d = d[0]
             deltas = jnp.concatenate([deltas, d[None]])
             if callback is not None:
                 jax.debug.callback(callback, num_rounds, num_rounds, {"q_delta": d})
