@@ -14,7 +14,11 @@ import sys
 from collections.abc import Sequence
 
 # Modules that define ``register(subparsers: argparse._SubParsersAction) -> None``.
-COMMAND_MODULES: tuple[str, ...] = ("jaxrl_pim.tabular.command", "jaxrl_pim.actorq.command")
+COMMAND_MODULES: tuple[str, ...] = (
+    "jaxrl_pim.tabular.command",
+    "jaxrl_pim.actorq.command",
+    "jaxrl_pim.actorq.study_command",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
