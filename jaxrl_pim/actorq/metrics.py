@@ -37,16 +37,22 @@ def time_to_reward(times: Any, values: Any, target: float) -> float | None:
 def speedups(curves: dict[str, tuple[Any, Any]], fraction: float = 0.95) -> dict[str, Any]:
     """Times to reward and speed-ups versus fp32 for ``{precision: (times, values)}``.
 
-    Returns ``{"target": float, "time_to_reward_s": {p: t or None},
-    "speedup": {p: t_fp32 / t_p or None}}``.
+    Returns ``{"target": float, "improved": bool, "time_to_reward_s": {p: t or None},
+    "speedup": {p: t_fp32 / t_p or None}}``. When the fp32 run did not improve on its start
+    (``improved`` False) there is no meaningful target and every time and speed-up is None.
     """
     if "fp32" not in curves:
         raise ValueError("speed-ups need an fp32 curve as the reference")
     target = reward_target(curves["fp32"][1], fraction)
+    v = np.asarray(curves["fp32"][1], np.float64)
+    v = v[np.isfinite(v)]
+    if not v[-1] > v[0]:
+        none = dict.fromkeys(curves)
+        return {"target": target, "improved": False, "time_to_reward_s": none, "speedup": none}
     ttr = {p: time_to_reward(t, v, target) for p, (t, v) in curves.items()}
     base = ttr["fp32"]
     sp = {
         p: (base / t if (base is not None and t is not None and t > 0) else None)
         for p, t in ttr.items()
     }
-    return {"target": target, "time_to_reward_s": ttr, "speedup": sp}
+    return {"target": target, "improved": True, "time_to_reward_s": ttr, "speedup": sp}

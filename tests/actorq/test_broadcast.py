@@ -1,0 +1,116 @@
+"""Broadcast path: quantized actor parameters equal the unpacked learner parameters, the
+shared-memory transport round-trips, corrupted payloads are rejected."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+
+import jax
+import numpy as np
+import pytest
+
+from jaxrl_pim.actorq.agent import make_agent, make_env
+from jaxrl_pim.actorq.broadcast import (
+    Wire,
+    actor_params,
+    broadcast_sizes,
+    decode,
+    deserialize,
+    encode,
+)
+from jaxrl_pim.actorq.config import ActorQConfig, default_config
+from jaxrl_pim.actorq.single import make_system
+from jaxrl_pim.actorq.transport import ParamClient, ParamServer
+
+
+def _tree_equal(a, b) -> bool:
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+    return jax.tree.structure(a) == jax.tree.structure(b) and all(
+        np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(la, lb, strict=True)
+    )
+
+
+@pytest.fixture(scope="module")
+def policy():
+    cfg = default_config("dqn", hidden_sizes=(32, 32))
+    _, _, info = make_env(cfg.env_name)
+    agent = make_agent(cfg, info)
+    return agent.policy_params(agent.init(jax.random.PRNGKey(3)))
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
+def test_wire_roundtrip_equals_device_path(policy, precision):
+    wire, meta = encode(policy, precision)
+    on_actor = decode(wire, meta)
+    assert _tree_equal(on_actor, jax.jit(actor_params, static_argnums=1)(policy, precision))
+    err = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+              for a, b in zip(jax.tree.leaves(on_actor), jax.tree.leaves(policy), strict=True))
+    if precision == "fp32":
+        assert err == 0.0
+    else:
+        amax = max(float(np.max(np.abs(np.asarray(x)))) for x in jax.tree.leaves(policy))
+        assert 0.0 < err <= amax / (127 if precision == "int8" else 1000)
+
+
+def test_broadcast_sizes(policy):
+    sizes = broadcast_sizes(policy)
+    n = sizes["params"]
+    assert sizes["fp32"] == 4 * n == sizes["fp32_unpacked"]
+    assert sizes["fp16"] == 2 * n
+    n_leaves = len(jax.tree.leaves(policy))
+    assert sizes["int8"] == n + 4 * n_leaves  # one byte per weight + a float32 scale per tensor
+    assert sizes["fp32"] / sizes["int8"] > 3.9
+
+
+def test_bad_checksum_raises(policy):
+    wire, meta = encode(policy, "int8")
+    bad = bytearray(wire.payload)
+    bad[5] ^= 0x01
+    with pytest.raises(ValueError, match="checksum"):
+        deserialize(Wire(bytes(bad), wire.scales, wire.checksum), meta)
+    with pytest.raises(ValueError, match="checksum"):
+        deserialize(Wire(wire.payload, wire.scales[:-4], wire.checksum), meta)
+
+
+def test_shared_memory_transport_roundtrip(policy):
+    ctx = mp.get_context("spawn")
+    wire, meta = encode(policy, "int8")
+    server = ParamServer(ctx, wire.nbytes)
+    try:
+        client = ParamClient(server.name, server.lock)
+        assert client.pull() is None  # nothing published yet
+        assert server.publish(wire) == 1
+        got = client.pull()
+        assert got == wire and client.version == 1
+        assert client.pull() is None  # no new version
+        assert _tree_equal(decode(got, meta), decode(wire, meta))
+        wire2, _ = encode(jax.tree.map(lambda x: 0.5 * x, policy), "int8")
+        server.publish(wire2)
+        assert client.pull() == wire2
+        with pytest.raises(ValueError, match="exceeds"):
+            server.publish(Wire(wire.payload + b"x" * 64, wire.scales, 0))
+        client.close()
+    finally:
+        server.close()
+
+
+def test_single_program_actors_hold_unpacked_learner_params():
+    cfg = ActorQConfig(precision="int8", num_actors=2, actor_update_period=5, total_steps=100,
+                       hidden_sizes=(8,), buffer_size=64, batch_size=8, learning_starts=8,
+                       epsilon_decay_steps=0)
+    system = make_system(cfg)
+    state = jax.jit(system.init)(jax.random.PRNGKey(0))
+    initial = system.agent.policy_params(state.learner)
+    assert _tree_equal(state.actor_params, decode(*encode(initial, "int8")))
+    step = jax.jit(system.iteration)
+    for _ in range(10):  # refreshes after iterations 5 and 10
+        state, _ = step(state)
+    learner = system.agent.policy_params(state.learner)
+    assert int(state.learner.step) > 0 and not _tree_equal(learner, initial)
+    assert _tree_equal(state.actor_params, decode(*encode(learner, "int8")))
+    assert not _tree_equal(state.actor_params, learner)  # int8, not the fp32 weights
+    held = state.actor_params
+    for _ in range(2):  # mid-period: actors keep the old copy while the learner moves on
+        state, _ = step(state)
+    assert _tree_equal(state.actor_params, held)
+    assert not _tree_equal(system.agent.policy_params(state.learner), learner)
