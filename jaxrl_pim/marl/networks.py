@@ -1,0 +1,85 @@
+"""Actor and critic networks, Gumbel-softmax actions and per-leaf gradient clipping.
+
+The original MADDPG uses two 64-unit ReLU layers for both networks. Actors map one agent's
+observation ``[..., obs_dim]`` to ``action_dim`` logits; critics map the joint input
+``[..., joint_dim]`` (every agent's observation, then every agent's action vector) to one
+Q-value. Agents of one team are stacked: parameters carry a leading agent axis and are applied
+with ``jax.vmap``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+
+class MLP(nn.Module):
+    """ReLU multilayer perceptron: ``hidden`` ReLU layers, then a linear output layer."""
+
+    hidden: Sequence[int]
+    out_dim: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        for width in self.hidden:
+            x = nn.relu(nn.Dense(width)(x))
+        return nn.Dense(self.out_dim)(x)
+
+
+def init_stacked(module: nn.Module, key: jax.Array, num: int, in_dim: int):
+    """Initialise ``num`` independent parameter sets of ``module`` for inputs ``[in_dim]``.
+
+    Returns a parameter pytree whose leaves have a leading axis of size ``num``.
+    """
+    keys = jax.random.split(key, num)
+    dummy = jnp.zeros((in_dim,), jnp.float32)
+    return jax.vmap(lambda k: module.init(k, dummy))(keys)
+
+
+def gumbel_softmax(key: jax.Array, logits: jax.Array, temperature: float = 1.0) -> jax.Array:
+    """Relaxed one-hot sample ``softmax((logits + g) / temperature)``, ``g ~ Gumbel(0, 1)``.
+
+    ``logits``: float ``[..., K]``; returns float ``[..., K]`` on the probability simplex. This
+    is the original MADDPG action (``SoftCategoricalPd.sample``), differentiable in ``logits``.
+    """
+    u = jax.random.uniform(key, logits.shape, minval=1e-10, maxval=1.0)
+    g = -jnp.log(-jnp.log(u))
+    return jax.nn.softmax((logits + g) / temperature, axis=-1)
+
+
+def categorical_entropy(logits: jax.Array) -> jax.Array:
+    """Entropy ``-sum_k p_k log p_k`` of ``softmax(logits)`` over the last axis (nats)."""
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+
+
+def clip_by_leaf_norm(max_norm: float) -> optax.GradientTransformation:
+    """Clip every gradient leaf by its own L2 norm: ``g * max_norm / max(||g||, max_norm)``.
+
+    This is TensorFlow's ``clip_by_norm`` applied per variable, as in the original MADDPG
+    (each layer's kernel and bias are clipped separately), unlike ``optax.clip_by_global_norm``.
+    """
+
+    def init_fn(params):
+        del params
+        return optax.EmptyState()
+
+    def update_fn(updates, state, params=None):
+        del params
+
+        def clip(g):
+            norm = jnp.sqrt(jnp.sum(jnp.square(g)))
+            return g * (max_norm / jnp.maximum(norm, max_norm))
+
+        return jax.tree.map(clip, updates), state
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def polyak(target, online, tau: float):
+    """Soft target update ``target <- (1 - tau) * target + tau * online`` (leaf-wise)."""
+    return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)

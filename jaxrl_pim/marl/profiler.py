@@ -1,0 +1,186 @@
+"""Phase profiler for the MARL learners: where does a training step's time go?
+
+Each phase of :mod:`jaxrl_pim.marl.maddpg` is jitted on its own and timed with
+:func:`jaxrl_pim.timing.time_call` (best of ``repeats`` blocked calls after a warm-up call, so
+compile time is excluded) on a realistic state: freshly initialised networks and optimisers,
+and replay buffers FILLED to ``capacity`` rows of random transitions (prioritised samplers get
+random priorities on every row). The phases, as in the characterisation paper:
+
+===================  =================================================  ==================
+phase                what one timed call does                           how often
+===================  =================================================  ==================
+action_selection     every actor on its observation + Gumbel-softmax    every env step
+env_step             ``num_envs`` vmapped particle-world steps          every env step
+buffer_add           lock-step append to every team buffer (+ on_add)   every env step
+sampling             draw indices (sampler) + gather the mini-batch     every update round
+target_q             target actions + target critics -> y per agent     every update round
+q_loss               critic loss, gradients, clip, Adam (all agents)    every update round
+p_loss               actor loss, gradients, clip, Adam (all agents)     every update round
+target_update        Polyak update of all target networks               every update round
+===================  =================================================  ==================
+
+``share`` weights each phase by how often it runs in training (env-step phases
+``update_every`` times per update round; MATD3's actor/target phases every
+``policy_delay``-th round) and normalises to 1, i.e. the fraction of training time once
+updates have started (warm-up excluded). Separately jitted phases cannot fuse with each other
+and each pays one dispatch, so the sum of the phases is an upper bound of a fused step;
+``update_round_fused`` times the whole jitted update round for comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl_pim.marl.maddpg import MARLConfig, TrainState, make_system
+from jaxrl_pim.timing import time_call
+
+PHASES: tuple[str, ...] = (
+    "action_selection",
+    "env_step",
+    "buffer_add",
+    "sampling",
+    "target_q",
+    "q_loss",
+    "p_loss",
+    "target_update",
+)
+ENV_PHASES: tuple[str, ...] = PHASES[:3]
+
+
+def filled_state(config: MARLConfig, key: jax.Array) -> TrainState:
+    """An initial train state whose buffers hold ``buffer_capacity`` random transitions.
+
+    Observations and rewards are standard normal, actions uniform on the simplex, ``done``
+    0; prioritised samplers get priorities uniform in ``[0, 1)`` on every row.
+    """
+    sys = make_system(config)
+    state = sys.init(key)
+    cap = config.buffer_capacity
+    buffers = []
+    for ti, (b, s) in enumerate(zip(sys.buffers, state.buffers, strict=True)):
+        kk = jax.random.fold_in(key, 100 + ti)
+        data = []
+        for fi, arr in enumerate(s.data):
+            k = jax.random.fold_in(kk, fi)
+            if fi == 1:  # action
+                data.append(jax.nn.softmax(jax.random.normal(k, arr.shape), axis=-1))
+            elif fi == 4:  # done
+                data.append(jnp.zeros_like(arr))
+            else:
+                data.append(jax.random.normal(k, arr.shape, arr.dtype))
+        del b
+        buffers.append(s._replace(data=type(s.data)(*data), size=jnp.asarray(cap, jnp.int32),
+                                  insert_pos=jnp.zeros((), jnp.int32)))
+    ss = state.sampler
+    if config.sampler in ("prioritized", "info_prioritized"):
+        prio = jax.random.uniform(jax.random.fold_in(key, 7), (cap,))
+        ss = jax.jit(sys.sampler.update_priorities)(ss, jnp.arange(cap, dtype=jnp.int32), prio)
+    return state._replace(buffers=tuple(buffers), sampler=ss)
+
+
+def profile_phases(
+    config: MARLConfig, key: jax.Array | None = None, repeats: int = 5
+) -> dict[str, Any]:
+    """Time every phase of one training step / update round for ``config``.
+
+    Returns ``{"seconds": {phase: s per call}, "share": {phase: fraction of training time},
+    "update_round_fused": s, "calls_per_update_round": {phase: count}}``.
+    """
+    key = jax.random.PRNGKey(0) if key is None else key
+    sys = make_system(config)
+    state = filled_state(config, key)
+    k = jax.random.PRNGKey(1)
+    teams, buffers, ss = state.teams, state.buffers, state.sampler
+
+    act = jax.jit(sys.select_actions)
+    step = jax.jit(sys.env_step)
+    add = jax.jit(sys.buffer_add, donate_argnums=(0, 1))
+    sample = jax.jit(sys.sample)
+    target_q = jax.jit(sys.target_q)
+    critic = jax.jit(sys.critic_update)
+    actor = jax.jit(sys.actor_update)
+    target = jax.jit(sys.target_update)
+    fused = jax.jit(sys.update_round)
+
+    actions = act(teams, state.obs, k)
+    next_obs, _, rewards, terminated = step(k, state.env_state, actions)
+    _, weights, batch, _ = sample(buffers, ss, k)
+    ys = target_q(teams, batch, k)
+
+    holder = {"buffers": buffers, "ss": ss}
+
+    def do_add():
+        holder["buffers"], holder["ss"] = add(holder["buffers"], holder["ss"], state.obs,
+                                              actions, rewards, next_obs, terminated)
+        return holder["buffers"]
+
+    seconds = {
+        "action_selection": time_call(lambda: act(teams, state.obs, k), repeats),
+        "env_step": time_call(lambda: step(k, state.env_state, actions), repeats),
+        "buffer_add": time_call(do_add, repeats),
+    }
+    buffers, ss = holder["buffers"], holder["ss"]
+    seconds["sampling"] = time_call(lambda: sample(buffers, ss, k), repeats)
+    seconds["target_q"] = time_call(lambda: target_q(teams, batch, k), repeats)
+    seconds["q_loss"] = time_call(lambda: critic(teams, batch, ys, weights), repeats)
+    seconds["p_loss"] = time_call(lambda: actor(teams, batch, k), repeats)
+    seconds["target_update"] = time_call(lambda: target(teams), repeats)
+    fused_s = time_call(lambda: fused(teams, buffers, ss, jnp.zeros((), jnp.int32), k),
+                        repeats)
+
+    delayed = 1.0 / config.policy_delay if config.algo == "matd3" else 1.0
+    calls = {p: float(config.update_every) for p in ENV_PHASES}
+    calls.update(sampling=1.0, target_q=1.0, q_loss=1.0, p_loss=delayed,
+                 target_update=delayed)
+    weighted = {p: seconds[p] * calls[p] for p in PHASES}
+    total = sum(weighted.values())
+    share = {p: weighted[p] / total for p in PHASES}
+    return {
+        "seconds": seconds,
+        "share": share,
+        "update_round_fused": fused_s,
+        "calls_per_update_round": calls,
+    }
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """Markdown table of ``rows`` (each with ``env``, ``agents``, ``mode`` and a profile)."""
+    head = "| env | agents | mode | " + " | ".join(PHASES) + " | update share |"
+    sep = "|" + "---|" * (len(PHASES) + 4)
+    lines = [head, sep]
+    for r in rows:
+        sec = r["profile"]["seconds"]
+        share = r["profile"]["share"]
+        upd = sum(share[p] for p in PHASES[3:])
+        cells = [f"{sec[p] * 1e3:.3g} ms ({share[p] * 100:.0f}%)" for p in PHASES]
+        lines.append(f"| {r['env']} | {r['agents']} | {r['mode']} | " + " | ".join(cells)
+                     + f" | {upd * 100:.0f}% |")
+    return "\n".join(lines)
+
+
+def plot_shares(rows: list[dict[str, Any]], path: str, title: str) -> None:
+    """Stacked bars of the phase shares, one bar per row (like the paper's Figures 2-4)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['env']}\n{r['agents']} ({r['mode']})" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows) + 2), 4.5))
+    bottom = np.zeros(len(rows))
+    colors = plt.get_cmap("tab10")
+    for i, p in enumerate(PHASES):
+        vals = np.array([r["profile"]["share"][p] * 100 for r in rows])
+        ax.bar(labels, vals, bottom=bottom, label=p, color=colors(i))
+        bottom += vals
+    ax.set_ylabel("share of training time (%)")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.tick_params(axis="x", labelsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
