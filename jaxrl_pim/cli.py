@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "jaxrl_pim.tabular.command",
     "jaxrl_pim.actorq.command",
     "jaxrl_pim.actorq.study_command",
+    "jaxrl_pim.marl.command",
 )
 
 
