@@ -84,6 +84,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -397,6 +398,7 @@ _KERNELS = {
     "int32": _build_kernels(_episodes_i32, _avg_row_i32),
 }
 _WARM: set[tuple[str, str]] = set()
+_LAST_TIMING: dict[str, Any] = {}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -514,26 +516,34 @@ def _run(kind: str, data: Any, config: BaselineConfig, n_chunks: int) -> tuple[n
     seed = np.int64(config.seed)
     if kind == "seq":
         q = np.zeros((s, a), dtype=_qdtype(config))
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         seq_kernel(q, p.st, p.ac, p.rw, p.ns, p.tm, n_ep, algo, sampling, stride, max0,
                    eps_thr, alpha, gamma, seed)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     elif kind == "v1":
         q = np.zeros((s, a), dtype=_qdtype(config))
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         v1_kernel(q, p.st, p.ac, p.rw, p.ns, p.tm, int(n_chunks), n_ep, algo, sampling, stride,
                   max0, eps_thr, alpha, gamma, seed)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     else:
         q_lanes = np.zeros((n_chunks, s, a), dtype=_qdtype(config))
         q = np.zeros((s, a), dtype=_qdtype(config))
         rngs = np.full(n_chunks, seed, dtype=np.int64)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         lanes_kernel(q_lanes, q, rngs, p.st, p.ac, p.rw, p.ns, p.tm, n_ep,
                      int(config.sync_period), algo, sampling, stride, max0, eps_thr, alpha,
                      gamma)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    _LAST_TIMING.update(wall_s=seconds, cpu_s=cpu, kind=kind, chunks=int(n_chunks))
     return _descale(q, config), seconds
+
+
+def last_timing() -> dict[str, Any]:
+    """Timing of the most recent timed run in this process: ``wall_s`` (perf_counter, what the
+    baselines return), ``cpu_s`` (process CPU time over the same region, summed over threads;
+    ``cpu_s / wall_s`` shows how much of the machine the run got), ``kind``, ``chunks``."""
+    return dict(_LAST_TIMING)
 
 
 def _warm_up(kind: str, config: BaselineConfig) -> None:
@@ -655,10 +665,6 @@ def random_dataset(num_rows: int, num_states: int, num_actions: int, seed: int =
     }
 
 
-def _variants() -> list[tuple[str, str, str]]:
-    return [(a, s, f) for a in ALGORITHMS for s in SAMPLINGS for f in FORMATS]
-
-
 def main(argv: list[str] | None = None) -> int:
     """Measure updates/s of every baseline x variant; write JSON, Markdown and a PNG plot."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -669,11 +675,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--actions", type=int, default=4)
     parser.add_argument("--lanes", type=int, default=2000)
     parser.add_argument("--episodes", type=int, default=None,
-                        help="episodes per run (default 2000; 50 with --quick)")
+                        help="episodes per run (default 2000; 20 with --quick)")
     parser.add_argument("--repeats", type=int, default=1,
                         help="timed runs per baseline and variant; the fastest is reported")
     parser.add_argument("--sync-period", type=int, default=50)
     parser.add_argument("--baselines", default=",".join(BASELINES))
+    parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    parser.add_argument("--samplings", default=",".join(SAMPLINGS))
+    parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args(argv)
 
@@ -683,47 +692,56 @@ def main(argv: list[str] | None = None) -> int:
         import pim_published  # type: ignore[no-redef]
     from jaxrl_pim import report
 
-    episodes = args.episodes or (50 if args.quick else 2000)
+    episodes = args.episodes or (20 if args.quick else 2000)
     check_int("--repeats", args.repeats, 1)
-    baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
-    for b in baselines:
-        check_choice("baselines", b, BASELINES)
+    check_int("--rows", args.rows, 1)
+    check_int("--lanes", args.lanes, 1)
+    check_int("--episodes", episodes, 1)
+    for parts in (args.lanes, numba.get_num_threads()):
+        if args.rows % parts:
+            raise ValueError(f"--rows {args.rows} does not split into {parts} equal chunks")
+    baselines = _pick("--baselines", args.baselines, BASELINES)
+    variants = [(a, s, f) for a in _pick("--algorithms", args.algorithms, ALGORITHMS)
+                for s in _pick("--samplings", args.samplings, SAMPLINGS)
+                for f in _pick("--formats", args.formats, FORMATS)]
     data = random_dataset(args.rows, args.states, args.actions)
     n_threads = numba.get_num_threads()
     rows = []
     t_start = time.perf_counter()
     warm_up()
     t_warm = time.perf_counter() - t_start
-    for algo, samp, fmt in _variants():
+    for algo, samp, fmt in variants:
         cfg = BaselineConfig(num_states=args.states, num_actions=args.actions, algorithm=algo,
                              sampling=samp, fmt=fmt, num_episodes=episodes,
                              sync_period=args.sync_period)
         for b in baselines:
             parts = {"sequential": 1, "lanes_numba": args.lanes}.get(b, n_threads)
-            times = []
+            times, cpus = [], []
             for _ in range(args.repeats):
                 q, sec = run_baseline(b, data, cfg, args.lanes)
                 times.append(sec)
-            sec = min(times)
+                cpus.append(last_timing()["cpu_s"])
+            best = int(np.argmin(times))
+            sec, cpu = times[best], cpus[best]
             updates = episodes * args.rows
             rows.append({
                 "baseline": b, "algorithm": algo, "sampling": samp, "fmt": fmt,
                 "chunks": parts, "episodes": episodes, "updates": updates, "seconds": sec,
-                "seconds_all_repeats": times,
+                "seconds_all_repeats": times, "cpu_seconds": cpu,
+                "cpu_utilisation": cpu / sec, "updates_per_cpu_s": updates / cpu,
+                "load_average_1min": os.getloadavg()[0],
                 "updates_per_s": updates / sec,
                 "seconds_2000_episodes_extrapolated": sec * 2000 / episodes,
                 "q_mean": float(q.mean()),
             })
             print(f"{b:12s} {algo:10s} {samp:3s} {fmt:5s} {updates / sec:10.3e} updates/s "
-                  f"({sec:.3f} s)", flush=True)
+                  f"({sec:.3f} s wall, {cpu / sec:.2f} cores busy)", flush=True)
     t_total = time.perf_counter() - t_start
 
     summary = {
-        f"{b}_updates_per_s_q_seq_fp32": next(
-            r["updates_per_s"] for r in rows
-            if r["baseline"] == b and r["algorithm"] == "q_learning" and r["sampling"] == "seq"
-            and r["fmt"] == "fp32")
-        for b in baselines
+        f"{r['baseline']}_updates_per_s_{r['algorithm']}_{r['sampling']}_{r['fmt']}":
+        r["updates_per_s"]
+        for r in rows if r["algorithm"] == "q_learning" and r["sampling"] == "seq"
     }
     summary["best_updates_per_s"] = max(r["updates_per_s"] for r in rows)
     summary["numba_threads"] = n_threads
@@ -745,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(md)
     try:
-        _plot(rows, baselines, out / f"{stem}.png", rep["system"])
+        _plot(rows, baselines, variants, out / f"{stem}.png", rep["system"])
     except Exception as err:  # a missing plotting backend must not lose the measurements
         print(f"plot skipped: {err}", file=sys.stderr)
     return 0
@@ -759,14 +777,19 @@ def _markdown(rows: list[dict], system: dict, config: dict, published: Any) -> s
         f"{system['cpu']} ({system['cpu_count']} cores, numba {config['numba']}, "
         f"{config['numba_threads']} threads). Wall time, compile excluded.",
         "",
-        "| baseline | algorithm | sampling | format | chunks | updates/s | s for 2,000 ep. |",
-        "|---|---|---|---|---|---|---|",
+        "Cores busy = process CPU time / wall time over the timed region (below the thread "
+        "count when other processes share the machine).",
+        "",
+        "| baseline | algorithm | sampling | format | chunks | updates/s | s for 2,000 ep. "
+        "| cores busy | updates/CPU-s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['baseline']} | {r['algorithm']} | {r['sampling']} | {r['fmt']} | "
             f"{r['chunks']} | {r['updates_per_s']:.3e} | "
-            f"{r['seconds_2000_episodes_extrapolated']:.2f} |"
+            f"{r['seconds_2000_episodes_extrapolated']:.2f} | {r['cpu_utilisation']:.2f} | "
+            f"{r['updates_per_cpu_s']:.3e} |"
         )
     lines += ["", "Published (paper, not measured here):", ""]
     for k, v in published.HEADLINE.items():
@@ -774,21 +797,29 @@ def _markdown(rows: list[dict], system: dict, config: dict, published: Any) -> s
     return "\n".join(lines) + "\n"
 
 
-def _plot(rows: list[dict], baselines: list[str], path: Path, system: dict) -> None:
+def _pick(name: str, text: str, allowed: tuple[str, ...]) -> list[str]:
+    picked = [x.strip() for x in text.split(",") if x.strip()]
+    if not picked:
+        raise ValueError(f"{name} is empty; choose from {', '.join(allowed)}")
+    return [check_choice(name, x, allowed) for x in picked]
+
+
+def _plot(rows: list[dict], baselines: list[str], variants: list[tuple[str, str, str]],
+          path: Path, system: dict) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    variants = [f"{a[0].upper()}-{s.upper()}-{f.upper()}" for a, s, f in _variants()]
+    labels = [f"{a[0].upper()}-{s.upper()}-{f.upper()}" for a, s, f in variants]
     fig, ax = plt.subplots(figsize=(12, 4.5))
     width = 0.8 / max(1, len(baselines))
     for j, b in enumerate(baselines):
         vals = [r["updates_per_s"] for r in rows if r["baseline"] == b]
         xs = [i + j * width for i in range(len(vals))]
         ax.bar(xs, vals, width=width, label=b)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(variants))])
-    ax.set_xticklabels(variants, rotation=45, ha="right", fontsize=8)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(labels))])
+    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("updates / s")
     ax.set_title(f"Numba CPU baselines ({system['cpu']}, {system['cpu_count']} cores)",
                  fontsize=9)
@@ -800,5 +831,14 @@ def _plot(rows: list[dict], baselines: list[str], path: Path, system: dict) -> N
     plt.close(fig)
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """``main`` with bad options reported as one line (exit status 2) instead of a traceback."""
+    try:
+        return main(argv)
+    except ValueError as err:
+        print(f"baselines_numba: error: {err}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

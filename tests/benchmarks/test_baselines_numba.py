@@ -309,3 +309,25 @@ def test_published_figures_consistent():
         8.16, 4.84)
     for name, group in pim_published.PUBLISHED.items():
         assert "source" in group, name
+
+
+def test_benchmark_script_writes_report(tmp_path):
+    import json
+
+    rc = bn.main(["--quick", "--rows", "400", "--lanes", "4", "--episodes", "2",
+                  "--algorithms", "sarsa", "--samplings", "str", "--out", str(tmp_path)])
+    assert rc == 0
+    rep = json.loads((tmp_path / "baselines_numba_quick.json").read_text())
+    assert set(rep) >= {"system", "config", "results", "timing_s", "summary"}
+    rows = rep["results"]["rows"]
+    assert [(r["baseline"], r["fmt"]) for r in rows] == [
+        (b, f) for f in bn.FORMATS for b in bn.BASELINES]
+    assert all(r["updates"] == 800 and r["updates_per_s"] > 0 for r in rows)
+    assert rep["summary"]["gpu"] is None and rep["summary"]["extrapolated"] is True
+    assert (tmp_path / "baselines_numba_quick.md").read_text().count("| sarsa | str |") == 8
+    assert (tmp_path / "baselines_numba_quick.png").stat().st_size > 0
+
+
+def test_benchmark_script_rejects_bad_options(capsys):
+    assert bn.cli(["--formats", "fp16"]) == 2
+    assert "--formats must be one of 'fp32', 'int32'; got 'fp16'" in capsys.readouterr().err
