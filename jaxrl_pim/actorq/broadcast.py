@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim.quant import (
@@ -91,8 +93,11 @@ def deserialize(wire: Wire, meta: BroadcastMeta) -> Any:
 
 
 def load(qtree: Any) -> Any:
-    """Dequantize a deserialized tree into float32 device arrays (the actor's weights)."""
-    return dequantize_tree(qtree)
+    """Dequantize a deserialized tree into float32 device arrays (the actor's weights).
+
+    fp32 broadcasts arrive as NumPy views of the payload; they are copied to the device too.
+    """
+    return jax.tree.map(jnp.asarray, dequantize_tree(qtree))
 
 
 def decode(wire: Wire, meta: BroadcastMeta) -> Any:
@@ -110,6 +115,4 @@ def broadcast_sizes(params: Any) -> dict[str, int]:
 
 
 def _leaves(tree: Any) -> list:
-    import jax
-
     return jax.tree.leaves(tree)
