@@ -8,8 +8,9 @@ Imports nothing from the learners. See ``docs/quantization.md``.
   ``fake_quantize_ste``, ``qat_params``, ``quantize_activations``, ``quantize_tree``,
   ``dequantize_tree``.
 * Broadcasts (:mod:`.packing`, host-side): ``pack``, ``unpack``, ``packed_nbytes``.
-* Integer kernels (:mod:`.int8`): ``int8_matmul``, ``int8_apply``, ``compare_int8``;
-  optional qwix backend in :mod:`.qwix_backend`.
+* Integer kernels (:mod:`.int8`): ``int8_matmul``, ``int8_apply``, ``prepare_int8``,
+  ``fake_int8_apply``, ``compare_int8``; optional qwix backend in :mod:`.qwix_backend`
+  (import it explicitly; it needs the ``qwix`` package).
 """
 
 from jaxrl_pim.quant.fake import (
@@ -37,9 +38,19 @@ from jaxrl_pim.quant.formats import (
     paper_uniform,
     symmetric,
 )
+from jaxrl_pim.quant.int8 import (
+    compare_int8,
+    compare_outputs,
+    fake_int8_apply,
+    int8_apply,
+    int8_matmul,
+    prepare_int8,
+    quantize_kernel,
+)
 from jaxrl_pim.quant.packing import (
     LeafLayout,
     PackedParams,
+    broadcast_sizes,
     pack,
     packed_nbytes,
     params_nbytes,
@@ -59,23 +70,31 @@ __all__ = [
     "asymmetric",
     "check_bits",
     "check_same_structure",
+    "compare_int8",
+    "compare_outputs",
     "code_dtype",
     "code_range",
     "dequantize_qtensor",
     "dequantize_tree",
+    "fake_int8_apply",
     "fake_quant_ste",
     "fake_quantize",
     "fake_quantize_ste",
     "float_cast",
     "identity",
+    "int8_apply",
+    "int8_matmul",
     "is_qtensor",
     "pack",
+    "broadcast_sizes",
     "packed_nbytes",
     "paper_uniform",
     "params_nbytes",
+    "prepare_int8",
     "qat_params",
     "quantization_error",
     "quantize_activations",
+    "quantize_kernel",
     "quantize_tree",
     "symmetric",
     "unpack",

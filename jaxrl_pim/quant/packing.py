@@ -145,6 +145,34 @@ def params_nbytes(params: PyTree) -> int:
                    jax.tree.leaves(params)))
 
 
+def broadcast_sizes(
+    params: PyTree, specs: dict[str, QuantSpec | int] | None = None
+) -> dict[str, dict[str, float]]:
+    """Bytes per broadcast of ``params`` under several formats, and the ratio to float32.
+
+    Args:
+      params: float pytree (e.g. a policy's params).
+      specs: name -> spec; default fp32 / fp16 / symmetric int8 (per tensor and per
+        channel) / paper 8-bit.
+    Returns:
+      ``{name: {"nbytes": packed bytes, "ratio": params_nbytes / nbytes}}``.
+    """
+    if specs is None:
+        specs = {
+            "fp32": QuantSpec("fp32"),
+            "fp16": QuantSpec("fp16"),
+            "int8_symmetric": QuantSpec("symmetric", 8),
+            "int8_symmetric_per_channel": QuantSpec("symmetric", 8, per_channel=True),
+            "paper_8bit": QuantSpec("paper", 8),
+        }
+    full = params_nbytes(params)
+    out = {}
+    for name, spec in specs.items():
+        n = packed_nbytes(pack(params, spec))
+        out[name] = {"nbytes": n, "ratio": full / n}
+    return out
+
+
 def _dtype(name: str) -> np.dtype:
     return np.dtype(jnp.dtype(name))
 

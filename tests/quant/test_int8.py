@@ -56,12 +56,18 @@ def test_int8_matmul_matches_numpy_integer_reference():
 
 def test_int8_apply_equals_fake_quant_path(policy):
     module, variables, x = policy
+    # one layer: same codes and scales, integer vs float product -> equal up to f32 rounding
+    kernel = variables["params"]["Dense_0"]["kernel"]
+    real = I.int8_matmul(x, kernel)
+    fake = I.fake_int8_matmul(x, kernel)
+    assert float(jnp.abs(real - fake).max()) < 1e-5 * float(jnp.abs(fake).max())
+    # whole policy: a float32 rounding difference can move a later activation across a
+    # rounding boundary (one code), so the paths agree closely but not bit for bit
     report = I.compare_int8(module, variables, x)
     scale = report["int8_vs_fp32"]["max_abs_output"]
-    # same codes and scales, integer vs float product: equal up to float32 rounding
-    assert report["int8_vs_fake"]["max_abs_diff"] < 1e-5 * scale
+    assert report["int8_vs_fake"]["max_abs_diff"] < 0.01 * scale
     assert 0 < report["int8_vs_fp32"]["max_abs_diff"] < 0.05 * scale
-    assert report["int8_vs_fake"]["argmax_agreement"] == 1.0
+    assert report["int8_vs_fake"]["argmax_agreement"] >= 0.95
     assert report["int8_vs_fp32"]["argmax_agreement"] >= 0.9
 
 

@@ -127,3 +127,12 @@ def test_bad_input():
         Q.unpack(packed.payload)
     with pytest.raises(ValueError, match="bits"):
         Q.pack(params, Q.QuantSpec("symmetric", 17))
+
+
+def test_broadcast_sizes_ratios():
+    params = mlp_params()
+    sizes = Q.broadcast_sizes(params)
+    assert sizes["fp32"]["nbytes"] == 4 * N_WEIGHTS and sizes["fp32"]["ratio"] == 1.0
+    assert sizes["fp16"]["ratio"] == 2.0
+    assert sizes["int8_symmetric"]["nbytes"] == N_WEIGHTS + 4 * N_LEAVES
+    assert 3.9 < sizes["int8_symmetric"]["ratio"] < 4.0
