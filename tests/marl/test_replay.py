@@ -26,6 +26,7 @@ from jaxrl_pim.marl.replay import (
     make_buffer,
     neighbor,
     prioritized,
+    state_from_priorities,
     sum_tree,
     uniform,
 )
@@ -383,6 +384,16 @@ def test_sum_tree_consistent_and_last_duplicate_wins(capacity, updates):
         )
     assert np.isclose(float(state.max_tree[1]), want.max())
     assert np.isclose(float(state.max_priority), max(1.0, float((np.abs(td) + EPS).max())))
+
+
+@pytest.mark.parametrize("capacity", [1, 6, 13])
+def test_bulk_state_equals_per_row_updates(capacity):
+    td = np.random.default_rng(capacity).normal(size=capacity).astype(np.float32)
+    sampler = info_prioritized(capacity, alpha=0.7, eps=EPS)
+    rows = sampler.update_priorities(sampler.init(capacity), jnp.arange(capacity), td)
+    bulk = state_from_priorities(np.abs(td) + EPS, alpha=0.7, max_tree=True)
+    for a, b in zip(bulk, rows, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5)
 
 
 def test_prioritized_rejects_bad_config():

@@ -33,6 +33,7 @@ from jaxrl_pim.marl.replay.samplers import (
     info_prioritized,
     neighbor,
     prioritized,
+    state_from_priorities,
     uniform,
 )
 
@@ -52,5 +53,6 @@ __all__ = [
     "make_buffer",
     "neighbor",
     "prioritized",
+    "state_from_priorities",
     "uniform",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -174,11 +175,13 @@ def make_buffer(
         out = {}
         for name, arr in zip(_FIELDS, state.data, strict=True):
             if per_agent:
-                g = arr[:, indices]  # [N_all, B, ...] or [N_all, N_draw, B, ...]
                 if indices.ndim == 1:
+                    g = arr[:, indices]  # [N_all, B, ...]
                     g = jnp.swapaxes(g, 0, 1) if time_major else g
                 else:
-                    g = jnp.swapaxes(g, 0, 1)  # [N_draw, N_all, B, ...]
+                    # One gather per drawing agent, written straight in [N_draw, N_all, B, ...]
+                    # order (no transpose of the N^2 B result).
+                    g = jax.vmap(lambda idx, a=arr: a[:, idx])(indices)
                     g = jnp.swapaxes(g, 1, 2) if time_major else g
             else:
                 g = arr[indices]  # [B, N_all, ...] or [N_draw, B, N_all, ...]

@@ -182,6 +182,26 @@ def _set_priorities(
     return PrioritizedState(tree, max_tree, jnp.maximum(state.max_priority, priorities.max()))
 
 
+def state_from_priorities(
+    priorities: Array, alpha: float, max_tree: bool = False
+) -> PrioritizedState:
+    """Prioritised-sampler state with every row's priority set at once (bulk, O(capacity)).
+
+    ``priorities`` float ``[capacity]`` (raw, > 0 for stored rows, 0 for rows never written);
+    ``alpha`` must match the sampler's; ``max_tree=True`` for :func:`info_prioritized`.
+    Equivalent to ``update_priorities`` on every row (without ``eps``), useful to restore a
+    state or to set up benchmarks; ``max_priority`` becomes ``max(1, max(priorities))``.
+    """
+    check_float("alpha", alpha, lo=0.0)
+    priorities = jnp.asarray(priorities, jnp.float32).reshape(-1)
+    leaves = jnp.where(priorities > 0, priorities**alpha, 0.0)
+    return PrioritizedState(
+        sum_tree=sum_tree.build(leaves),
+        max_tree=sum_tree.build(priorities, combine=jnp.maximum) if max_tree else None,
+        max_priority=jnp.maximum(priorities.max(), 1.0),
+    )
+
+
 def _make_prio_updates(alpha: float, eps: float) -> tuple[Callable, Callable]:
     def update_priorities(state, indices, td_errors):
         indices = jnp.asarray(indices)

@@ -86,6 +86,23 @@ def find_prefix_sum(tree: Array, targets: Array) -> Array:
     return node - num_leaves
 
 
+def build(values: Array, combine: Callable[[Array, Array], Array] = jnp.add) -> Array:
+    """A whole tree from all leaf values at once (float ``[capacity]``), bottom-up in O(P).
+
+    Same result as :func:`set_leaves` on every row of a zero tree, without the per-level
+    scatters; padding leaves are 0.
+    """
+    values = jnp.asarray(values, jnp.float32).reshape(-1)
+    num_leaves = tree_leaves(values.shape[0])
+    level = jnp.zeros((num_leaves,), jnp.float32).at[: values.shape[0]].set(values)
+    levels = [level]
+    while level.shape[0] > 1:
+        level = combine(level[0::2], level[1::2])
+        levels.append(level)
+    # Node layout: [unused, root, level 1 (2 nodes), ..., leaves (P nodes)].
+    return jnp.concatenate([jnp.zeros((1,), jnp.float32), *reversed(levels)])
+
+
 def leaf_values(tree: Array, capacity: int) -> Array:
     """The ``capacity`` leaf values, float32 ``[capacity]``."""
     num_leaves = tree.shape[0] // 2
