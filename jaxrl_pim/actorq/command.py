@@ -64,8 +64,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.hidden:
         overrides["hidden_sizes"] = tuple(args.hidden)
-    config = default_config(args.algo, args.env, **overrides)
     precisions = list(dict.fromkeys(args.precision))
+    # the report's config carries the first precision; results hold one run per precision
+    config = default_config(args.algo, args.env, precision=precisions[0], **overrides)
     energy = EnergyTracker(enabled=args.energy, country_iso_code=args.country)
 
     def progress(p: str):
@@ -93,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         timing = {f"{p}_{k}": v for p, r in result["runs"].items()
                   for k, v in r["timing_s"].items()}
-        results = dict(result, table=rows, energy=e, mode=args.mode, seed=args.seed)
+        results = dict(result, table=rows, energy=e, mode=args.mode, seed=args.seed,
+                       precisions=precisions)
         path = write_json(args.json, make_report(config, results, timing))
         print(f"wrote {path}")
     return 0

@@ -49,12 +49,12 @@ class EnergyTracker:
             }
             return self
         logging.getLogger("codecarbon").setLevel(logging.ERROR)
-        self._tracker = OfflineEmissionsTracker(
-            country_iso_code=self.country_iso_code,
-            project_name=self.project_name,
-            save_to_file=False,
-            log_level="error",
-        )
+        kwargs = dict(country_iso_code=self.country_iso_code, project_name=self.project_name,
+                      log_level="error")
+        try:  # codecarbon >= 3.2: no output files via output_methods=[]
+            self._tracker = OfflineEmissionsTracker(output_methods=[], **kwargs)
+        except TypeError:  # older releases
+            self._tracker = OfflineEmissionsTracker(save_to_file=False, **kwargs)
         self._tracker.start()
         return self
 
