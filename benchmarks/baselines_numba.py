@@ -104,6 +104,7 @@ LCG_MULTIPLIER = 1664525
 LCG_INCREMENT = 1013904223
 LCG_MODULUS = 2**32
 _INT32_MAX = 2**31 - 1
+CHUNKED_SCHEDULE = True  # lanes: dynamic blocks of about C / (8 threads) lanes
 SCALE = 10_000  # int32 fixed-point scale for Q, reward, alpha and gamma (the paper's)
 
 _ALGO_CODE = {"q_learning": 0, "sarsa": 1}
@@ -530,11 +531,16 @@ def _run(kind: str, data: Any, config: BaselineConfig, n_chunks: int) -> tuple[n
         q_lanes = np.zeros((n_chunks, s, a), dtype=_qdtype(config))
         q = np.zeros((s, a), dtype=_qdtype(config))
         rngs = np.full(n_chunks, seed, dtype=np.int64)
+        # Hand lanes out in small blocks (dynamic scheduling) rather than one static block per
+        # thread, so a thread slowed by other processes does not hold up the sync round.
+        previous = numba.set_parallel_chunksize(
+            max(1, n_chunks // (8 * numba.get_num_threads())) if CHUNKED_SCHEDULE else 0)
         c0, t0 = time.process_time(), time.perf_counter()
         lanes_kernel(q_lanes, q, rngs, p.st, p.ac, p.rw, p.ns, p.tm, n_ep,
                      int(config.sync_period), algo, sampling, stride, max0, eps_thr, alpha,
                      gamma)
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        numba.set_parallel_chunksize(previous)
     _LAST_TIMING.update(wall_s=seconds, cpu_s=cpu, kind=kind, chunks=int(n_chunks))
     return _descale(q, config), seconds
 
