@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_pim.checks import check_finite
 from jaxrl_pim.quant.fake import (
     PyTree,
     _check_float_leaves,
@@ -86,10 +87,12 @@ def pack(params: PyTree, spec: QuantSpec | int = DEFAULT_PACK_SPEC) -> PackedPar
     Returns:
       :class:`PackedParams` with a CRC32 checksum.
     Raises:
-      ValueError: non-float leaves or an invalid spec.
+      ValueError: non-float or non-finite leaves, or an invalid spec.
     """
     spec = as_spec(spec)
     _check_float_leaves(params)
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+        check_finite(f"params{jax.tree_util.keystr(path)}", leaf)
     qtree = jax.device_get(_quantize_tree_jit(params, spec))
     flat, treedef = jax.tree.flatten(qtree, is_leaf=is_qtensor)
     originals = jax.tree.leaves(params)

@@ -65,6 +65,19 @@ class QuantSpec:
         check_int("channel_axis", self.channel_axis)
 
     @property
+    def label(self) -> str:
+        """Short name for tables and reports, e.g. ``paper8``, ``symmetric8-pc``, ``fp16``."""
+        if self.scheme in FLOAT_SCHEMES:
+            name = self.scheme
+        else:
+            name = f"{self.scheme}{self.bits}"
+            if self.per_channel is True:
+                name += "-pc"
+            elif self.per_channel == "conv":
+                name += "-pcconv"
+        return name if self.include_biases else name + "-nobias"
+
+    @property
     def is_float(self) -> bool:
         """True when the format is a float cast (fp16/bf16/fp32 or paper 16 / >= 32 bits)."""
         return self.scheme in FLOAT_SCHEMES or (

@@ -190,6 +190,9 @@ def test_quantspec_validation(kwargs, field):
 
 def test_quantspec_defaults():
     assert Q.QuantSpec().bits == 8 and Q.QuantSpec("fp16").bits == 16
+    assert Q.QuantSpec().label == "paper8" and Q.QuantSpec("bf16").label == "bf16"
+    assert Q.QuantSpec("symmetric", 4, per_channel=True, include_biases=False).label == (
+        "symmetric4-pc-nobias")
     assert Q.QuantSpec("paper", 40).is_float and not Q.QuantSpec("paper", 15).is_float
     with pytest.raises(ValueError, match="spec"):
         Q.as_spec("int8")

@@ -114,6 +114,10 @@ def test_bad_input():
     params = mlp_params()
     with pytest.raises(ValueError, match="float"):
         Q.pack(dict(params, count=np.int32(3)), Q.QuantSpec("symmetric", 8))
+    nan = jax.tree.map(lambda x: x, params)
+    nan["Dense_1"]["bias"] = nan["Dense_1"]["bias"].at[3].set(jnp.nan)
+    with pytest.raises(ValueError, match=r"Dense_1.*bias.*NaN"):
+        Q.pack(nan)
     packed = Q.pack(params)
     other = dict(params)
     del other["Dense_2"]
