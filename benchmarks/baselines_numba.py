@@ -535,12 +535,14 @@ def _run(kind: str, data: Any, config: BaselineConfig, n_chunks: int) -> tuple[n
         # thread, so a thread slowed by other processes does not hold up the sync round.
         previous = numba.set_parallel_chunksize(
             max(1, n_chunks // (8 * numba.get_num_threads())) if CHUNKED_SCHEDULE else 0)
-        c0, t0 = time.process_time(), time.perf_counter()
-        lanes_kernel(q_lanes, q, rngs, p.st, p.ac, p.rw, p.ns, p.tm, n_ep,
-                     int(config.sync_period), algo, sampling, stride, max0, eps_thr, alpha,
-                     gamma)
-        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-        numba.set_parallel_chunksize(previous)
+        try:
+            c0, t0 = time.process_time(), time.perf_counter()
+            lanes_kernel(q_lanes, q, rngs, p.st, p.ac, p.rw, p.ns, p.tm, n_ep,
+                         int(config.sync_period), algo, sampling, stride, max0, eps_thr, alpha,
+                         gamma)
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        finally:
+            numba.set_parallel_chunksize(previous)
     _LAST_TIMING.update(wall_s=seconds, cpu_s=cpu, kind=kind, chunks=int(n_chunks))
     return _descale(q, config), seconds
 
