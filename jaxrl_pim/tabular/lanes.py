@@ -1,9 +1,16 @@
 """The lane kernel: every lane runs episodes over its own chunk with a private Q-table.
 
-``run_episodes`` is the portable ``lax.scan`` path: one scan step updates every lane once
-(lanes are a vmapped axis). Data arrive lane-major ``[L, m]``; sequential and strided orders
-are fixed for the whole run, so their rows are permuted once and scanned time-major
-``[m, L]`` with no per-step gather; ``ran`` gathers its rows per step.
+``run_episodes`` is the portable ``lax.scan`` path (the reference for the Pallas kernel in
+:mod:`jaxrl_pim.tabular.pallas_lanes`): one scan step updates every lane once, lanes being a
+vectorised axis. Layout choices (measured in ``benchmarks/NOTES.md``):
+
+* The lanes' tables live in one flat array ``[L * S * A]``; a transition touches
+  ``lane * S * A + s * A + a``, and the bootstrap row ``lane * S * A + s' * A + (0..A-1)``.
+  The scatter is declared ``unique_indices`` (each lane writes one distinct entry).
+* Rows are stored once as ``sa = s * A + a`` and ``s'`` in the narrowest integer type, plus
+  the reward and the terminal flag, so a step reads few bytes.
+* ``seq`` and ``str`` orders are fixed for the whole run: the rows are permuted once and
+  scanned time-major ``[m, L]`` with no per-step gather; ``ran`` gathers rows per step.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxrl_pim.data.transitions import Transitions
 from jaxrl_pim.tabular import rules
@@ -32,56 +40,92 @@ class LaneSpec(NamedTuple):
     epsilon: float
     rng: str  # "jax" | "lcg"
     compat_max0: bool
+    unroll: int = 1
 
 
 class LaneData(NamedTuple):
-    """Per-lane data in compute dtypes: int32 ids, reward (float32, or scaled int32), discount.
+    """Per-lane rows in compact compute form.
 
-    Fields are ``[L, m]`` (lane-major) or ``[m, L]`` (time-major, for ``seq``/``str``).
+    Fields are ``[L, m]`` (lane-major) or ``[m, L]`` (time-major, for ``seq``/``str``):
+    ``sa`` = ``s * A + a`` and ``s2`` in the narrowest integer dtype, ``r`` the reward
+    (float32, or scaled int32 for fixed point), ``term`` the terminal flag (bool).
     """
 
-    s: jax.Array
-    a: jax.Array
-    r: jax.Array
+    sa: jax.Array
     s2: jax.Array
-    discount: jax.Array
+    r: jax.Array
+    term: jax.Array
+
+
+def index_dtype(n: int) -> np.dtype:
+    """Narrowest dtype holding ``0..n-1`` among uint8, int16, int32."""
+    if n <= 256:
+        return np.dtype(np.uint8)
+    return np.dtype(np.int16) if n <= 32767 else np.dtype(np.int32)
 
 
 def to_lane_data(chunks: Transitions, spec: LaneSpec) -> LaneData:
     """Convert compact chunks ``[L, m]`` into :class:`LaneData` ``[L, m]``."""
-    if spec.fmt.is_fixed_point:
-        r = spec.fmt.encode(chunks.reward)
-    else:
-        r = jnp.asarray(chunks.reward, jnp.float32)
+    a_count = spec.num_actions
+    sa = (jnp.asarray(chunks.state).astype(jnp.int32) * a_count
+          + jnp.asarray(chunks.action).astype(jnp.int32))
+    r = (spec.fmt.encode(chunks.reward) if spec.fmt.is_fixed_point
+         else jnp.asarray(chunks.reward, jnp.float32))
     return LaneData(
-        s=jnp.asarray(chunks.state).astype(jnp.int32),
-        a=jnp.asarray(chunks.action).astype(jnp.int32),
+        sa=sa.astype(index_dtype(spec.num_states * a_count)),
+        s2=jnp.asarray(chunks.next_state).astype(index_dtype(spec.num_states)),
         r=r,
-        s2=jnp.asarray(chunks.next_state).astype(jnp.int32),
-        discount=1 - jnp.asarray(chunks.terminated).astype(r.dtype),
+        term=jnp.asarray(chunks.terminated).astype(bool),
     )
 
 
-def _update(spec: LaneSpec, q: jax.Array, s, a, r, s2, disc, explore_u, rand_a) -> jax.Array:
-    """One transition for every lane. ``q`` is ``[L, S, A]``; the rest ``[L]``."""
-    lanes = jnp.arange(q.shape[0])
-    q_tm1 = q[lanes, s, a]
-    q_t = q[lanes, s2]  # [L, A]
+def lane_update(
+    spec: LaneSpec, q_tm1: jax.Array, q_t: jax.Array, r: jax.Array, term: jax.Array,
+    explore_u: jax.Array, rand_a: jax.Array,
+) -> jax.Array:
+    """New ``Q[s, a]`` for a batch of lanes: ``q_tm1`` ``[L]``, bootstrap rows ``q_t`` ``[L, A]``.
+
+    Shared by the scan path and the Pallas kernel so both compute bit-identical values.
+    """
     if spec.algo == "q":
         boot = jax.vmap(rules.q_learning_bootstrap, in_axes=(0, None))(q_t, spec.compat_max0)
     else:
         a2 = jax.vmap(rules.sarsa_next_action, in_axes=(0, 0, 0, None))(
-            q_t, explore_u, rand_a, spec.epsilon
-        )
-        boot = q_t[lanes, a2]
+            q_t, explore_u, rand_a, spec.epsilon)
+        onehot = jnp.arange(spec.num_actions)[None, :] == a2[:, None]
+        boot = jnp.sum(jnp.where(onehot, q_t, jnp.zeros_like(q_t)), axis=1)
     if spec.fmt.is_fixed_point:
-        new = rules.td_update_fixed(
-            q_tm1, r, disc, boot, scale_constant("alpha", spec.alpha),
-            scale_constant("gamma", spec.gamma),
-        )
-    else:
-        new = rules.td_update_float(q_tm1, r, disc, boot, spec.alpha, spec.gamma)
-    return q.at[lanes, s, a].set(new.astype(q.dtype))
+        disc = 1 - term.astype(jnp.int32)
+        return rules.td_update_fixed(q_tm1, r, disc, boot, scale_constant("alpha", spec.alpha),
+                                     scale_constant("gamma", spec.gamma))
+    disc = 1 - term.astype(jnp.float32)
+    return rules.td_update_float(q_tm1, r, disc, boot, spec.alpha, spec.gamma)
+
+
+def episode_randomness(
+    spec: LaneSpec, lane_keys: jax.Array, episode: jax.Array, m: int, num_lanes: int
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Time-major JAX-PRNG draws ``(idx, explore_u, rand_a)``, each ``[m, L]`` (zeros if unused)."""
+    if spec.rng == "jax" and (spec.sampling == "ran" or spec.algo == "sarsa"):
+        idx, eu, ra = jax.vmap(episode_draws, in_axes=(0, None, None, None))(
+            lane_keys, episode, m, spec.num_actions)
+        return idx.T, eu.T, ra.T
+    zeros = jnp.zeros((m, num_lanes), jnp.int32)
+    return zeros, zeros.astype(jnp.float32), zeros
+
+
+def lcg_step_draws(spec: LaneSpec, lcg: jax.Array, m: int):
+    """Advance the PIM LCG for one update: returns ``(lcg, idx or None, u or None, a or None)``."""
+    idx = u = a = None
+    if spec.sampling == "ran":
+        lcg = lcg_next(lcg)
+        idx = lcg_int(lcg, m)
+    if spec.algo == "sarsa":
+        lcg = lcg_next(lcg)
+        u = lcg_uniform(lcg)
+        lcg = lcg_next(lcg)
+        a = lcg_int(lcg, spec.num_actions)
+    return lcg, idx, u, a
 
 
 def run_episodes(
@@ -109,44 +153,38 @@ def run_episodes(
       ``(q, lcg_state)`` after the episodes.
     """
     ran = spec.sampling == "ran"
-    sarsa = spec.algo == "sarsa"
-    num_lanes = q.shape[0]
-    m = data.s.shape[1] if ran else data.s.shape[0]
+    num_lanes, num_s, num_a = q.shape
+    m = data.sa.shape[1] if ran else data.sa.shape[0]
     lanes = jnp.arange(num_lanes)
+    table = num_s * num_a
+    base = lanes * table
+    row_offsets = base[:, None] + jnp.arange(num_a)[None, :]
 
     def episode(carry, e):
-        q, lcg = carry
-        if spec.rng == "jax" and (ran or sarsa):
-            idx, eu, ra = jax.vmap(episode_draws, in_axes=(0, None, None, None))(
-                lane_keys, first_episode + e, m, spec.num_actions
-            )
-            draws = (idx.T, eu.T, ra.T)  # [m, L]
-        else:
-            zeros = jnp.zeros((m, num_lanes), jnp.int32)
-            draws = (zeros, zeros.astype(jnp.float32), zeros)
-        xs = (draws, None if ran else data)
+        q_flat, lcg = carry
+        xs = (episode_randomness(spec, lane_keys, first_episode + e, m, num_lanes),
+              None if ran else data)
 
         def step(carry, x):
-            q, lcg = carry
+            q_flat, lcg = carry
             (idx, eu, ra), row = x
             if spec.rng == "lcg":
-                if ran:
-                    lcg = lcg_next(lcg)
-                    idx = lcg_int(lcg, m)
-                if sarsa:
-                    lcg = lcg_next(lcg)
-                    eu = lcg_uniform(lcg)
-                    lcg = lcg_next(lcg)
-                    ra = lcg_int(lcg, spec.num_actions)
+                lcg, idx_l, u_l, a_l = lcg_step_draws(spec, lcg, m)
+                idx = idx if idx_l is None else idx_l
+                eu = eu if u_l is None else u_l
+                ra = ra if a_l is None else a_l
             if ran:
                 row = LaneData(*(f[lanes, idx] for f in data))
-            q = _update(spec, q, row.s, row.a, row.r, row.s2, row.discount, eu, ra)
-            return (q, lcg), None
+            flat = base + row.sa.astype(jnp.int32)
+            q_tm1 = q_flat[flat]
+            q_t = q_flat[row_offsets + row.s2.astype(jnp.int32)[:, None] * num_a]
+            new = lane_update(spec, q_tm1, q_t, row.r, row.term, eu, ra)
+            q_flat = q_flat.at[flat].set(new.astype(q_flat.dtype), unique_indices=True)
+            return (q_flat, lcg), None
 
-        (q, lcg), _ = jax.lax.scan(step, (q, lcg), xs)
-        return (q, lcg), None
+        (q_flat, lcg), _ = jax.lax.scan(step, (q_flat, lcg), xs, unroll=spec.unroll)
+        return (q_flat, lcg), None
 
-    (q, lcg_state), _ = jax.lax.scan(
-        episode, (q, lcg_state), jnp.arange(num_episodes, dtype=jnp.int32)
-    )
-    return q, lcg_state
+    (q_flat, lcg_state), _ = jax.lax.scan(
+        episode, (q.reshape(-1), lcg_state), jnp.arange(num_episodes, dtype=jnp.int32))
+    return q_flat.reshape(q.shape), lcg_state

@@ -30,10 +30,12 @@ from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.data.transitions import Transitions, validate
 from jaxrl_pim.tabular import formats
 from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, run_episodes, to_lane_data
+from jaxrl_pim.tabular.pallas_lanes import run_episodes_pallas
 from jaxrl_pim.tabular.sampling import LCG_SEED, SAMPLINGS, stride_order
 
 ALGOS = ("q", "sarsa")
 RNGS = ("jax", "lcg")
+KERNELS = ("auto", "scan", "pallas")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +56,10 @@ class TabularConfig:
       rng: ``"jax"`` (threefry PRNG) or ``"lcg"`` (the PIM generator, seed ``lcg_seed``).
       independent: one lane per agent with its own dataset and no averaging.
       compat_max0: Q-learning bootstraps with ``max(0, max Q)`` like the published C code.
+      kernel: ``"auto"`` (the fused Pallas kernel on GPU/TPU, ``lax.scan`` elsewhere),
+        ``"scan"`` or ``"pallas"`` (on CPU it runs in Pallas interpret mode: for tests).
+      unroll: steps per ``lax.scan`` iteration in the scan path (speed only).
+      lanes_per_block: lanes one Pallas program handles (speed only).
     """
 
     num_states: int
@@ -72,6 +78,9 @@ class TabularConfig:
     lcg_seed: int = LCG_SEED
     independent: bool = False
     compat_max0: bool = False
+    kernel: str = "auto"
+    unroll: int = 1
+    lanes_per_block: int = 128
 
     def __post_init__(self) -> None:
         check_int("num_states", self.num_states, 1)
@@ -88,6 +97,9 @@ class TabularConfig:
         check_int("stride", self.stride, 1)
         check_choice("rng", self.rng, RNGS)
         check_int("lcg_seed", self.lcg_seed, 0, 2**32 - 1)
+        check_choice("kernel", self.kernel, KERNELS)
+        check_int("unroll", self.unroll, 1, 64)
+        check_int("lanes_per_block", self.lanes_per_block, 1)
         if self.compat_max0 and self.algo != "q":
             raise ValueError("compat_max0 applies to Q-learning only (algo='q')")
         if self.dtype == "int32" and not self.independent:
@@ -107,8 +119,15 @@ class TabularConfig:
         """The static facts the lane kernel needs."""
         return LaneSpec(
             self.num_states, self.num_actions, self.algo, self.sampling, self.format,
-            self.alpha, self.gamma, self.epsilon, self.rng, self.compat_max0,
+            self.alpha, self.gamma, self.epsilon, self.rng, self.compat_max0, self.unroll,
         )
+
+    def resolved_kernel(self, backend: str | None = None) -> str:
+        """``"scan"`` or ``"pallas"``: what ``kernel="auto"`` means on ``backend``."""
+        if self.kernel != "auto":
+            return self.kernel
+        backend = backend or jax.default_backend()
+        return "pallas" if backend in ("gpu", "cuda", "rocm", "tpu") else "scan"
 
 
 def chunk(config: TabularConfig, transitions: Transitions) -> Transitions:
@@ -218,13 +237,18 @@ def make_train(
             raise ValueError(f"num_cores={c} must be divisible by the {n_dev} devices of the mesh")
     axis = mesh.axis_names[0] if mesh is not None else None
     full_rounds, rest = divmod(config.num_episodes, config.sync_period)
+    kernel = config.resolved_kernel()
 
     def lane_mean(q: jax.Array) -> jax.Array:
         return _lane_mean(q, fmt, c, axis)
 
     def local_round(q, data, keys, lcg, first_episode, num_episodes):
         before = fmt.decode(q[0])  # every lane holds the last mean (zeros at the start)
-        q, lcg = run_episodes(spec, q, data, keys, lcg, first_episode, num_episodes)
+        if kernel == "pallas":
+            q, lcg = run_episodes_pallas(spec, q, data, keys, lcg, first_episode, num_episodes,
+                                         config.lanes_per_block)
+        else:
+            q, lcg = run_episodes(spec, q, data, keys, lcg, first_episode, num_episodes)
         if config.independent:
             return q, lcg, jnp.zeros((), jnp.float32)
         mean = lane_mean(q)
@@ -239,8 +263,8 @@ def make_train(
         if mesh is None:
             return fn
         lanes = P(axis)
-        data_spec = LaneData(*([P(None, axis)] * 5)) if spec.sampling != "ran" else LaneData(
-            *([lanes] * 5))
+        data_spec = LaneData(*([P(None, axis)] * 4)) if spec.sampling != "ran" else LaneData(
+            *([lanes] * 4))
         return jax.shard_map(
             fn, mesh=mesh,
             in_specs=(lanes, data_spec, lanes, lanes, P()),
@@ -255,7 +279,7 @@ def make_train(
             raise ValueError(f"chunks must be [num_cores={c}, m]; got {chunks.shape}")
         data = to_lane_data(chunks, spec)
         if spec.sampling != "ran":
-            m = data.s.shape[1]
+            m = data.sa.shape[1]
             order = jnp.arange(m) if spec.sampling == "seq" else stride_order(m, config.stride)
             data = LaneData(*(x[:, order].T for x in data))  # time-major [m, C]
         keys = jax.random.split(key, c)

@@ -1,0 +1,142 @@
+"""Fused lane kernel with Pallas: one program runs a whole episode for a block of lanes.
+
+The ``lax.scan`` path (:func:`jaxrl_pim.tabular.lanes.run_episodes`) returns to XLA after
+every transition. Here one ``pallas_call`` per episode runs all ``m`` updates of a block of
+``lanes_per_block`` lanes inside the kernel, with the block's Q-tables ``[BL, S*A]`` loaded
+once into a kernel-local value (registers / on-chip memory on GPU and TPU) and written back
+once at the end.
+
+To use only operations every Pallas backend lowers (iota, compare, select, reductions, no
+gathers or scatters), table reads and writes are one-hot selections over the ``S*A``
+entries of each lane's table: exact (a sum of one value and zeros, a max over a masked row),
+so results are bit-identical to the scan path. The work per update is ``O(S*A)`` instead of
+``O(A)``, which is cheap for small tables (FrozenLake: 64 entries) and the price of keeping
+the table on chip for larger ones (Taxi: 3,000 entries; use fewer lanes per block).
+
+Random numbers (JAX PRNG or the PIM LCG) come from a cheap element-wise pre-pass per episode,
+and ``ran`` rows are gathered by XLA before the kernel; both produce exactly the draws and
+rows of the scan path. On CPU the kernel runs in Pallas interpret mode (tests only).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from jaxrl_pim.tabular.lanes import (
+    LaneData,
+    LaneSpec,
+    episode_randomness,
+    lane_update,
+    lcg_step_draws,
+)
+
+
+def block_lanes(requested: int, table_size: int, num_lanes: int,
+                budget_entries: int = 1 << 15) -> int:
+    """Lanes per program: ``requested`` capped so a block's tables fit ``budget_entries``
+    (a power of two, at least 1, at most the lane count rounded up to a power of two)."""
+    cap = max(1, budget_entries // max(table_size, 1))
+    bl = max(1, min(requested, cap, 1 << max(0, (num_lanes - 1).bit_length())))
+    return 1 << (bl.bit_length() - 1)
+
+
+def _lcg_draws(spec: LaneSpec, lcg: jax.Array, m: int):
+    """The LCG draws of one episode, time-major ``[m, L]``, and the advanced state."""
+
+    def step(lcg, _):
+        lcg, idx, u, a = lcg_step_draws(spec, lcg, m)
+        zeros_i = jnp.zeros_like(lcg, jnp.int32)
+        return lcg, (zeros_i if idx is None else idx,
+                     jnp.zeros_like(lcg, jnp.float32) if u is None else u,
+                     zeros_i if a is None else a)
+
+    return jax.lax.scan(step, lcg, None, length=m)
+
+
+def _kernel(spec: LaneSpec, m: int, sa_ref, s2_ref, r_ref, term_ref, eu_ref, ra_ref,
+            q_in_ref, q_out_ref):
+    num_a = spec.num_actions
+    q = q_in_ref[...]  # [BL, S*A]
+    iota = jax.lax.broadcasted_iota(jnp.int32, q.shape, 1)
+    iota_state = iota // num_a
+    iota_action = iota - iota_state * num_a
+    zero = jnp.zeros((), q.dtype)
+
+    def body(j, q):
+        sa = sa_ref[pl.ds(j, 1), :][0].astype(jnp.int32)
+        s2 = s2_ref[pl.ds(j, 1), :][0].astype(jnp.int32)
+        r = r_ref[pl.ds(j, 1), :][0]
+        term = term_ref[pl.ds(j, 1), :][0] != 0
+        eu = eu_ref[pl.ds(j, 1), :][0]
+        ra = ra_ref[pl.ds(j, 1), :][0]
+        hit = iota == sa[:, None]
+        q_tm1 = jnp.sum(jnp.where(hit, q, zero), axis=1)
+        row = iota_state == s2[:, None]
+        q_t = jnp.stack([jnp.sum(jnp.where(row & (iota_action == b), q, zero), axis=1)
+                         for b in range(num_a)], axis=1)
+        new = lane_update(spec, q_tm1, q_t, r, term, eu, ra).astype(q.dtype)
+        return jnp.where(hit, new[:, None], q)
+
+    q_out_ref[...] = jax.lax.fori_loop(0, m, body, q)
+
+
+def run_episodes_pallas(
+    spec: LaneSpec,
+    q: jax.Array,
+    data: LaneData,
+    lane_keys: jax.Array,
+    lcg_state: jax.Array,
+    first_episode: jax.Array,
+    num_episodes: int,
+    lanes_per_block: int = 128,
+    interpret: bool | None = None,
+) -> tuple[jax.Array, jax.Array]:
+    """Drop-in replacement of :func:`jaxrl_pim.tabular.lanes.run_episodes` (same arguments
+    and results) running each episode as one fused Pallas kernel."""
+    if interpret is None:
+        interpret = jax.default_backend() == "cpu"
+    ran = spec.sampling == "ran"
+    num_lanes, num_s, num_a = q.shape
+    table = num_s * num_a
+    m = data.sa.shape[1] if ran else data.sa.shape[0]
+    bl = block_lanes(lanes_per_block, table, num_lanes)
+    padded = -(-num_lanes // bl) * bl
+    pad = padded - num_lanes
+    lanes = jnp.arange(num_lanes)
+
+    def pad_lanes(x, axis):
+        widths = [(0, 0)] * x.ndim
+        widths[axis] = (0, pad)
+        return jnp.pad(x, widths) if pad else x
+
+    data_spec = pl.BlockSpec((m, bl), lambda i: (0, i))
+    q_spec = pl.BlockSpec((bl, table), lambda i: (i, 0))
+    call = pl.pallas_call(
+        functools.partial(_kernel, spec, m),
+        grid=(padded // bl,),
+        in_specs=[data_spec] * 6 + [q_spec],
+        out_specs=q_spec,
+        out_shape=jax.ShapeDtypeStruct((padded, table), q.dtype),
+        input_output_aliases={6: 0},
+        interpret=interpret,
+    )
+
+    def episode(carry, e):
+        q_tab, lcg = carry
+        if spec.rng == "lcg":
+            lcg, (idx, eu, ra) = _lcg_draws(spec, lcg, m)
+        else:
+            idx, eu, ra = episode_randomness(spec, lane_keys, first_episode + e, m, num_lanes)
+        rows = LaneData(*(f[lanes[None, :], idx] for f in data)) if ran else data
+        args = [pad_lanes(x, 1) for x in (*rows[:3], rows.term.astype(jnp.int32), eu, ra)]
+        q_tab = call(*args, q_tab)
+        return (q_tab, lcg), None
+
+    q0 = pad_lanes(q.reshape(num_lanes, table), 0)
+    (q_tab, lcg_state), _ = jax.lax.scan(
+        episode, (q0, lcg_state), jnp.arange(num_episodes, dtype=jnp.int32))
+    return q_tab[:num_lanes].reshape(q.shape), lcg_state
