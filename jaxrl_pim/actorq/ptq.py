@@ -25,6 +25,7 @@ differences are paired, not sampling noise between different episodes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import math
 from collections.abc import Callable
@@ -194,6 +195,7 @@ def train_seeds(task: StudyTask, num_seeds: int, key: jax.Array) -> tuple[Any, d
     return jax.jit(jax.vmap(train))(jax.random.split(key, num_seeds))
 
 
+@functools.lru_cache(maxsize=32)
 def make_paired_evaluate(
     task: StudyTask, eval_episodes: int
 ) -> Callable[[Any, Any, jax.Array], tuple[jax.Array, jax.Array, dict[str, jax.Array]]]:
@@ -203,6 +205,7 @@ def make_paired_evaluate(
     divergence entry (see :func:`jaxrl_pim.rl.evaluate.policy_divergence`) is ``[S]``. Both
     policies start from the same states (same key); divergences are measured on the states
     the reference (fp32) policy visits.
+    The compiled function is cached per ``(task, eval_episodes)``.
     """
     policy = task.policy()
     evaluate = make_evaluate(policy, task.config.env_name, eval_episodes)
@@ -220,9 +223,14 @@ def quantize_seeds(params: Any, spec: Any) -> Any:
     """Fake-quantize each seed's parameters separately (per-seed scales); ``None`` = fp32."""
     if spec is None:
         return params
+    return _seed_quantizer(spec)(params)
+
+
+@functools.lru_cache(maxsize=64)
+def _seed_quantizer(spec: Any) -> Callable[[Any], Any]:
     from jaxrl_pim.quant import fake_quantize
 
-    return jax.jit(jax.vmap(lambda p: fake_quantize(p, spec)))(params)
+    return jax.jit(jax.vmap(lambda p: fake_quantize(p, spec)))
 
 
 def return_ratio(quantized: float, reference: float) -> float:
@@ -332,7 +340,7 @@ def final_train_return(metrics: dict[str, Any], window: int = 10) -> float:
 def int8_min_return_ratio(results: dict[str, Any]) -> float:
     """Worst int8 / fp32 oriented return ratio over the tasks (NaN if none defined)."""
     ratios = [r["formats"]["int8"]["return_ratio"] for r in results.values()]
-    ratios = [x for x in ratios if not math.isnan(x)]
+    ratios = [x for x in ratios if is_number(x)]
     return min(ratios) if ratios else math.nan
 
 
@@ -347,10 +355,10 @@ def ptq_table(results: dict[str, Any]) -> str:
         f = r["formats"]
         lines.append(
             f"| {name} | {r['policy_kind']} | {_pm(f['fp32'])} | {_pm(f['fp16'])} | "
-            f"{_pm(f['int8'])} | {f['fp16']['return_ratio']:.3f} | "
-            f"{f['int8']['return_ratio']:.3f} | {f['fp16']['kl_mean']:.2e} | "
-            f"{f['int8']['kl_mean']:.2e} | {f['int8']['action_agreement']:.3f} | "
-            f"{f['int8']['action_mse']:.2e} |"
+            f"{_pm(f['int8'])} | {fmt(f['fp16']['return_ratio'], '.3f')} | "
+            f"{fmt(f['int8']['return_ratio'], '.3f')} | {fmt(f['fp16']['kl_mean'], '.2e')} | "
+            f"{fmt(f['int8']['kl_mean'], '.2e')} | {fmt(f['int8']['action_agreement'], '.3f')} | "
+            f"{fmt(f['int8']['action_mse'], '.2e')} |"
         )
     return "\n".join(lines)
 
@@ -364,13 +372,23 @@ def bits_table(results: dict[str, Any]) -> str:
         cells = []
         for n in names:
             f = results[n]["formats"][label]
-            cells.append(f"{f['mean_return']:.1f} ({f['return_ratio']:.2f})")
+            cells.append(f"{fmt(f['mean_return'], '.1f')} ({fmt(f['return_ratio'], '.2f')})")
         lines.append(f"| {label[5:]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def _pm(f: dict[str, Any]) -> str:
-    return f"{f['mean_return']:.1f} +- {f['std_return']:.1f}"
+    return f"{fmt(f['mean_return'], '.1f')} +- {fmt(f['std_return'], '.1f')}"
+
+
+def is_number(x: Any) -> bool:
+    """True for a finite number (JSON reports store NaN as null)."""
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def fmt(x: Any, spec: str) -> str:
+    """``format(x, spec)``, or ``n/a`` for NaN / None."""
+    return format(x, spec) if is_number(x) else "n/a"
 
 
 def plot_bits(results: dict[str, Any], path: str) -> None:

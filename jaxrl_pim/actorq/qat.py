@@ -25,6 +25,8 @@ from jaxrl_pim.actorq.ptq import (
     TASKS,
     StudyTask,
     final_train_return,
+    fmt,
+    is_number,
     make_paired_evaluate,
     quant_spec,
     quantize_seeds,
@@ -165,19 +167,21 @@ def qat_table(results: dict[str, Any]) -> str:
         for b, e in r["bits"].items():
             p, q = e["ptq"], e["qat"]
             lines.append(
-                f"| {name} | {b} | {fp['mean_return']:.1f} +- {fp['std_return']:.1f} | "
-                f"{p['mean_return']:.1f} +- {p['std_return']:.1f} | "
-                f"{q['mean_return']:.1f} +- {q['std_return']:.1f} | "
-                f"{p['return_ratio']:.3f} | {q['return_ratio']:.3f} |"
+                f"| {name} | {b} | {_pm(fp)} | {_pm(p)} | {_pm(q)} | "
+                f"{fmt(p['return_ratio'], '.3f')} | {fmt(q['return_ratio'], '.3f')} |"
             )
     return "\n".join(lines)
+
+
+def _pm(f: dict[str, Any]) -> str:
+    return f"{fmt(f['mean_return'], '.1f')} +- {fmt(f['std_return'], '.1f')}"
 
 
 def min_qat_ratio(results: dict[str, Any], bits: int) -> float:
     """Worst QAT return ratio at ``bits`` over the tasks (NaN if not run)."""
     vals = [r["bits"][str(bits)]["qat"]["return_ratio"] for r in results.values()
             if str(bits) in r["bits"]]
-    vals = [v for v in vals if not math.isnan(v)]
+    vals = [v for v in vals if is_number(v)]
     return min(vals) if vals else math.nan
 
 

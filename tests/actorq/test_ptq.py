@@ -1,0 +1,122 @@
+"""PTQ / QAT studies and the ``jaxrl-pim ptq`` / ``qat`` commands.
+
+Training is replaced by randomly initialised policies here (the learners have their own
+tests in tests/rl); these tests check the study's quantization, pairing, statistics and
+reports against closed forms.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl_pim import cli
+from jaxrl_pim.actorq import ptq, qat
+from jaxrl_pim.quant import QuantSpec, fake_quantize
+from jaxrl_pim.rl import ppo
+
+
+def _random_policies(task, num_seeds, key):
+    """Stand-in for ptq.train_seeds: freshly initialised PPO actors, one per seed."""
+    actor, spec = ppo._actor_and_spec(task.config)
+    obs = jnp.zeros((1, spec["obs_dim"]))
+    # Scale the weights up so the random policies are far from uniform.
+    params = jax.vmap(lambda k: jax.tree.map(lambda w: 30.0 * w, actor.init(k, obs)))(
+        jax.random.split(key, num_seeds)
+    )
+    metrics = {"episode_return": jnp.tile(jnp.array([jnp.nan, 10.0, 20.0]), (num_seeds, 1))}
+    return SimpleNamespace(params=params), metrics
+
+
+def test_return_ratio_orientation():
+    assert ptq.return_ratio(450.0, 500.0) == pytest.approx(0.9)
+    assert ptq.return_ratio(-200.0, -150.0) == pytest.approx(0.75)  # worse cost
+    assert ptq.return_ratio(-100.0, -150.0) == pytest.approx(1.5)  # better cost
+    assert math.isnan(ptq.return_ratio(5.0, -150.0))
+
+
+def test_quantize_seeds_uses_per_seed_scales():
+    task = ptq.TASKS["ppo-cartpole"]
+    state, _ = _random_policies(task, 2, jax.random.key(0))
+    spec = QuantSpec("paper", 4)
+    q = ptq.quantize_seeds(state.params, spec)
+    for s in range(2):
+        one = jax.tree.map(lambda x, s=s: x[s], state.params)
+        ref = fake_quantize(one, spec)
+        for a, b in zip(jax.tree.leaves(jax.tree.map(lambda x, s=s: x[s], q)),
+                        jax.tree.leaves(ref), strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert ptq.quantize_seeds(state.params, None) is state.params
+
+
+def test_evaluate_formats_reference_row_and_ordering():
+    task = ptq.TASKS["ppo-cartpole"]
+    state, _ = _random_policies(task, 2, jax.random.key(1))
+    specs = {"fp32": None, "fp16": QuantSpec("fp16"), "bits=2": QuantSpec("paper", 2)}
+    out = ptq.evaluate_formats(task, state.params, specs, 2, jax.random.key(2))
+    fp32, fp16, b2 = out["fp32"], out["fp16"], out["bits=2"]
+    assert fp32["return_ratio"] == 1.0 and fp32["kl_mean"] == 0.0
+    assert fp32["action_agreement"] == 1.0
+    assert len(fp32["per_seed_return"]) == 2
+    np.testing.assert_allclose(fp32["mean_return"], np.mean(fp32["per_seed_return"]))
+    np.testing.assert_allclose(fp32["std_return"], np.std(fp32["per_seed_return"]))
+    assert 0.0 <= fp16["kl_mean"] < b2["kl_mean"]
+    assert b2["action_agreement"] < 1.0
+
+
+def test_ptq_command_writes_report(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(ptq, "train_seeds", _random_policies)
+    path = tmp_path / "ptq.json"
+    rc = cli.main(["ptq", "--tasks", "ppo-cartpole", "--seeds", "2", "--episodes", "2",
+                   "--bits", "6", "3", "--json", str(path)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "| ppo-cartpole | categorical |" in out and "| 3 |" in out
+    report = json.loads(path.read_text())
+    assert set(report) >= {"system", "config", "results", "timing_s", "summary"}
+    res = report["results"]["ppo-cartpole"]
+    assert list(res["formats"]) == ["fp32", "fp16", "int8", "bits=6", "bits=3"]
+    assert res["final_train_return"] == pytest.approx(15.0)
+    assert report["summary"]["int8_min_return_ratio"] == pytest.approx(
+        res["formats"]["int8"]["return_ratio"]
+    )
+    assert report["config"]["bits"] == [6, 3]
+
+
+def test_qat_study_plumbing(monkeypatch):
+    calls = []
+
+    def fake_train(task, num_seeds, key):
+        calls.append(task.config.qat)
+        return _random_policies(task, num_seeds, key)
+
+    monkeypatch.setattr(qat, "train_seeds", fake_train)
+    cfg = qat.QATStudyConfig(tasks=("ppo-cartpole",), bits=(4,), num_seeds=2, eval_episodes=2)
+    results, timing = qat.run_qat(cfg)
+    assert calls == [None, qat.QATConfig(4, 0.5)]
+    entry = results["ppo-cartpole"]["bits"]["4"]
+    assert set(entry) == {"ptq", "qat", "qat_final_train_return"}
+    assert results["ppo-cartpole"]["fp32"]["return_ratio"] == 1.0
+    assert "| ppo-cartpole | 4 |" in qat.qat_table(results)
+    assert timing["total"] > 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["ptq", "--bits", "1"], "bits must be >= 2"),
+        (["ptq", "--seeds", "0"], "num_seeds"),
+        (["ptq", "--tasks", "ppo-cartpole", "ppo-cartpole"], "must not repeat"),
+        (["qat", "--delay", "1.0"], "delay_fraction"),
+    ],
+)
+def test_commands_reject_bad_options(argv, message, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,1 @@
+"""Tests for jaxrl_pim.rl."""
