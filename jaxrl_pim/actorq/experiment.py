@@ -18,7 +18,7 @@ import numpy as np
 from jaxrl_pim.actorq.agent import make_agent, make_env
 from jaxrl_pim.actorq.broadcast import broadcast_sizes
 from jaxrl_pim.actorq.config import MODES, PRECISIONS, ActorQConfig
-from jaxrl_pim.actorq.metrics import speedups
+from jaxrl_pim.actorq.metrics import speedups, time_to_reward
 from jaxrl_pim.checks import check_choice
 
 
@@ -98,6 +98,14 @@ def compare_precisions(
             for p, r in runs.items()
         }
         ttr = speedups(curves)
+        # the same target on the environment-step axis: separates sample efficiency from
+        # wall-clock throughput (time ratio = steps ratio x throughput ratio)
+        ttr["steps_to_reward"] = {
+            p: time_to_reward(r["curve"]["env_steps"],
+                              [np.nan if v is None else v for v in r["curve"]["avg_return"]],
+                              ttr["target"]) if ttr["improved"] else None
+            for p, r in runs.items()
+        }
     return {
         "runs": runs,
         "broadcast_bytes": policy_broadcast_sizes(config, seed),
@@ -118,6 +126,9 @@ def breakdown_table(result: dict[str, Any]) -> list[dict[str, Any]]:
             "final_train_return": r["final_train_return"],
             "final_eval_return": r["final_eval_return"],
             "train_s": r["timing_s"].get("train"),
+            "env_steps_per_s": (r["env_steps"] / r["timing_s"]["train"]
+                                if r["timing_s"].get("train") else None),
+            "steps_to_reward": (ttr.get("steps_to_reward") or {}).get(p),
             "time_to_reward_s": (ttr.get("time_to_reward_s") or {}).get(p),
             "speedup_vs_fp32": (ttr.get("speedup") or {}).get(p),
             "inference_ms": bd.get("inference"),
