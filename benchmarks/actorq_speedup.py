@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -220,6 +221,7 @@ def main() -> None:
     backend = jax.default_backend()
     pl = plan(args.quick, backend)
     timer = PhaseTimer()
+    load_before = os.getloadavg()
     energy = EnergyTracker(enabled=args.energy, country_iso_code=args.country)
     with energy:
         with timer.phase("broadcast"):
@@ -250,6 +252,9 @@ def main() -> None:
         "round trip.",
         "GPU fields are null: this run had no GPU." if backend == "cpu" else
         f"backend {backend}.",
+        f"1-minute load average {load_before[0]:.1f} at the start and "
+        f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs: wall times on a "
+        "shared machine include waiting for the CPU.",
     ]
     e = energy.result()
     if args.energy:
