@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
 import random
 import sys
 import time
@@ -303,7 +305,9 @@ def markdown(rep: dict[str, Any]) -> str:
         f"{cfg['batch']:,})",
         "",
         f"Device: {summ['device']}; jax {rep['system']['jax']}; CPU {rep['system']['cpu']} "
-        f"({rep['system']['cpu_count']} cores); mode {'quick' if cfg['quick'] else 'full'}.",
+        f"({rep['system']['cpu_count']} cores); mode {'quick' if cfg['quick'] else 'full'}; "
+        f"1-min load average {summ.get('load_average_1min_start', '?')} at start (a load far "
+        "above the core count means other jobs shared the machine and times are inflated).",
         "",
         "Round = every agent's mini-batch. `numpy` = original list-of-tuples sampler "
         "(N^2 gathers, uniform); `per_agent` = JAX per-agent layout, per-agent indices "
@@ -354,7 +358,9 @@ def markdown(rep: dict[str, Any]) -> str:
         "",
     ]
     for k, v in summ.items():
-        if not isinstance(v, dict | list):
+        if isinstance(v, float):
+            lines.append(f"* `{k}`: {v:.3g}")
+        elif not isinstance(v, dict | list):
             lines.append(f"* `{k}`: {v}")
     return "\n".join(lines) + "\n"
 
@@ -367,7 +373,7 @@ def plot(rep: dict[str, Any], path: Path) -> None:
 
     rows = rep["results"]["per_agents"]
     ns = [r["num_agents"] for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
     ax = axes[0]
     ax.plot(ns, [r["numpy_seconds"] * 1e3 for r in rows], "k-o", label="numpy (original)")
     for m, style in zip(MODES, ("-s", "-^", "-d"), strict=True):
@@ -375,6 +381,7 @@ def plot(rep: dict[str, Any], path: Path) -> None:
     ax.set(xscale="log", yscale="log", xlabel="agents N", ylabel="round time (ms)",
            title="uniform sampling: layouts vs NumPy")
     ax.set_xticks(ns, [str(n) for n in ns])
+    ax.minorticks_off()
     ax.legend(fontsize=8)
     ax = axes[1]
     for s in SAMPLERS:
@@ -385,7 +392,8 @@ def plot(rep: dict[str, Any], path: Path) -> None:
     ax.set(xscale="log", yscale="log", xlabel="agents N", ylabel="round time (ms)",
            title="samplers")
     ax.set_xticks(ns, [str(n) for n in ns])
-    ax.legend(fontsize=7, ncol=2)
+    ax.minorticks_off()
+    ax.legend(fontsize=7, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(f"MADDPG replay sampling, batch {rep['config']['batch']} -- "
                  f"{rep['summary']['device']}", fontsize=10)
     fig.tight_layout()
@@ -411,7 +419,17 @@ def main(argv: list[str] | None = None) -> int:
                         " 10,000 with --quick): its per-row Python objects cost ~1 KB per agent")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--from-json", type=Path, default=None,
+                        help="only rewrite the Markdown table and plot from an existing report")
     args = parser.parse_args(argv)
+    if args.from_json is not None:
+        rep = json.loads(args.from_json.read_text())
+        md = markdown(rep)
+        out_md = args.from_json.with_suffix(".md")
+        report.atomic_save(out_md, lambda tmp: Path(tmp).write_text(md))
+        plot(rep, args.from_json.with_suffix(".png"))
+        print(f"wrote {out_md} and {args.from_json.with_suffix('.png')}")
+        return 0
 
     backend = jax.default_backend()
     on_cpu = backend == "cpu"
@@ -430,7 +448,9 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError(f"--batch must be {NEIGHBOR_REFS * NEIGHBOR_RUN} (neighbour 64 x 16)")
 
     timer = PhaseTimer()
+    load_start = os.getloadavg()[0]
     rows = [run_agents(n, args, timer) for n in args.agents]
+    load_end = os.getloadavg()[0]
     by_n = {r["num_agents"]: r for r in rows}
     r24 = by_n.get(24)
     summary = {
@@ -460,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
         "prioritized_over_info_prioritized_24_interleaved": (
             r24["prioritized_over_info_prioritized"]["interleaved"] if r24 else None
         ),
+        "load_average_1min_start": load_start,
+        "load_average_1min_end": load_end,
         "gpu": None if on_cpu else report.device_label(),
         "gpu_note": (
             "no GPU in this run: GPU fields are null; run this script unmodified on a GPU host "
@@ -484,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     rep = report.make_report(config, {"per_agents": rows}, timer.as_dict(), summary)
     stem = "marl_sampling"
     path = report.write_json(args.out / f"{stem}.json", rep)
-    rep = __import__("json").loads(path.read_text())
+    rep = json.loads(path.read_text())
     md = markdown(rep)
     report.atomic_save(args.out / f"{stem}.md", lambda tmp: Path(tmp).write_text(md))
     plot(rep, args.out / f"{stem}.png")
