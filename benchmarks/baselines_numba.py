@@ -32,7 +32,9 @@ the final mean); it excludes input validation, fixed-point scaling, descaling an
 compilation (every kernel is warmed up on tiny data before the first timed call).
 ``num_threads=None`` means every numba thread (all cores, ``numba.get_num_threads()``); for
 ``cpu_v1``/``cpu_v2`` it is also the number of chunks T. When T exceeds the OS threads, the T
-logical threads are spread over the available ones. ``M`` must divide evenly into the chunks.
+logical threads are spread over the available ones. Chunks are equal, ``m = M // chunks`` rows
+each; like the JAX lanes trainer, the last ``M mod chunks`` rows are dropped (every row is still
+validated). ``last_timing()["rows_used"]`` reports how many rows took part.
 
 Semantics (identical in all four; the tests compare them to a plain-Python loop):
 
@@ -441,9 +443,10 @@ def _prepare(data: Any, config: BaselineConfig, n_chunks: int) -> _Prepared:
         raise ValueError("data holds no transitions")
     if m_total > _INT32_MAX:
         raise ValueError(f"data holds {m_total} rows; at most {_INT32_MAX} are supported")
-    if m_total % n_chunks:
-        raise ValueError(f"{m_total} rows do not split into {n_chunks} equal chunks; use a "
-                         f"chunk count that divides the row count")
+    used = (m_total // n_chunks) * n_chunks
+    if used == 0:
+        raise ValueError(f"{n_chunks} chunks exceed the dataset size {m_total}: every chunk "
+                         f"needs at least one transition")
     check_index_range("data.state", arrays["state"], config.num_states)
     check_index_range("data.next_state", arrays["next_state"], config.num_states)
     check_index_range("data.action", arrays["action"], config.num_actions)
@@ -452,6 +455,8 @@ def _prepare(data: Any, config: BaselineConfig, n_chunks: int) -> _Prepared:
     check_finite("data.reward", arrays["reward"])
     if arrays["terminated"].dtype.kind not in "biu":
         raise ValueError(f"data.terminated must be bool, got dtype {arrays['terminated'].dtype}")
+    # Like the JAX lanes trainer: equal chunks of M // C rows; the last M mod C rows are dropped.
+    arrays = {k: v[:used] for k, v in arrays.items()}
 
     algo = _ALGO_CODE[config.algorithm]
     sampling = _SAMPLING_CODE[config.sampling]
@@ -543,14 +548,16 @@ def _run(kind: str, data: Any, config: BaselineConfig, n_chunks: int) -> tuple[n
             seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         finally:
             numba.set_parallel_chunksize(previous)
-    _LAST_TIMING.update(wall_s=seconds, cpu_s=cpu, kind=kind, chunks=int(n_chunks))
+    _LAST_TIMING.update(wall_s=seconds, cpu_s=cpu, kind=kind, chunks=int(n_chunks),
+                        rows_used=int(p.st.shape[0]))
     return _descale(q, config), seconds
 
 
 def last_timing() -> dict[str, Any]:
     """Timing of the most recent timed run in this process: ``wall_s`` (perf_counter, what the
     baselines return), ``cpu_s`` (process CPU time over the same region, summed over threads;
-    ``cpu_s / wall_s`` shows how much of the machine the run got), ``kind``, ``chunks``."""
+    ``cpu_s / wall_s`` shows how much of the machine the run got), ``kind``, ``chunks`` and
+    ``rows_used`` (rows trained on: the last ``M mod chunks`` rows are dropped)."""
     return dict(_LAST_TIMING)
 
 
@@ -705,9 +712,8 @@ def main(argv: list[str] | None = None) -> int:
     check_int("--rows", args.rows, 1)
     check_int("--lanes", args.lanes, 1)
     check_int("--episodes", episodes, 1)
-    for parts in (args.lanes, numba.get_num_threads()):
-        if args.rows % parts:
-            raise ValueError(f"--rows {args.rows} does not split into {parts} equal chunks")
+    if args.lanes > args.rows:
+        raise ValueError(f"--lanes {args.lanes} exceeds --rows {args.rows}")
     baselines = _pick("--baselines", args.baselines, BASELINES)
     variants = [(a, s, f) for a in _pick("--algorithms", args.algorithms, ALGORITHMS)
                 for s in _pick("--samplings", args.samplings, SAMPLINGS)
@@ -731,7 +737,7 @@ def main(argv: list[str] | None = None) -> int:
                 cpus.append(last_timing()["cpu_s"])
             best = int(np.argmin(times))
             sec, cpu = times[best], cpus[best]
-            updates = episodes * args.rows
+            updates = episodes * last_timing()["rows_used"]  # M mod chunks rows are dropped
             rows.append({
                 "baseline": b, "algorithm": algo, "sampling": samp, "fmt": fmt,
                 "chunks": parts, "episodes": episodes, "updates": updates, "seconds": sec,

@@ -231,6 +231,17 @@ def test_cpu_v1_many_threads_plausible(data, fmt):
     assert np.abs(q).max() > 0.05
 
 
+@pytest.mark.parametrize("fmt", bn.FORMATS)
+def test_remainder_rows_are_dropped(data, fmt):
+    # 2000 rows in 3 lanes: chunks of 666 rows, the last 2 rows left out (as the JAX trainer).
+    cfg = _cfg("q_learning", "ran", fmt)
+    q, _ = bn.lanes_numba(data, cfg, num_lanes=3)
+    assert bn.last_timing()["rows_used"] == 1998
+    trimmed = {k: v[:1998] for k, v in data.items()}
+    want = _reference(trimmed, algorithm="q_learning", sampling="ran", fmt=fmt, n_chunks=3)
+    _assert_match(q, want, fmt)
+
+
 def test_lanes_independent_of_thread_count(data):
     cfg = _cfg("sarsa", "ran", "fp32")
     q1, _ = bn.lanes_numba(data, cfg, num_lanes=8, num_threads=1)
@@ -281,8 +292,8 @@ def test_bad_data_rejected(data, changes, match):
 
 def test_bad_sizes_and_options_rejected(data):
     cfg = _cfg("q_learning", "seq", "fp32")
-    with pytest.raises(ValueError, match="do not split into 3 equal chunks"):
-        bn.lanes_numba(data, cfg, num_lanes=3)
+    with pytest.raises(ValueError, match="2001 chunks exceed the dataset size 2000"):
+        bn.lanes_numba(data, cfg, num_lanes=2001)
     with pytest.raises(ValueError, match="num_lanes must be >= 1"):
         bn.lanes_numba(data, cfg, num_lanes=0)
     with pytest.raises(ValueError, match="num_threads must be >= 1"):
@@ -331,3 +342,13 @@ def test_benchmark_script_writes_report(tmp_path):
 def test_benchmark_script_rejects_bad_options(capsys):
     assert bn.cli(["--formats", "fp16"]) == 2
     assert "--formats must be one of 'fp32', 'int32'; got 'fp16'" in capsys.readouterr().err
+
+
+def test_accepts_library_transitions_with_compact_dtypes(data):
+    # The lead's scaling benchmark passes jaxrl_pim.data.Transitions (uint8 states/actions).
+    transitions = pytest.importorskip("jaxrl_pim.data.transitions")
+    t = transitions.compact(transitions.Transitions(**data), S)
+    assert t.action.dtype == np.uint8
+    cfg = _cfg("sarsa", "seq", "int32")
+    q, _ = bn.run_baseline("lanes_numba", t, cfg, num_lanes=LANES)
+    np.testing.assert_array_equal(q, bn.lanes_numba(data, cfg, num_lanes=LANES)[0])
