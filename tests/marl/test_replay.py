@@ -277,6 +277,10 @@ def test_neighbor_window_and_small_buffer():
     np.testing.assert_array_equal(np.diff(chron[:10].reshape(2, 5), axis=1), 1)
     np.testing.assert_array_equal(np.diff(chron[10:]), 1)
     assert chron.max() <= 9
+    # Only part of the windows used: batch 7 of 3 windows of 5 rows -> one window + 2 rows.
+    idx = np.asarray(neighbor(3, 2, window=True).sample((), jax.random.key(1), 10, 10, 7)[0])
+    np.testing.assert_array_equal(np.diff(idx[:5]), 1)
+    assert idx[6] - idx[5] == 1
     # Fewer rows than a run: the run repeats rows k mod size.
     idx, _, _ = neighbor(2, 5).sample((), jax.random.key(0), 3, 3, 10)
     np.testing.assert_array_equal(np.asarray(idx), [0, 1, 2, 0, 1] * 2)
@@ -285,8 +289,8 @@ def test_neighbor_window_and_small_buffer():
 def test_neighbor_rejects_bad_batch():
     with pytest.raises(ValueError, match="batch_size must equal num_refs \\* run_length"):
         neighbor(4, 8).sample((), jax.random.key(0), 100, 0, 30)
-    with pytest.raises(ValueError, match=r"batch_size must lie in \(10, 15\]"):
-        neighbor(3, 2, window=True).sample((), jax.random.key(0), 100, 0, 10)
+    with pytest.raises(ValueError, match=r"batch_size must be <= num_refs \* \(2 \* run_len"):
+        neighbor(3, 2, window=True).sample((), jax.random.key(0), 100, 0, 16)
     with pytest.raises(ValueError, match="num_refs must be >= 1"):
         neighbor(0, 8)
 

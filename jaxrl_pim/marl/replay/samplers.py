@@ -108,8 +108,10 @@ def neighbor(num_refs: int, run_length: int, window: bool = False) -> Sampler:
     * ``window=False``: each reference ``i`` takes the ``n = run_length`` rows ``i, i+1, ...,
       i+n-1`` (in time order); ``batch_size`` must equal ``R * n``.
     * ``window=True``: each reference ``i`` takes the ``2n + 1`` rows ``i-n, ..., i+n``;
-      ``R * (2n + 1)`` rows are drawn and the first ``batch_size`` kept, so ``batch_size`` must
-      lie in ``((R - 1)(2n + 1), R (2n + 1)]`` (the last reference's window may be cut short).
+      ``R * (2n + 1)`` rows are drawn and the first ``batch_size`` kept, so ``batch_size``
+      must be <= ``R (2n + 1)``: only the first ``ceil(B / (2n + 1))`` windows are used and
+      the last one may be cut short. To use all R windows pick ``2n + 1 ~= B / R`` (e.g.
+      R = 31, n = 16 for B = 1,024: 31 x 33 = 1,023 rows, batch 1,023).
 
     Boundary rule: a run is contiguous in time and lies entirely inside the stored history --
     the reference is drawn uniformly among the ``size - L + 1`` positions whose whole run (of
@@ -128,9 +130,9 @@ def neighbor(num_refs: int, run_length: int, window: bool = False) -> Sampler:
         batch_size = check_int("batch_size", batch_size, lo=1)
         drawn = num_refs * rows_per_ref
         if window:
-            if not drawn - rows_per_ref < batch_size <= drawn:
+            if batch_size > drawn:
                 raise ValueError(
-                    f"batch_size must lie in ({drawn - rows_per_ref}, {drawn}] for "
+                    f"batch_size must be <= num_refs * (2 * run_length + 1) = {drawn} for "
                     f"num_refs={num_refs} windows of 2*{run_length}+1 rows; got {batch_size}"
                 )
         elif batch_size != drawn:
