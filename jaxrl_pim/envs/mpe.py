@@ -76,6 +76,7 @@ PREY_SIZE, PREY_ACCEL, PREY_MAX_SPEED = 0.05, 4.0, 1.3
 OBSTACLE_SIZE = 0.2
 TAG_REWARD = 10.0
 OCCUPIED_RADIUS = 0.1
+SPLIT_PAIRS_MIN_AGENTS = 8
 
 
 class TeamSpec(NamedTuple):
@@ -137,6 +138,15 @@ def off_diagonal(x: jax.Array) -> jax.Array:
     return flat.reshape((n - 1, n + 1, *rest))[:, :n].reshape((n, n - 1, *rest))
 
 
+def _contact_scale(sq: jax.Array, dist_min: jax.Array, params: MPEParams) -> jax.Array:
+    """Contact force per unit of ``delta`` for squared distances ``sq`` (0 where ``sq == 0``)."""
+    nonzero = sq > 0
+    dist = jnp.sqrt(jnp.where(nonzero, sq, 1.0))
+    k = params.contact_margin
+    penetration = jax.nn.softplus(-(dist - dist_min) / k) * k
+    return jnp.where(nonzero, params.contact_force * penetration / dist, 0.0)
+
+
 def contact_force(delta: jax.Array, dist_min: jax.Array, params: MPEParams) -> jax.Array:
     """Soft contact force on entity a from b, for ``delta = pos_a - pos_b`` ``[..., 2]``.
 
@@ -144,12 +154,7 @@ def contact_force(delta: jax.Array, dist_min: jax.Array, params: MPEParams) -> j
     zero where ``|delta| == 0`` (self pairs; coincident entities have no defined direction).
     ``dist_min`` ``[...]`` is the sum of the two radii. Returns ``[..., 2]``.
     """
-    sq = jnp.sum(jnp.square(delta), axis=-1)
-    nonzero = sq > 0
-    dist = jnp.sqrt(jnp.where(nonzero, sq, 1.0))
-    k = params.contact_margin
-    penetration = jax.nn.softplus(-(dist - dist_min) / k) * k
-    scale = jnp.where(nonzero, params.contact_force * penetration / dist, 0.0)
+    scale = _contact_scale(jnp.sum(jnp.square(delta), axis=-1), dist_min, params)
     return delta * scale[..., None]
 
 
@@ -161,8 +166,15 @@ def _clip_speed(vel: jax.Array, max_speed: jax.Array) -> jax.Array:
     return jnp.where(too_fast[:, None], vel / safe[:, None] * max_speed[:, None], vel)
 
 
-def _distances(a: jax.Array, b: jax.Array) -> jax.Array:
-    """Distances ``[n_a, n_b]`` between points ``a`` ``[n_a, 2]`` and ``b`` ``[n_b, 2]``."""
+def _distances(a: jax.Array, b: jax.Array, split: bool = False) -> jax.Array:
+    """Distances ``[n_a, n_b]`` between points ``a`` ``[n_a, 2]`` and ``b`` ``[n_b, 2]``.
+
+    ``split`` computes x and y separately (faster on CPU for many agents, same values).
+    """
+    if split:
+        dx = a[:, 0][:, None] - b[:, 0][None, :]
+        dy = a[:, 1][:, None] - b[:, 1][None, :]
+        return jnp.sqrt(dx * dx + dy * dy)
     return jnp.sqrt(jnp.sum(jnp.square(a[:, None, :] - b[None, :, :]), axis=-1))
 
 
@@ -190,11 +202,15 @@ class ParticleWorld(environment.Environment):
         self.num_landmarks = int(num_landmarks)
         self.landmarks_collide = bool(landmarks_collide)
         self.integration = check_choice("integration", integration, INTEGRATIONS)
+        # Two equivalent layouts of the pairwise terms: interleaved [A, E, 2] arrays are faster
+        # on CPU for a handful of agents, separate x/y [A, E] arrays for SPLIT_PAIRS_MIN_AGENTS
+        # or more (about 2x at 24 agents). Both are tested against the NumPy reference.
+        self.split_pairs = self.num_agents >= SPLIT_PAIRS_MIN_AGENTS
 
     def _static_key(self) -> tuple:
         """Everything that changes the traced program; equal keys share jit caches."""
         return (type(self), self.teams, self.num_landmarks, self.landmarks_collide,
-                self.integration, getattr(self, "reward_convention", None))
+                self.integration, getattr(self, "reward_convention", None), self.split_pairs)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ParticleWorld) and self._static_key() == other._static_key()
@@ -256,14 +272,26 @@ class ParticleWorld(environment.Environment):
         """Advance positions/velocities ``[A, 2]`` by ``dt`` under action forces ``u [A, 2]``."""
         pos, vel = state.agent_pos, state.agent_vel
         size = params.agent_size
-        delta = pos[:, None, :] - pos[None, :, :]
-        force = u + jnp.sum(
-            contact_force(delta, size[:, None] + size[None, :], params), axis=1
-        )
-        if self.landmarks_collide and self.num_landmarks > 0:
-            delta_l = pos[:, None, :] - state.landmark_pos[None, :, :]
-            dmin_l = size[:, None] + params.landmark_size[None, :]
-            force = force + jnp.sum(contact_force(delta_l, dmin_l, params), axis=1)
+        lm_collide = self.landmarks_collide and self.num_landmarks > 0
+        if self.split_pairs:
+            # every agent against every collidable entity, x and y as separate [A, E] arrays
+            ex, ey, esize = pos[:, 0], pos[:, 1], size
+            if lm_collide:
+                ex = jnp.concatenate([ex, state.landmark_pos[:, 0]])
+                ey = jnp.concatenate([ey, state.landmark_pos[:, 1]])
+                esize = jnp.concatenate([esize, params.landmark_size])
+            dx = pos[:, 0][:, None] - ex[None, :]
+            dy = pos[:, 1][:, None] - ey[None, :]
+            scale = _contact_scale(dx * dx + dy * dy, size[:, None] + esize[None, :], params)
+            pair = jnp.stack([jnp.sum(dx * scale, axis=1), jnp.sum(dy * scale, axis=1)], -1)
+        else:
+            delta = pos[:, None, :] - pos[None, :, :]
+            pair = jnp.sum(contact_force(delta, size[:, None] + size[None, :], params), axis=1)
+            if lm_collide:
+                delta_l = pos[:, None, :] - state.landmark_pos[None, :, :]
+                dmin_l = size[:, None] + params.landmark_size[None, :]
+                pair = pair + jnp.sum(contact_force(delta_l, dmin_l, params), axis=1)
+        force = u + pair
         if self.integration == "mpe2":
             pos = pos + vel * params.dt
         vel = vel * (1.0 - params.damping)
@@ -375,10 +403,10 @@ class SpreadEnv(ParticleWorld):
                                                                     dict]:
         pos, lm = state.agent_pos, state.landmark_pos
         n = self.num_agents
-        min_dist = jnp.min(_distances(pos, lm), axis=0)  # [L]
+        min_dist = jnp.min(_distances(pos, lm, self.split_pairs), axis=0)  # [L]
         dist_sum = jnp.sum(min_dist)
         size = params.agent_size
-        colliding = _distances(pos, pos) < size[:, None] + size[None, :]
+        colliding = _distances(pos, pos, self.split_pairs) < size[:, None] + size[None, :]
         colliding = colliding & ~jnp.eye(n, dtype=jnp.bool_)
         c_i = jnp.sum(colliding, axis=1).astype(jnp.float32)  # other agents hit by i
         if self.reward_convention == "original":
@@ -454,7 +482,8 @@ class TagEnv(ParticleWorld):
         pos = state.agent_pos
         a = self.num_predators
         size = params.agent_size
-        touching = _distances(pos[:a], pos[a:]) < size[:a, None] + size[None, a:]  # [A, G]
+        dist = _distances(pos[:a], pos[a:], self.split_pairs)  # [A, G]
+        touching = dist < size[:a, None] + size[None, a:]
         k_g = jnp.sum(touching, axis=0).astype(jnp.float32)
         total = jnp.sum(k_g)
         pred_rew = jnp.full((a,), TAG_REWARD * total, jnp.float32)

@@ -105,6 +105,7 @@ def test_equal_configs_share_compiled_code():
     assert mpe.make_spread(3)[0] != mpe.make_spread(3, reward="pettingzoo")[0]
     assert mpe.make_spread(3)[0] != mpe.make_spread(4)[0]
     assert mpe.make_tag(3, 1, 2)[0] != mpe.make_tag(3, 1, 2, integration="mpe2")[0]
+    assert not mpe.make_spread(3)[0].split_pairs and mpe.make_spread(24)[0].split_pairs
 
 
 def test_presets():
@@ -120,11 +121,12 @@ def test_presets():
 # ----------------------------------------------------------------------------- NumPy reference
 
 
-@pytest.mark.parametrize("convention", ["original", "pettingzoo"])
-def test_spread_matches_numpy_reference(convention):
+@pytest.mark.parametrize("convention,split", [("original", False), ("pettingzoo", True)])
+def test_spread_matches_numpy_reference(convention, split):
     rng = np.random.default_rng(1)
     n = 3
     env, params = mpe.make_spread(n, reward=convention, local_ratio=0.3)
+    env.split_pairs = split  # both layouts of the pairwise terms (auto picks by agent count)
     pos, vel, lm = _spread_start(rng, n)
     state = _state(pos, vel, lm)
     world = ref.spread_world(pos, vel, lm)
@@ -157,10 +159,12 @@ def test_spread_original_reward_offset():
     np.testing.assert_allclose(rew_pz[0], [-0.5, -0.5, 0.0], atol=1e-6)
 
 
-def test_tag_matches_numpy_reference():
+@pytest.mark.parametrize("split", [False, True])
+def test_tag_matches_numpy_reference(split):
     rng = np.random.default_rng(2)
     a, g, n_l = 3, 2, 2
     env, params = mpe.make_tag(a, g, n_l)
+    env.split_pairs = split
     pos, vel, lm = _tag_start(rng, a, g, n_l)
     state = _state(pos, vel, lm)
     world = ref.tag_world(pos[:a], vel[:a], pos[a:], vel[a:], lm)
