@@ -352,3 +352,25 @@ def test_accepts_library_transitions_with_compact_dtypes(data):
     cfg = _cfg("sarsa", "seq", "int32")
     q, _ = bn.run_baseline("lanes_numba", t, cfg, num_lanes=LANES)
     np.testing.assert_array_equal(q, bn.lanes_numba(data, cfg, num_lanes=LANES)[0])
+
+
+@pytest.mark.parametrize("sampling,fmt,max0", [("seq", "int32", False), ("str", "fp32", True)])
+def test_lanes_agrees_with_jax_trainer(data, sampling, fmt, max0):
+    # Q-learning over SEQ/STR uses no random numbers, so the JAX lanes trainer and lanes_numba
+    # run the same algorithm: identical int32 tables, fp32 equal up to summation order.
+    trainer = pytest.importorskip("jaxrl_pim.tabular.trainer")
+    import jax
+
+    from jaxrl_pim.data.transitions import Transitions
+
+    tcfg = trainer.TabularConfig(num_states=S, num_actions=A, algo="q", sampling=sampling,
+                                 dtype=fmt, num_cores=LANES, sync_period=SYNC,
+                                 num_episodes=EPISODES, rng="lcg", compat_max0=max0)
+    q_jax, _ = jax.jit(trainer.make_train(tcfg))(jax.random.key(0),
+                                                 trainer.chunk(tcfg, Transitions(**data)))
+    q_jax = np.asarray(q_jax, dtype=np.float64)
+    q_nb, _ = bn.lanes_numba(data, _cfg("q_learning", sampling, fmt, compat_max0=max0), LANES)
+    if fmt == "int32":  # compare the fixed-point integers (the descaling roundings differ)
+        np.testing.assert_array_equal(np.rint(q_jax * SCALE), np.rint(q_nb * np.float64(SCALE)))
+    else:
+        np.testing.assert_allclose(q_nb, q_jax, rtol=1e-5, atol=1e-6)
