@@ -204,6 +204,7 @@ def plot_qat(results: dict[str, Any], path: str) -> None:
                 label="QAT")
         ax.axhline(1.0, color="k", lw=0.8)
         ax.axhline(0.95, color="k", lw=0.8, ls="--")
+        ax.set_xticks(bits)
         ax.invert_xaxis()
         ax.set(title=name, xlabel="bits (paper quantizer)", ylabel="return / fp32 return")
         ax.grid(alpha=0.3)
