@@ -158,7 +158,7 @@ def run_episodes(
     lanes = jnp.arange(num_lanes)
     table = num_s * num_a
     base = lanes * table
-    row_offsets = base[:, None] + jnp.arange(num_a)[None, :]
+    row_base = lanes * num_s
 
     def episode(carry, e):
         q_flat, lcg = carry
@@ -177,7 +177,8 @@ def run_episodes(
                 row = LaneData(*(f[lanes, idx] for f in data))
             flat = base + row.sa.astype(jnp.int32)
             q_tm1 = q_flat[flat]
-            q_t = q_flat[row_offsets + row.s2.astype(jnp.int32)[:, None] * num_a]
+            # one A-wide row gather per lane (a [L*S, A] view of the same buffer)
+            q_t = q_flat.reshape(-1, num_a)[row_base + row.s2.astype(jnp.int32)]
             new = lane_update(spec, q_tm1, q_t, row.r, row.term, eu, ra)
             q_flat = q_flat.at[flat].set(new.astype(q_flat.dtype), unique_indices=True)
             return (q_flat, lcg), None
