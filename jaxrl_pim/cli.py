@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -34,8 +35,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def use_all_host_cores(argv: Sequence[str]) -> None:
+    """Give XLA one CPU device per core for ``tabular`` runs, so lanes spread over every core
+    through the mesh. Only effective before jax is first imported; an explicit
+    ``--xla_force_host_platform_device_count`` in ``XLA_FLAGS`` is respected."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if argv[:1] == ["tabular"] and "xla_force_host_platform_device_count" not in flags:
+        count = f"--xla_force_host_platform_device_count={os.cpu_count() or 1}"
+        os.environ["XLA_FLAGS"] = f"{flags} {count}".strip()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse ``argv`` and run the chosen sub-command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "jax" not in sys.modules:
+        use_all_host_cores(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
