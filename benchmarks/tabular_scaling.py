@@ -54,12 +54,6 @@ def on_gpu() -> bool:
     return jax.default_backend() in ("gpu", "cuda", "rocm", "tpu")
 
 
-def devices_for(lanes: int) -> int:
-    """Largest device count (<= available) that divides the lane count."""
-    n = len(jax.devices())
-    return max(d for d in range(1, n + 1) if lanes % d == 0)
-
-
 def dataset(env_name: str, rows: int, cache: dict) -> tuple:
     if (env_name, rows) not in cache:
         env, params = envs.make(env_name)
@@ -72,7 +66,7 @@ def jax_run(model, transitions, algo, sampling, dtype, lanes, episodes, sync, **
     cfg = TabularConfig(model.num_states, model.num_actions, algo=algo, sampling=sampling,
                         dtype=dtype, num_cores=lanes, sync_period=sync, num_episodes=episodes,
                         **kw)
-    res = run(cfg, transitions, jax.random.key(1), devices_for(lanes))
+    res = run(cfg, transitions, jax.random.key(1))  # all devices that divide the lanes
     t = res.timing_s
     factor = FULL_EPISODES / episodes
     full = {

@@ -64,10 +64,15 @@ def run(
     num_devices: int | None = None,
     callback: Callback | None = None,
 ) -> RunResult:
-    """Train on ``num_devices`` devices (all by default) and time every phase."""
+    """Train on ``num_devices`` devices and time every phase.
+
+    By default, the largest number of visible devices that divides ``num_cores``.
+    """
     timer = PhaseTimer()
     with timer.phase("prepare"):
         chunks = chunk(config, transitions)
+    if num_devices is None:
+        num_devices = max(d for d in range(1, len(jax.devices()) + 1) if config.num_cores % d == 0)
     mesh = make_mesh(num_devices)
     n_dev = mesh.devices.size
     if config.num_cores % n_dev:
