@@ -165,6 +165,17 @@ def vmap_step(
 def maybe_callback(
     callback: Callable[..., None] | None, step: jax.Array, total: int, metrics: dict[str, Any]
 ) -> None:
-    """Call the opt-in host progress ``callback(step, total, metrics)`` from inside jit."""
-    if callback is not None:
-        jax.debug.callback(callback, step, total, metrics)
+    """Call the opt-in host progress ``callback(step, total, metrics)`` from inside jit.
+
+    ``step`` counts from 1 to ``total``; the callback fires about 100 times per run (every
+    ``max(total // 100, 1)`` steps and at the last one), not at every step.
+    """
+    if callback is None:
+        return
+    every = max(total // 100, 1)
+
+    def fire(args):
+        jax.debug.callback(callback, *args)
+
+    jax.lax.cond((step % every == 0) | (step == total), fire, lambda args: None,
+                 (step, total, metrics))

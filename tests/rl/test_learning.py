@@ -33,8 +33,16 @@ CASES = {
 @pytest.mark.parametrize("algo", list(CASES))
 def test_learns_in_short_run(algo):
     module, config, threshold = CASES[algo]
-    train = jax.jit(jax.vmap(module.make_train(config)), compiler_options=FAST_COMPILE)
+    seen = []  # opt-in progress callback: (step, total) per call, per seed under vmap
+    train = jax.jit(
+        jax.vmap(module.make_train(config, callback=lambda s, t, m: seen.append((int(s), int(t))))),
+        compiler_options=FAST_COMPILE,
+    )
     state, metrics = train(jax.random.split(jax.random.key(0), 2))
+    jax.effects_barrier()
+    total = seen[0][1]
+    assert total == len(metrics["episode_return"][0])
+    assert seen.count((total, total)) == 2 and 1 <= len(seen) <= 2 * 101
     leaves = jax.tree.leaves(state.params)
     assert all(leaf.shape[0] == 2 for leaf in leaves)  # one policy per seed
     for v in metrics.values():
