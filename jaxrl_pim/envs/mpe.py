@@ -626,12 +626,19 @@ def measure_steps_per_second(
     num_steps: int = 1000,
     repeats: int = 3,
     seed: int = 0,
+    clock: str = "wall",
 ) -> dict[str, float]:
-    """Environment steps per second (``num_envs * num_steps`` / best wall time of
-    ``repeats`` runs, compile excluded) of :func:`make_rollout`; includes action sampling
-    and auto-reset. Returns ``{"steps_per_s", "seconds", "compile_s", "num_envs",
-    "num_steps"}``."""
+    """Environment steps per second (``num_envs * num_steps`` / best time of ``repeats``
+    runs, compile excluded) of :func:`make_rollout`; includes action sampling and auto-reset.
+
+    ``clock="wall"`` times wall seconds; ``clock="process"`` CPU seconds of this process,
+    a load-insensitive figure that equals single-core wall time only when XLA runs on one
+    thread (``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false``, ``taskset -c 0``). Returns
+    ``{"steps_per_s", "seconds", "compile_s", "num_envs", "num_steps", "clock"}``.
+    """
     check_int("repeats", repeats, 1)
+    check_choice("clock", clock, ("wall", "process"))
+    timer = time.perf_counter if clock == "wall" else time.process_time
     rollout = make_rollout(env, params, num_envs, num_steps)
     key = jax.random.key(seed)
     t0 = time.perf_counter()
@@ -640,13 +647,61 @@ def measure_steps_per_second(
     best = float("inf")
     for i in range(repeats):
         k = jax.random.fold_in(key, i + 1)
-        t0 = time.perf_counter()
+        t0 = timer()
         jax.block_until_ready(rollout(k))
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, timer() - t0)
     return {
         "steps_per_s": num_envs * num_steps / best,
         "seconds": best,
         "compile_s": compile_s,
         "num_envs": num_envs,
         "num_steps": num_steps,
+        "clock": clock,
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jaxrl_pim.envs.mpe``: print (and optionally save) env steps/s per scenario.
+
+    Prints a Markdown table; ``--json PATH`` also writes a report (shared schema, atomic).
+    """
+    import argparse
+
+    from jaxrl_pim import report
+
+    parser = argparse.ArgumentParser(prog="python -m jaxrl_pim.envs.mpe", description=main.__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[3, 24],
+                        help="presets (spread: agents; tag: predators), default 3 24")
+    parser.add_argument("--scenarios", nargs="+", default=["spread", "tag"])
+    parser.add_argument("--num-envs", type=int, default=64)
+    parser.add_argument("--num-steps", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--clock", choices=["wall", "process"], default="wall",
+                        help="wall seconds, or CPU seconds of this process (see docs/mpe.md)")
+    parser.add_argument("--json", default=None, help="write a JSON report here")
+    args = parser.parse_args(argv)
+    rows = []
+    for scenario in args.scenarios:
+        for size in args.sizes:
+            env, params = make(scenario, size)
+            r = measure_steps_per_second(env, params, args.num_envs, args.num_steps, args.repeats,
+                                         clock=args.clock)
+            rows.append({"scenario": scenario, "preset": size, "env": env.name, **r})
+    print(f"device: {report.device_label()}, {args.num_envs} vmapped envs, "
+          f"{args.num_steps} steps, best of {args.repeats}, {args.clock} clock")
+    print("| env | agents | steps/s | best run s | compile s |")
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        agents = make(r["scenario"], r["preset"])[0].num_agents
+        print(f"| {r['env']} | {agents} | {r['steps_per_s']:,.0f} | {r['seconds']:.3f} | "
+              f"{r['compile_s']:.1f} |")
+    if args.json:
+        summary = {f"{r['env']}_steps_per_s": r["steps_per_s"] for r in rows}
+        data = report.make_report(vars(args), {"rows": rows},
+                                  {r["env"]: r["seconds"] for r in rows}, summary)
+        report.write_json(args.json, data)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

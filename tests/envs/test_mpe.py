@@ -168,7 +168,7 @@ def test_tag_matches_numpy_reference(split):
     pos, vel, lm = _tag_start(rng, a, g, n_l)
     state = _state(pos, vel, lm)
     world = ref.tag_world(pos[:a], vel[:a], pos[a:], vel[a:], lm)
-    caught, penalised, capped = 0, 0, 0
+    caught, capped, obstacle_contacts, bands = 0, 0, 0, set()
     for _ in range(STEPS):
         act = _actions(rng, a + g, push=(0, a))
         acts = (jnp.asarray(act[:a]), jnp.asarray(act[a:]))
@@ -181,10 +181,15 @@ def test_tag_matches_numpy_reference(split):
         np.testing.assert_allclose(rew[0], r_pred, atol=ATOL)
         np.testing.assert_allclose(rew[1], r_prey, atol=1e-4, rtol=1e-5)
         caught += r_pred[0] > 0
-        penalised += any(abs(c) >= 0.9 for p in world.agents[a:] for c in p.pos)
         capped += math_isclose(np.hypot(*world.agents[0].vel), 1.0)
-    # the scenario must exercise every branch: captures, boundary penalty, speed limit
-    assert caught > 0 and penalised > 0 and capped > 0
+        obstacle_contacts += any(ref._touching(x, o) for x in world.agents
+                                 for o in world.landmarks)
+        # boundary-penalty branches: 0 (< 0.9), linear (< 1), exp (< 1 + ln(10) / 2), capped
+        bands |= {int(np.searchsorted([0.9, 1.0, 1 + np.log(10) / 2], abs(c)))
+                  for x in world.agents[a:] for c in x.pos}
+    # the scenario must exercise every branch: captures, speed limit, obstacles, penalty
+    assert caught > 0 and capped > 0 and obstacle_contacts > 0
+    assert bands == {0, 1, 2, 3}
 
 
 def math_isclose(x: float, y: float) -> bool:
@@ -410,7 +415,18 @@ def test_bad_arguments_are_rejected():
                  params)
 
 
-def test_measure_steps_per_second_runs():
-    env, params = mpe.make_spread(3)
-    out = mpe.measure_steps_per_second(env, params, num_envs=2, num_steps=3, repeats=1)
-    assert out["steps_per_s"] > 0 and out["num_envs"] == 2 and out["num_steps"] == 3
+def test_throughput_command_prints_table_and_writes_report(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "mpe.json"
+    argv = ["--scenarios", "spread", "--sizes", "3", "--num-envs", "2", "--num-steps", "3",
+            "--repeats", "1", "--clock", "process", "--json", str(path)]
+    assert mpe.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| spread-3 | 3 |" in out
+    data = json.loads(path.read_text())
+    assert {"system", "config", "results", "timing_s", "summary"} <= set(data)
+    row = data["results"]["rows"][0]
+    assert row["num_envs"] == 2 and row["num_steps"] == 3 and row["clock"] == "process"
+    assert data["summary"]["spread-3_steps_per_s"] == pytest.approx(row["steps_per_s"])
+    assert row["steps_per_s"] == pytest.approx(6 / row["seconds"])
