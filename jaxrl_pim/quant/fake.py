@@ -9,10 +9,12 @@ in the narrow payload dtype) for packing or integer kernels.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxrl_pim.checks import check_int
 from jaxrl_pim.quant.formats import QTensor, Quantizer
@@ -98,13 +100,15 @@ def fake_quantize(params: PyTree, spec: QuantSpec | int) -> PyTree:
       ValueError: for non-float leaves or an invalid spec.
     """
     spec = as_spec(spec)
-    return _map_params(params, spec, _qdq)
+    _check_float_leaves(params)
+    return _fake_quantize_jit(params, spec)
 
 
 def fake_quantize_ste(params: PyTree, spec: QuantSpec | int) -> PyTree:
     """:func:`fake_quantize` with a straight-through (identity) gradient for every leaf."""
     spec = as_spec(spec)
-    return _map_params(params, spec, fake_quant_ste)
+    _check_float_leaves(params)
+    return _fake_quantize_ste_jit(params, spec)
 
 
 def qat_params(
@@ -170,6 +174,11 @@ def quantize_tree(params: PyTree, spec: QuantSpec | int) -> PyTree:
     Jittable; this is the device-side half of :func:`jaxrl_pim.quant.pack`.
     """
     spec = as_spec(spec)
+    _check_float_leaves(params)
+    return _quantize_tree_jit(params, spec)
+
+
+def _quantize_tree_impl(params: PyTree, spec: QuantSpec) -> PyTree:
     payload = spec.payload_dtype()
 
     def one(leaf: jax.Array, quantizer: Quantizer) -> QTensor:
@@ -177,6 +186,15 @@ def quantize_tree(params: PyTree, spec: QuantSpec | int) -> PyTree:
         return q._replace(codes=q.codes.astype(payload))
 
     return _map_params(params, spec, one)
+
+
+# The pytree functions are jitted with the spec static: one compiled program per
+# (spec, tree structure, shapes) when called eagerly; inlined inside a caller's jit.
+_fake_quantize_jit = jax.jit(lambda p, spec: _map_params(p, spec, _qdq), static_argnums=1)
+_fake_quantize_ste_jit = jax.jit(
+    lambda p, spec: _map_params(p, spec, fake_quant_ste), static_argnums=1
+)
+_quantize_tree_jit = jax.jit(_quantize_tree_impl, static_argnums=1)
 
 
 def dequantize_qtensor(q: QTensor, dtype: Any = jnp.float32) -> jax.Array:
@@ -199,17 +217,24 @@ def dequantize_tree(qtree: PyTree, like: PyTree | None = None) -> PyTree:
       like: optional float pytree of the same structure whose leaf dtypes are restored;
         float32 otherwise.
     """
+    leaves, treedef = jax.tree.flatten(qtree, is_leaf=is_qtensor)
     if like is None:
-        return jax.tree.map(
-            lambda q: dequantize_qtensor(q) if is_qtensor(q) else q, qtree, is_leaf=is_qtensor
+        dtypes = tuple(
+            "float32" if is_qtensor(q) else str(np.dtype(jnp.asarray(q).dtype)) for q in leaves
         )
-    check_same_structure(qtree, like, is_leaf=is_qtensor)
-    return jax.tree.map(
-        lambda q, ref: dequantize_qtensor(q, ref.dtype) if is_qtensor(q) else q.astype(ref.dtype),
-        qtree,
-        like,
-        is_leaf=is_qtensor,
-    )
+    else:
+        check_same_structure(qtree, like, is_leaf=is_qtensor)
+        dtypes = tuple(str(np.dtype(x.dtype)) for x in jax.tree.leaves(like))
+    return jax.tree.unflatten(treedef, dequantize_leaves(leaves, dtypes))
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def dequantize_leaves(leaves: list, dtypes: tuple[str, ...]) -> list:
+    """Jitted: dequantize a flat list of QTensors / plain arrays into the given dtypes."""
+    return [
+        dequantize_qtensor(q, dt) if is_qtensor(q) else jnp.asarray(q).astype(dt)
+        for q, dt in zip(leaves, dtypes, strict=True)
+    ]
 
 
 def check_same_structure(a: PyTree, b: PyTree, is_leaf=None, names: tuple[str, str] = ("a", "b")):

@@ -31,6 +31,7 @@ so they broadcast against the codes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -155,6 +156,21 @@ def _recip(q: int) -> jax.Array:
     return jnp.float32(np.float32(1.0) / np.float32(q))
 
 
+def _check_axis_arg(axis: int | None) -> int | None:
+    if axis is None:
+        return None
+    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+        raise ValueError(f"axis must be an integer or None, got {axis!r}")
+    return int(axis)
+
+
+def _jitted(quantize, dequantize) -> Quantizer:
+    # Each quantizer is built once per configuration (constructors are cached) and its two
+    # functions are jitted: one compiled program per input shape instead of a dozen eager
+    # ops, and nested inside a caller's jit they are simply inlined.
+    return Quantizer(jax.jit(quantize), jax.jit(dequantize))
+
+
 def _dequant_affine(q: QTensor) -> jax.Array:
     diff = q.codes.astype(jnp.int32) - q.zero_point
     return diff.astype(jnp.float32) * q.scale
@@ -179,6 +195,11 @@ def paper_uniform(bits: int, axis: int | None = None) -> Quantizer:
         return float_cast(jnp.float16)
     if bits >= PAPER_IDENTITY_BITS:
         return float_cast(jnp.float32)
+    return _paper_uniform(bits, _check_axis_arg(axis))
+
+
+@functools.cache
+def _paper_uniform(bits: int, axis: int | None) -> Quantizer:
     levels = float(2**bits)
 
     def quantize(x: jax.Array) -> QTensor:
@@ -194,7 +215,7 @@ def paper_uniform(bits: int, axis: int | None = None) -> Quantizer:
     def dequantize(q: QTensor) -> jax.Array:
         return q.codes.astype(jnp.float32) * q.scale
 
-    return Quantizer(quantize, dequantize)
+    return _jitted(quantize, dequantize)
 
 
 def symmetric(bits: int, axis: int | None = None) -> Quantizer:
@@ -203,7 +224,11 @@ def symmetric(bits: int, axis: int | None = None) -> Quantizer:
     ``s = max|x| / (2**(bits-1) - 1)``, codes ``clip(rint(x / s), -q, q)``, ``q = 2**(bits-1)-1``.
     |x - x_hat| <= s / 2 elementwise. Codes are int32 with ``x``'s shape.
     """
-    bits = check_bits(bits)
+    return _symmetric(check_bits(bits), _check_axis_arg(axis))
+
+
+@functools.cache
+def _symmetric(bits: int, axis: int | None) -> Quantizer:
     qmax = 2 ** (bits - 1) - 1
 
     def quantize(x: jax.Array) -> QTensor:
@@ -215,7 +240,7 @@ def symmetric(bits: int, axis: int | None = None) -> Quantizer:
         codes = jnp.clip(jnp.rint(x / s), -qmax, qmax).astype(jnp.int32)
         return QTensor(codes, s, jnp.zeros(s.shape, jnp.int32))
 
-    return Quantizer(quantize, _dequant_affine)
+    return _jitted(quantize, _dequant_affine)
 
 
 def asymmetric(bits: int, axis: int | None = None) -> Quantizer:
@@ -225,7 +250,11 @@ def asymmetric(bits: int, axis: int | None = None) -> Quantizer:
     ``clip(rint(x / s) + z, 0, 2**bits - 1)``; ``x_hat = s * (c - z)``; 0 is exact and
     |x - x_hat| <= s / 2. Codes and zero points are int32.
     """
-    bits = check_bits(bits)
+    return _asymmetric(check_bits(bits), _check_axis_arg(axis))
+
+
+@functools.cache
+def _asymmetric(bits: int, axis: int | None) -> Quantizer:
     qmax = 2**bits - 1
 
     def quantize(x: jax.Array) -> QTensor:
@@ -240,7 +269,7 @@ def asymmetric(bits: int, axis: int | None = None) -> Quantizer:
         codes = jnp.clip(jnp.rint(x / s) + z, 0, qmax).astype(jnp.int32)
         return QTensor(codes, s, z)
 
-    return Quantizer(quantize, _dequant_affine)
+    return _jitted(quantize, _dequant_affine)
 
 
 def float_cast(dtype: str | jnp.dtype) -> Quantizer:
@@ -256,6 +285,11 @@ def float_cast(dtype: str | jnp.dtype) -> Quantizer:
         dt = jnp.dtype(dtype)
         if dt not in set(FLOAT_DTYPES.values()):
             raise ValueError(f"dtype must be float16, bfloat16 or float32, got {dt}")
+    return _float_cast(np.dtype(dt))
+
+
+@functools.cache
+def _float_cast(dt: np.dtype) -> Quantizer:
 
     def quantize(x: jax.Array) -> QTensor:
         x = jnp.asarray(x)
@@ -267,7 +301,7 @@ def float_cast(dtype: str | jnp.dtype) -> Quantizer:
     def dequantize(q: QTensor) -> jax.Array:
         return q.codes.astype(jnp.float32)
 
-    return Quantizer(quantize, dequantize)
+    return _jitted(quantize, dequantize)
 
 
 def identity() -> Quantizer:

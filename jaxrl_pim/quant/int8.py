@@ -16,6 +16,7 @@ the two are apart and how often their greedy actions agree.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,7 @@ def quantize_rows(x: jax.Array) -> QTensor:
     return QTensor(codes, scale, jnp.zeros(scale.shape, jnp.int32))
 
 
+@jax.jit
 def int8_matmul(x: jax.Array, kernel: jax.Array | QTensor) -> jax.Array:
     """``x @ kernel`` with int8 operands and an int32 accumulator.
 
@@ -72,6 +74,7 @@ def int8_matmul(x: jax.Array, kernel: jax.Array | QTensor) -> jax.Array:
     return acc.astype(jnp.float32) * qx.scale * qw.scale.reshape(-1)
 
 
+@jax.jit
 def fake_int8_matmul(x: jax.Array, kernel: jax.Array) -> jax.Array:
     """Float reference of :func:`int8_matmul`: fake-quantized operands, float32 product."""
     xq = jax.vmap(lambda r: fake_quant_ste(r, _A8))(jnp.asarray(x, jnp.float32).reshape(
@@ -153,9 +156,9 @@ def compare_int8(module: nn.Module, variables: PyTree, x: jax.Array) -> dict[str
     Returns ``{"int8_vs_fake": ..., "int8_vs_fp32": ..., "fake_vs_fp32": ...}``, each from
     :func:`compare_outputs` (max abs difference of outputs, argmax agreement in [0, 1]).
     """
-    fp32 = module.apply(variables, x)
-    fake = fake_int8_apply(module, variables, x)
-    real = int8_apply(module, variables, x)
+    fp32 = jax.jit(module.apply)(variables, x)
+    fake = jax.jit(functools.partial(fake_int8_apply, module))(variables, x)
+    real = jax.jit(functools.partial(int8_apply, module))(variables, x)
     return {
         "int8_vs_fake": compare_outputs(fake, real),
         "int8_vs_fp32": compare_outputs(fp32, real),

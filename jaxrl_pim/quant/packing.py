@@ -36,14 +36,12 @@ from jaxrl_pim.quant.fake import (
     PyTree,
     _check_float_leaves,
     check_same_structure,
-    dequantize_qtensor,
+    dequantize_leaves,
     is_qtensor,
     quantize_tree,
 )
 from jaxrl_pim.quant.formats import QTensor
 from jaxrl_pim.quant.spec import QuantSpec, as_spec
-
-_quantize_tree_jit = jax.jit(quantize_tree, static_argnums=1)
 
 
 class LeafLayout(NamedTuple):
@@ -93,7 +91,7 @@ def pack(params: PyTree, spec: QuantSpec | int = DEFAULT_PACK_SPEC) -> PackedPar
     _check_float_leaves(params)
     for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
         check_finite(f"params{jax.tree_util.keystr(path)}", leaf)
-    qtree = jax.device_get(_quantize_tree_jit(params, spec))
+    qtree = jax.device_get(quantize_tree(params, spec))
     flat, treedef = jax.tree.flatten(qtree, is_leaf=is_qtensor)
     originals = jax.tree.leaves(params)
     payload_parts: list[bytes] = []
@@ -230,10 +228,6 @@ def unpack(packed: PackedParams, like: PyTree | None = None) -> PyTree:
     qtree = unpack_qtensors(packed)
     if like is not None:
         check_same_structure(qtree, like, is_leaf=is_qtensor, names=("packed", "like"))
-    dtypes = [_dtype(lay.dtype) for lay in packed.leaves]
+    dtypes = tuple(lay.dtype for lay in packed.leaves)
     flat = jax.tree.leaves(qtree, is_leaf=is_qtensor)
-    out = [
-        dequantize_qtensor(q, dt) if is_qtensor(q) else jnp.asarray(q, dt)
-        for q, dt in zip(flat, dtypes, strict=True)
-    ]
-    return jax.tree.unflatten(packed.treedef, out)
+    return jax.tree.unflatten(packed.treedef, dequantize_leaves(flat, dtypes))

@@ -10,6 +10,7 @@ hint when it is missing. The dependency-free equivalent is :mod:`jaxrl_pim.quant
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import flax.linen as nn
@@ -80,9 +81,9 @@ def compare_qwix(module: nn.Module, variables: PyTree, x: jax.Array) -> dict[str
     Returns ``{"qwix_vs_fake": ..., "qwix_vs_fp32": ...}`` (max abs difference of outputs and
     argmax agreement, see :func:`jaxrl_pim.quant.int8.compare_outputs`).
     """
-    fp32 = module.apply(variables, x)
-    fake = fake_int8_apply(module, variables, x)
-    real = qwix_ptq_apply(module, variables, x)
+    fp32 = jax.jit(module.apply)(variables, x)
+    fake = jax.jit(functools.partial(fake_int8_apply, module))(variables, x)
+    real = jax.jit(functools.partial(qwix_ptq_apply, module))(variables, x)
     return {
         "qwix_vs_fake": compare_outputs(fake, real),
         "qwix_vs_fp32": compare_outputs(fp32, real),
