@@ -35,7 +35,7 @@ def policy():
     cfg = default_config("dqn", hidden_sizes=(32, 32))
     _, _, info = make_env(cfg.env_name)
     agent = make_agent(cfg, info)
-    return agent.policy_params(agent.init(jax.random.PRNGKey(3)))
+    return agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(3)))
 
 
 @pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])

@@ -83,11 +83,12 @@ def test_huber():
 def test_prioritized_replay_weights_and_validity():
     cap, alpha, beta = 8, 0.6, 0.2
     rep = make_replay(cap, alpha, beta, eps=1e-6)
+    add, update = jax.jit(rep.add), jax.jit(rep.update_priorities)
     st = rep.init(jnp.zeros((2,), jnp.float32))
-    st = rep.add(st, jnp.arange(12, dtype=jnp.float32).reshape(6, 2),
-                 jnp.array([True, True, False, True, True, True]))
-    st = rep.update_priorities(st, jnp.array([0, 1, 3]), jnp.array([0.5, 2.0, 0.1]))
-    idx, batch, w = rep.sample(st, jax.random.PRNGKey(0), 4000)
+    st = add(st, jnp.arange(12, dtype=jnp.float32).reshape(6, 2),
+             jnp.array([True, True, False, True, True, True]))
+    st = update(st, jnp.array([0, 1, 3]), jnp.array([0.5, 2.0, 0.1]))
+    idx, batch, w = jax.jit(rep.sample, static_argnums=2)(st, jax.random.PRNGKey(0), 4000)
     idx = np.asarray(idx)
     assert not np.any(idx == 2) and not np.any(idx >= 6)  # invalid and empty never drawn
     # slots 4 and 5 keep the max priority at the time they were added (1.0)
@@ -101,7 +102,7 @@ def test_prioritized_replay_weights_and_validity():
     np.testing.assert_allclose(np.asarray(w), want_w, rtol=1e-4)
     np.testing.assert_array_equal(np.asarray(batch)[:, 0], 2.0 * idx)
     # later additions take the largest priority seen so far
-    st = rep.add(st, jnp.zeros((1, 2), jnp.float32))
+    st = add(st, jnp.zeros((1, 2), jnp.float32), jnp.ones((1,), bool))
     assert float(st.priority[6]) == pytest.approx(2.0 + 1e-6)
 
 

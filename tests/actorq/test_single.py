@@ -13,7 +13,7 @@ from jaxrl_pim.actorq.single import episode_returns, make_system, make_train
 
 def test_dqn_int8_actors_learn_cartpole_above_random_vmapped_over_seeds():
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=4,
-                         total_steps=12_000, learning_starts=500, epsilon_decay_steps=4_000,
+                         total_steps=10_000, learning_starts=500, epsilon_decay_steps=3_000,
                          actor_update_period=50, hidden_sizes=(64, 64), eval_episodes=8)
     system = make_system(cfg)
     train = make_train(cfg)
