@@ -11,7 +11,7 @@ training and compares with PTQ at the same bits. Writes
 * ``quant_ptq_bits.png`` (return and KL vs bits) and ``quant_ptq_qat.png`` (PTQ vs QAT).
 
     python benchmarks/quant_ptq.py --quick          # 3 PTQ tasks, QAT on Pendulum at 4/3 bits
-    python benchmarks/quant_ptq.py                  # all 9 tasks, QAT on 2 tasks at 6..2 bits
+    python benchmarks/quant_ptq.py                  # 6 tasks, QAT on 2 tasks at 6..2 bits
     python benchmarks/quant_ptq.py --parts qat      # re-run one part, keep the other's results
 
 Sizes are picked by ``jax.default_backend()`` (more seeds and episodes on GPU/TPU); the code

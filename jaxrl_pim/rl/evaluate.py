@@ -93,6 +93,7 @@ def policy_divergence(
         mse = jnp.mean((a_ref - a_new) ** 2, axis=-1)
         kl = jnp.sum((a_ref - a_new) ** 2, axis=-1) / (2.0 * std**2)
         agree = jnp.all(a_ref == a_new, axis=-1).astype(jnp.float32)
+    kl = jnp.maximum(kl, 0.0)  # KL >= 0; float rounding can give -1e-11 for equal policies
     mask = mask.astype(jnp.float32)
     denom = jnp.maximum(mask.sum(), 1.0)
     return {
