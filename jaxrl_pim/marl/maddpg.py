@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -55,9 +56,11 @@ from jaxrl_pim.marl.networks import (
     MLP,
     categorical_entropy,
     clip_by_leaf_norm,
+    gumbel_noise,
     gumbel_softmax,
     init_stacked,
     polyak,
+    relaxed_sample,
 )
 
 ALGOS: tuple[str, ...] = ("maddpg", "matd3", "masac")
@@ -316,8 +319,9 @@ def make_system(config: MARLConfig) -> System:
         for ti, t in enumerate(teams):
             ka, kc = jax.random.split(jax.random.fold_in(k_net, ti))
             actor = init_stacked(actor_nets[ti], ka, t.num_agents, t.obs_dim)
-            critic = jax.vmap(lambda k: init_stacked(critic_net, k, C, joint_dim))(
-                jax.random.split(kc, t.num_agents)
+            critic = jax.tree.map(
+                lambda x, n=t.num_agents: x.reshape(n, C, *x.shape[1:]),
+                init_stacked(critic_net, kc, t.num_agents * C, joint_dim),
             )
             team_params.append(
                 TeamParams(
@@ -433,19 +437,31 @@ def make_system(config: MARLConfig) -> System:
         """``critic_params`` leaves ``[C, ...]``, ``x [B, D]`` -> ``[C, B]``."""
         return jax.vmap(lambda p: critic_net.apply(p, x)[..., 0])(critic_params)
 
-    def _next_policy(team_params, next_obs, key):
+    def _policy_noise(key, next_obs):
+        """Gumbel (and MATD3 smoothing) noise for the next actions, one draw per team:
+        ``next_obs[k] [..., n_k, B, O]`` -> ``(gumbel [..., n_k, B, A], smooth or None)``."""
+        out = []
+        for k in range(len(teams)):
+            shape = (*next_obs[k].shape[:-1], teams[k].action_dim)
+            kk = jax.random.fold_in(key, k)
+            smooth = None
+            if cfg.algo == "matd3" and cfg.target_noise > 0:
+                z = jax.random.normal(jax.random.fold_in(kk, 1), (math.prod(shape),))
+                smooth = jnp.clip(cfg.target_noise * z.reshape(shape), -cfg.target_noise_clip,
+                                  cfg.target_noise_clip)
+            out.append((gumbel_noise(kk, shape), smooth))
+        return tuple(out)
+
+    def _next_policy(team_params, next_obs, noise):
         """Next actions ``[n_k, B, A]`` and policy entropies ``[n_k, B]`` for every team."""
         acts, ents = [], []
         for k in range(len(teams)):
             params = team_params[k].actor if masac else team_params[k].target_actor
             logits = jax.vmap(actor_nets[k].apply)(params, next_obs[k])
-            kk = jax.random.fold_in(key, k)
-            if cfg.algo == "matd3" and cfg.target_noise > 0:
-                noise = cfg.target_noise * jax.random.normal(jax.random.fold_in(kk, 1),
-                                                             logits.shape)
-                logits = logits + jnp.clip(noise, -cfg.target_noise_clip,
-                                           cfg.target_noise_clip)
-            acts.append(gumbel_softmax(kk, logits, cfg.temperature))
+            g, smooth = noise[k]
+            if smooth is not None:
+                logits = logits + smooth
+            acts.append(relaxed_sample(logits, g, cfg.temperature))
             ents.append(categorical_entropy(logits) if masac else jnp.zeros(logits.shape[:-1]))
         return tuple(acts), tuple(ents)
 
@@ -464,8 +480,10 @@ def make_system(config: MARLConfig) -> System:
         """Critic targets ``y`` per team, ``[n_t, B]`` (fast) -- one per agent."""
         ys = []
         if not faithful:
-            next_act, next_ent = _next_policy(team_params, tuple(b.next_obs for b in batch), key)
-            next_x = _joint(tuple(b.next_obs for b in batch), next_act)
+            next_obs = tuple(b.next_obs for b in batch)
+            next_act, next_ent = _next_policy(team_params, next_obs,
+                                              _policy_noise(key, next_obs))
+            next_x = _joint(next_obs, next_act)
             for ti in range(len(teams)):
                 ys.append(jax.vmap(_y, in_axes=(0, None, 0, 0, 0))(
                     team_params[ti].target_critic, next_x, batch[ti].reward, batch[ti].done,
@@ -474,16 +492,16 @@ def make_system(config: MARLConfig) -> System:
         for ti in range(len(teams)):
             mine = _team_slice(batch, ti)  # fields [n_ti, n_k, B, ...]
 
-            def one(t_critic, j, own, k, ti=ti):
+            def one(t_critic, j, own, noise, ti=ti):
                 next_obs = tuple(b.next_obs for b in own)
-                next_act, next_ent = _next_policy(team_params, next_obs, k)
+                next_act, next_ent = _next_policy(team_params, next_obs, noise)
                 next_x = _joint(next_obs, next_act)
                 return _y(t_critic, next_x, own[ti].reward[j], own[ti].done[j],
                           next_ent[ti][j])
 
-            keys = jax.random.split(jax.random.fold_in(key, ti), sizes[ti])
+            noise = _policy_noise(jax.random.fold_in(key, ti), tuple(b.next_obs for b in mine))
             ys.append(jax.vmap(one)(team_params[ti].target_critic, jnp.arange(sizes[ti]),
-                                    mine, keys))
+                                    mine, noise))
         return tuple(ys)
 
     def _critic_step(critic, opt, x, y, w):
@@ -520,12 +538,12 @@ def make_system(config: MARLConfig) -> System:
             tds.append(td)
         return tuple(new), jnp.stack(losses), tuple(tds)
 
-    def _actor_step(ti, actor, opt, critic, j, obs, act, key):
+    def _actor_step(ti, actor, opt, critic, j, obs, act, noise):
         critic = critic if masac else jax.tree.map(lambda c: c[:1], critic)
 
         def loss_fn(p):
             logits = actor_nets[ti].apply(p, obs[ti][j])  # [B, A]
-            a = gumbel_softmax(key, logits, cfg.temperature)
+            a = relaxed_sample(logits, noise, cfg.temperature)
             acts = list(act)
             acts[ti] = acts[ti].at[j].set(a)
             q = _critic_apply(critic, _joint(obs, tuple(acts))).min(axis=0)
@@ -546,7 +564,10 @@ def make_system(config: MARLConfig) -> System:
         new, losses = [], []
         for ti in range(len(teams)):
             tp = team_params[ti]
-            keys = jax.random.split(jax.random.fold_in(key, ti), sizes[ti])
+            # Gumbel noise of every agent's policy sample, one draw: [n_t, B, A].
+            b_own = batch[ti].obs.shape[-2]
+            keys = gumbel_noise(jax.random.fold_in(key, ti),
+                                (sizes[ti], b_own, teams[ti].action_dim))
             js = jnp.arange(sizes[ti])
             step = functools.partial(_actor_step, ti)
             if faithful:

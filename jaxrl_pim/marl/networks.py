@@ -9,6 +9,7 @@ with ``jax.vmap``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import flax.linen as nn
@@ -33,11 +34,37 @@ class MLP(nn.Module):
 def init_stacked(module: nn.Module, key: jax.Array, num: int, in_dim: int):
     """Initialise ``num`` independent parameter sets of ``module`` for inputs ``[in_dim]``.
 
-    Returns a parameter pytree whose leaves have a leading axis of size ``num``.
+    Returns a parameter pytree whose leaves have a leading axis of size ``num``. Kernels are
+    LeCun-normal (flax's ``Dense`` default: truncated normal, variance ``1 / fan_in``) drawn
+    per agent, biases zero. One flat random draw per leaf for all agents (no ``vmap`` over
+    keys and no rank-3 draws, both slow to compile on CPU).
     """
-    keys = jax.random.split(key, num)
-    dummy = jnp.zeros((in_dim,), jnp.float32)
-    return jax.vmap(lambda k: module.init(k, dummy))(keys)
+    shapes = jax.eval_shape(module.init, key, jnp.zeros((in_dim,), jnp.float32))
+    leaves, treedef = jax.tree.flatten(shapes)
+    keys = jax.random.split(key, len(leaves))
+    out = []
+    for k, leaf in zip(keys, leaves, strict=True):
+        shape = (num, *leaf.shape)
+        if leaf.ndim >= 2:
+            # LeCun normal: truncated N(0, 1) on [-2, 2], rescaled to std sqrt(1 / fan_in).
+            std = (1.0 / leaf.shape[-2]) ** 0.5 / 0.87962566103423978
+            z = jax.random.truncated_normal(k, -2.0, 2.0, (math.prod(shape),), leaf.dtype)
+            out.append((z * std).reshape(shape))
+        else:
+            out.append(jnp.zeros(shape, leaf.dtype))
+    return jax.tree.unflatten(treedef, out)
+
+
+def gumbel_noise(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """Standard Gumbel noise ``-log(-log(u))``, ``u ~ U(0, 1)``, float32 ``shape``."""
+    # Drawn flat and reshaped: XLA:CPU compiles rank-3 random draws very slowly.
+    u = jax.random.uniform(key, (math.prod(shape),), minval=1e-10, maxval=1.0)
+    return -jnp.log(-jnp.log(u)).reshape(shape)
+
+
+def relaxed_sample(logits: jax.Array, noise: jax.Array, temperature: float = 1.0) -> jax.Array:
+    """``softmax((logits + noise) / temperature)`` over the last axis, given Gumbel noise."""
+    return jax.nn.softmax((logits + noise) / temperature, axis=-1)
 
 
 def gumbel_softmax(key: jax.Array, logits: jax.Array, temperature: float = 1.0) -> jax.Array:
@@ -46,9 +73,7 @@ def gumbel_softmax(key: jax.Array, logits: jax.Array, temperature: float = 1.0) 
     ``logits``: float ``[..., K]``; returns float ``[..., K]`` on the probability simplex. This
     is the original MADDPG action (``SoftCategoricalPd.sample``), differentiable in ``logits``.
     """
-    u = jax.random.uniform(key, logits.shape, minval=1e-10, maxval=1.0)
-    g = -jnp.log(-jnp.log(u))
-    return jax.nn.softmax((logits + g) / temperature, axis=-1)
+    return relaxed_sample(logits, gumbel_noise(key, logits.shape), temperature)
 
 
 def categorical_entropy(logits: jax.Array) -> jax.Array:
