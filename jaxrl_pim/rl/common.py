@@ -167,12 +167,12 @@ def maybe_callback(
 ) -> None:
     """Call the opt-in host progress ``callback(step, total, metrics)`` from inside jit.
 
-    ``step`` counts from 1 to ``total``; the callback fires about 100 times per run (every
-    ``max(total // 100, 1)`` steps and at the last one), not at every step.
+    ``step`` counts from 1 to ``total``; the callback fires at most 101 times per run (every
+    ``ceil(total / 100)`` steps and at the last one), not at every step.
     """
     if callback is None:
         return
-    every = max(total // 100, 1)
+    every = max(-(-total // 100), 1)
 
     def fire(args):
         jax.debug.callback(callback, *args)
