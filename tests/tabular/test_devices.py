@@ -18,8 +18,7 @@ data = Transitions(rng.integers(0, 9, rows).astype(np.uint8),
                    rng.integers(-5, 6, rows).astype(np.float32),
                    rng.integers(0, 9, rows).astype(np.uint8), rng.random(rows) < 0.1)
 out = {}
-for dtype, algo, sampling in [("int32", "q", "seq"), ("int32", "sarsa", "ran"),
-                              ("fp32", "q", "str"), ("fp32", "sarsa", "ran")]:
+for dtype, algo, sampling in [("int32", "sarsa", "ran"), ("fp32", "q", "str")]:
     cfg = TabularConfig(9, 4, algo=algo, sampling=sampling, dtype=dtype, num_cores=16,
                         sync_period=3, num_episodes=7)
     chunks = chunk(cfg, data)
