@@ -105,13 +105,19 @@ def lane_update(
 def episode_randomness(
     spec: LaneSpec, lane_keys: jax.Array, episode: jax.Array, m: int, num_lanes: int
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Time-major JAX-PRNG draws ``(idx, explore_u, rand_a)``, each ``[m, L]`` (zeros if unused)."""
-    if spec.rng == "jax" and (spec.sampling == "ran" or spec.algo == "sarsa"):
-        idx, eu, ra = jax.vmap(episode_draws, in_axes=(0, None, None, None))(
-            lane_keys, episode, m, spec.num_actions)
-        return idx.T, eu.T, ra.T
+    """Time-major JAX-PRNG draws ``(idx, explore_u, rand_a)``, each ``[m, L]``.
+
+    Only the draws the variant needs are generated; the others are zeros (never read).
+    """
+    ran, sarsa = spec.sampling == "ran", spec.algo == "sarsa"
     zeros = jnp.zeros((m, num_lanes), jnp.int32)
-    return zeros, zeros.astype(jnp.float32), zeros
+    if spec.rng != "jax" or not (ran or sarsa):
+        return zeros, zeros.astype(jnp.float32), zeros
+    idx, eu, ra = jax.vmap(episode_draws, in_axes=(0, None, None, None, None, None))(
+        lane_keys, episode, m, spec.num_actions, ran, sarsa)
+    return (zeros if idx is None else idx.T,
+            zeros.astype(jnp.float32) if eu is None else eu.T,
+            zeros if ra is None else ra.T)
 
 
 def lcg_step_draws(spec: LaneSpec, lcg: jax.Array, m: int):

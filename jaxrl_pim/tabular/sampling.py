@@ -11,12 +11,14 @@ Each lane owns a contiguous chunk of ``m`` rows. One episode visits ``m`` rows:
 Random numbers come from JAX's PRNG (default) or from the PIM linear congruential
 generator ``x <- (1664525 x + 1013904223) mod 2**32`` (seed 42 in every lane, as every PIM
 core starts alike). JAX PRNG derivation, per lane and global episode ``e``:
-``k_idx, k_u, k_a = split(fold_in(lane_key, e), 3)``; ``ran`` indices
-``randint(k_idx, (m,), 0, m)``; SARSA exploration ``uniform(k_u, (m,))`` and random actions
-``randint(k_a, (m,), 0, A)``. With the LCG each step draws, in order, the row index (``ran``
-only), the exploration number and the random action (SARSA only); a draw ``x`` maps to
-``u = (x >> 8) / 2**24`` (24-bit uniform in [0, 1)) and to an integer in ``[0, n)`` as
-``min(floor(u * n), n - 1)`` computed in float32.
+``k_idx, k_sarsa = split(fold_in(lane_key, e))``; only the words a variant needs are drawn,
+one 32-bit word per update: ``ran`` indices from ``bits(k_idx, (m,))`` as
+``min(floor((w >> 8) * 2**-24 * m), m - 1)``; SARSA from ``w = bits(k_sarsa, (m,))``: the
+exploration number ``(w >> 16) * 2**-16`` and the random action
+``((w & 0xFFFF) * A) >> 16`` (independent bits of one word). With the LCG each update draws,
+in order, the row index (``ran`` only), the exploration number and the random action (SARSA
+only); a draw ``x`` maps to ``u = (x >> 8) / 2**24`` (24-bit uniform in [0, 1)) and to an
+integer in ``[0, n)`` as ``min(floor(u * n), n - 1)`` computed in float32.
 """
 
 from __future__ import annotations
@@ -52,12 +54,21 @@ def lcg_int(x: jax.Array, n: int) -> jax.Array:
 
 
 def episode_draws(
-    lane_key: jax.Array, episode: jax.Array, m: int, num_actions: int
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """JAX-PRNG draws of one lane for one episode: ``(idx [m], explore_u [m], rand_a [m])``."""
-    k_idx, k_u, k_a = jax.random.split(jax.random.fold_in(lane_key, episode), 3)
-    return (
-        jax.random.randint(k_idx, (m,), 0, m),
-        jax.random.uniform(k_u, (m,)),
-        jax.random.randint(k_a, (m,), 0, num_actions),
-    )
+    lane_key: jax.Array, episode: jax.Array, m: int, num_actions: int,
+    need_index: bool = True, need_sarsa: bool = True,
+) -> tuple[jax.Array | None, jax.Array | None, jax.Array | None]:
+    """JAX-PRNG draws of one lane for one episode: ``(idx [m], explore_u [m], rand_a [m])``.
+
+    Entries a variant does not need (``need_index`` / ``need_sarsa`` False) are ``None`` and
+    cost nothing.
+    """
+    k_idx, k_sarsa = jax.random.split(jax.random.fold_in(lane_key, episode))
+    idx = u = a = None
+    if need_index:
+        w = jax.random.bits(k_idx, (m,), jnp.uint32)
+        idx = lcg_int(w, m)
+    if need_sarsa:
+        w = jax.random.bits(k_sarsa, (m,), jnp.uint32)
+        u = (w >> 16).astype(jnp.float32) * jnp.float32(2.0**-16)
+        a = (((w & jnp.uint32(0xFFFF)) * jnp.uint32(num_actions)) >> 16).astype(jnp.int32)
+    return idx, u, a

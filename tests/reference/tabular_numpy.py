@@ -63,7 +63,7 @@ def train_reference(cfg, chunks, key):
         for lane in range(c):
             for e in range(episode, episode + n_ep):
                 if cfg.rng == "jax":
-                    idx, eu, ra = (np.asarray(x) for x in
+                    idx, eu, ra = (None if x is None else np.asarray(x) for x in
                                    episode_draws(lane_keys[lane], e, m, A))
                 order = _order(cfg.sampling, m, cfg.stride) if cfg.sampling != "ran" else None
                 for j in range(m):
