@@ -44,7 +44,6 @@ import json
 import os
 import random
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +66,7 @@ from jaxrl_pim.marl.replay import (  # noqa: E402
     state_from_priorities,
     uniform,
 )
-from jaxrl_pim.timing import PhaseTimer  # noqa: E402
+from jaxrl_pim.timing import PhaseTimer, time_call  # noqa: E402
 from tests.reference import maddpg_numpy_sampler as np_ref  # noqa: E402
 
 ACTION_DIM = 5
@@ -195,18 +194,6 @@ def make_round(buffer, sampler, mode: str, n: int, batch: int):
     return jax.jit(round_fn)
 
 
-def best_time(fn, repeats: int, warmup: int = 1) -> float:
-    """Best-of-``repeats`` wall seconds of ``fn()`` (blocked), after ``warmup`` calls."""
-    for _ in range(warmup):
-        jax.block_until_ready(fn())
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def numpy_buffers(host: dict[str, np.ndarray], capacity: int) -> list[np_ref.ReplayBuffer]:
     """Per-agent list-of-tuples buffers whose arrays are views into ``host`` ([C, N, ...])."""
     n = host["obs"].shape[1]
@@ -249,7 +236,7 @@ def run_agents(n: int, args: argparse.Namespace, timer: PhaseTimer) -> dict[str,
                 bufs = numpy_buffers(host, numpy_rows)
             with timer.phase("numpy_rounds"):
                 random.seed(args.seed)
-                res["seconds"]["numpy"] = best_time(
+                res["seconds"]["numpy"] = time_call(
                     lambda bufs=bufs: np_ref.sample_round(bufs, args.batch),
                     args.numpy_repeats,
                     warmup=0,
@@ -262,7 +249,7 @@ def run_agents(n: int, args: argparse.Namespace, timer: PhaseTimer) -> dict[str,
                 fn = make_round(buffer, sampler, mode, n, args.batch)
                 rkey = jax.random.fold_in(key, 7)
                 with timer.phase("jax_rounds"):
-                    res["seconds"][s][mode] = best_time(
+                    res["seconds"][s][mode] = time_call(
                         lambda fn=fn, b=bstate, ss=sstates[s], k=rkey: fn(b, ss, k), args.repeats
                     )
                 del fn
