@@ -21,6 +21,7 @@ def test_clip_by_leaf_norm_matches_numpy_per_variable():
     rng = np.random.default_rng(0)
     grads = {"a": rng.normal(size=(4, 3)) * 3.0, "b": rng.normal(size=(3,)) * 0.01,
              "c": np.zeros((2,))}
+    grads = {k: v.astype(np.float32) for k, v in grads.items()}
     tx = clip_by_leaf_norm(0.5)
     out, _ = tx.update(jax.tree.map(jnp.asarray, grads), tx.init(None))
     for name, g in grads.items():
