@@ -21,6 +21,7 @@ rows of the scan path. On CPU the kernel runs in Pallas interpret mode (tests on
 from __future__ import annotations
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -140,3 +141,34 @@ def run_episodes_pallas(
     (q_tab, lcg_state), _ = jax.lax.scan(
         episode, (q0, lcg_state), jnp.arange(num_episodes, dtype=jnp.int32))
     return q_tab[:num_lanes].reshape(q.shape), lcg_state
+
+
+@functools.cache
+def pallas_supported(spec: LaneSpec, backend: str) -> bool:
+    """Whether the fused kernel for ``spec`` compiles on ``backend`` (probed once, cached).
+
+    ``kernel="auto"`` uses this so a backend whose Pallas lowering rejects the kernel falls
+    back to the scan path with a warning instead of failing the user's program.
+    """
+    if backend == "cpu":
+        return False
+    num_lanes, m = 2, 4
+    q = jnp.zeros((num_lanes, spec.num_states, spec.num_actions), spec.fmt.storage)
+    idx_s = jnp.zeros((m, num_lanes), jnp.int32)
+    data = LaneData(idx_s, idx_s, jnp.zeros((m, num_lanes), jnp.int32 if spec.fmt.is_fixed_point
+                                            else jnp.float32), jnp.zeros((m, num_lanes), bool))
+    if spec.sampling == "ran":
+        data = LaneData(*(x.T for x in data))
+    keys = jax.random.split(jax.random.key(0), num_lanes)
+    lcg = jnp.zeros((num_lanes,), jnp.uint32)
+    try:
+        fn = jax.jit(functools.partial(run_episodes_pallas, spec, num_episodes=1,
+                                       lanes_per_block=2, interpret=False))
+        fn.lower(q, data, keys, lcg, jnp.int32(0)).compile()
+        return True
+    except Exception as err:  # noqa: BLE001 - any lowering failure means "use the scan path"
+        warnings.warn(
+            f"Pallas lane kernel does not compile on {backend} ({type(err).__name__}: "
+            f"{str(err).splitlines()[0][:200]}); using the lax.scan path",
+            RuntimeWarning, stacklevel=2)
+        return False

@@ -30,7 +30,7 @@ from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.data.transitions import Transitions, validate
 from jaxrl_pim.tabular import formats
 from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, run_episodes, to_lane_data
-from jaxrl_pim.tabular.pallas_lanes import run_episodes_pallas
+from jaxrl_pim.tabular.pallas_lanes import pallas_supported, run_episodes_pallas
 from jaxrl_pim.tabular.sampling import LCG_SEED, SAMPLINGS, stride_order
 
 ALGOS = ("q", "sarsa")
@@ -122,12 +122,20 @@ class TabularConfig:
             self.alpha, self.gamma, self.epsilon, self.rng, self.compat_max0, self.unroll,
         )
 
-    def resolved_kernel(self, backend: str | None = None) -> str:
-        """``"scan"`` or ``"pallas"``: what ``kernel="auto"`` means on ``backend``."""
+    def resolved_kernel(self, backend: str | None = None, probe: bool = False) -> str:
+        """``"scan"`` or ``"pallas"``: what ``kernel="auto"`` means on ``backend``.
+
+        ``auto`` means Pallas on GPU/TPU; with ``probe`` (as ``make_train`` does) only if the
+        kernel for this variant actually compiles there, else the scan path with a warning.
+        """
         if self.kernel != "auto":
             return self.kernel
         backend = backend or jax.default_backend()
-        return "pallas" if backend in ("gpu", "cuda", "rocm", "tpu") else "scan"
+        if backend not in ("gpu", "cuda", "rocm", "tpu"):
+            return "scan"
+        if probe and not pallas_supported(self.lane_spec(), backend):
+            return "scan"
+        return "pallas"
 
 
 def chunk(config: TabularConfig, transitions: Transitions) -> Transitions:
@@ -237,7 +245,7 @@ def make_train(
             raise ValueError(f"num_cores={c} must be divisible by the {n_dev} devices of the mesh")
     axis = mesh.axis_names[0] if mesh is not None else None
     full_rounds, rest = divmod(config.num_episodes, config.sync_period)
-    kernel = config.resolved_kernel()
+    kernel = config.resolved_kernel(probe=True)
 
     def lane_mean(q: jax.Array) -> jax.Array:
         return _lane_mean(q, fmt, c, axis)

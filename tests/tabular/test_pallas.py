@@ -42,3 +42,12 @@ def test_auto_kernel_choice_and_block_sizes():
     assert block_lanes(128, 64, 5) == 8  # never more than the lanes (rounded up to 2^k)
     with pytest.raises(ValueError, match="kernel must be one of"):
         TabularConfig(S, A, kernel="cuda")
+
+
+def test_auto_falls_back_to_scan_when_the_kernel_does_not_compile():
+    # On a CPU host a non-interpret Pallas kernel cannot compile, which stands in for a GPU
+    # whose lowering rejects the kernel: auto must warn and choose the scan path.
+    cfg = TabularConfig(S, A, algo="sarsa", sampling="ran", dtype="int32")
+    with pytest.warns(RuntimeWarning, match="using the lax.scan path"):
+        assert cfg.resolved_kernel("gpu", probe=True) == "scan"
+    assert TabularConfig(S, A, kernel="pallas").resolved_kernel("gpu", probe=True) == "pallas"
