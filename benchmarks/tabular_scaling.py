@@ -121,6 +121,8 @@ def section_strong(args, cache) -> dict:
         lanes += [4096, 8192, 16384, 32768, 65536]
     else:  # a 2-core CPU cannot afford 120 compilations in one sitting
         lanes = [125, 500, 2000]
+    if args.lanes:
+        lanes = args.lanes
     variants = VARIANTS
     envs_ = ("frozenlake", "taxi")
     if args.quick:
@@ -144,6 +146,7 @@ def section_strong(args, cache) -> dict:
 def section_weak(args, cache) -> dict:
     """Time per update vs dataset size (Q-SEQ-FP32, 2,000 lanes)."""
     sizes = [1, 4, 16, 64] if on_gpu() else ([1, 2] if args.quick else [1, 4, 16])
+    sizes = args.sizes or sizes
     rows = []
     for millions in sizes:
         transitions, model = dataset("frozenlake", millions * 1_000_000 // args.scale, {})
@@ -307,6 +310,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=None,
                         help="episodes measured per run (default: 2,000 on GPU, 50 on CPU)")
     parser.add_argument("--sections", default="numba,strong,weak,multiagent,roofline")
+    parser.add_argument("--lanes", type=int, nargs="+", default=None,
+                        help="strong-scaling lane counts (default: 125-2,000 on CPU at 3 points, "
+                        "125-65,536 on GPU)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None,
+                        help="weak-scaling dataset sizes in millions of rows (default: 1 4 16 on "
+                        "CPU, 1 4 16 64 on GPU)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     args.scale = 10 if args.quick else 1
