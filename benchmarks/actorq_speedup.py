@@ -37,7 +37,8 @@ import jax
 import numpy as np
 
 from jaxrl_pim import report
-from jaxrl_pim.actorq.agent import make_agent, make_env
+from jaxrl_pim.actorq.agent import make_env
+from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import decode, deserialize, encode, load
 from jaxrl_pim.actorq.config import PRECISIONS, default_config
 from jaxrl_pim.actorq.energy import EnergyTracker

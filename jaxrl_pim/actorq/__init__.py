@@ -12,7 +12,8 @@ with. Two deployments share the same agents, rules and broadcast code:
 Also here: PTQ / QAT studies (:mod:`.ptq`, :mod:`.qat`). See ``docs/quantization.md``.
 """
 
-from jaxrl_pim.actorq.agent import Agent, EnvInfo, make_agent, make_env
+from jaxrl_pim.actorq.agent import Agent, EnvInfo, make_env
+from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import actor_params, broadcast_spec, decode, encode
 from jaxrl_pim.actorq.config import ActorQConfig, default_config
 from jaxrl_pim.actorq.distributed import run_multiprocess

@@ -59,14 +59,3 @@ def make_env(name: str) -> tuple[Any, Any, EnvInfo]:
         info = EnvInfo(name, obs_dim, False, 0, int(space.shape[0]), low, high,
                        int(params.max_steps_in_episode))
     return env, params, info
-
-
-def make_agent(config: Any, info: EnvInfo) -> Agent:
-    """The DQN or D4PG agent of ``config.algo`` for the task ``info``."""
-    if config.algo == "dqn":
-        from jaxrl_pim.actorq.dqn import make_dqn
-
-        return make_dqn(config, info)
-    from jaxrl_pim.actorq.d4pg import make_d4pg
-
-    return make_d4pg(config, info)

@@ -29,7 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim.actorq.actor import env_step, evaluate, init_carry
-from jaxrl_pim.actorq.agent import make_agent, make_env
+from jaxrl_pim.actorq.agent import make_env
+from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import (
     actor_params,
     decode,

@@ -15,7 +15,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl_pim.actorq.agent import make_agent, make_env
+from jaxrl_pim.actorq.agent import make_env
+from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import broadcast_sizes
 from jaxrl_pim.actorq.config import MODES, PRECISIONS, ActorQConfig
 from jaxrl_pim.actorq.metrics import speedups, time_to_reward

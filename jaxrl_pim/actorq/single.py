@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim.actorq.actor import EnvCarry, env_step, evaluate, init_carry
-from jaxrl_pim.actorq.agent import Agent, EnvInfo, make_agent, make_env
+from jaxrl_pim.actorq.agent import Agent, EnvInfo, make_env
+from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import actor_params
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Replay, ReplayState, Transition, make_replay

@@ -7,7 +7,8 @@ import jax
 import numpy as np
 
 from jaxrl_pim.actorq.actor import env_step, init_carry
-from jaxrl_pim.actorq.agent import make_agent, make_env
+from jaxrl_pim.actorq.agent import make_env
+from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.config import default_config
 
 

@@ -9,7 +9,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl_pim.actorq.agent import make_agent, make_env
+from jaxrl_pim.actorq.agent import make_env
+from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import (
     Wire,
     actor_params,

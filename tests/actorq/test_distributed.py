@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import jax
 
-from jaxrl_pim.actorq.agent import make_agent, make_env
+from jaxrl_pim.actorq.agent import make_env
+from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import encode
 from jaxrl_pim.actorq.config import default_config
 from jaxrl_pim.actorq.distributed import ACTOR_PHASES, run_multiprocess
