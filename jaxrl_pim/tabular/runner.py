@@ -28,6 +28,7 @@ from jaxrl_pim.tabular.trainer import (
     Callback,
     TabularConfig,
     chunk,
+    dropped_rows,
     make_mesh,
     make_sync,
     make_train,
@@ -110,7 +111,7 @@ def run(
     updates = chunks.num_rows * config.num_episodes
     return RunResult(
         q_host, metrics_host, timing, updates, updates / max(run_s, 1e-12),
-        transitions.num_rows - chunks.num_rows, n_dev,
+        dropped_rows(config, transitions.num_rows), n_dev,
     )
 
 
