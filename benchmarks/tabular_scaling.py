@@ -114,6 +114,57 @@ def section_numba(args, cache) -> dict:
     return {"rows": rows, "episodes": episodes, "threads": os.cpu_count()}
 
 
+def section_kernels(args, cache) -> dict:
+    """The fused Pallas lane kernel against the ``lax.scan`` path, every variant, same inputs.
+
+    FrozenLake 1M, 2,000 lanes. Each variant runs with ``kernel="scan"`` and ``kernel="pallas"``
+    on the same dataset and key; the record gives both throughputs and the largest absolute
+    difference between the two final Q-tables (int32 variants must agree exactly). A variant
+    whose Pallas lowering fails on this backend is recorded with its error, not skipped.
+    """
+    transitions, model = dataset("frozenlake", ENV_ROWS["frozenlake"] // args.scale, cache)
+    episodes = args.kernel_episodes
+    rows = []
+    for algo, sampling, dtype in selected_variants(args):
+        rec: dict = {"variant": f"{algo.upper()}-{sampling.upper()}-{dtype.upper()}",
+                     "episodes_measured": episodes}
+        tables = {}
+        for kernel in ("scan", "pallas"):
+            cfg = TabularConfig(model.num_states, model.num_actions, algo=algo,
+                                sampling=sampling, dtype=dtype, num_cores=2000,
+                                sync_period=min(50, episodes), num_episodes=episodes,
+                                kernel=kernel)
+            try:
+                res = run(cfg, transitions, jax.random.key(1))
+            except Exception as err:  # a lowering this backend lacks: record it, go on
+                rec[f"{kernel}_error"] = f"{type(err).__name__}: {str(err)[:300]}"
+                continue
+            tables[kernel] = res.q_table
+            rec[f"{kernel}_updates_per_s"] = res.updates_per_s
+            rec[f"{kernel}_timing_s"] = res.timing_s
+        if len(tables) == 2:
+            rec["max_abs_diff"] = float(np.max(np.abs(tables["scan"] - tables["pallas"])))
+            rec["pallas_over_scan"] = rec["pallas_updates_per_s"] / rec["scan_updates_per_s"]
+        rows.append(rec)
+        print(f"[kernels] {rec['variant']:16s} scan {rec.get('scan_updates_per_s', 0):.3e}/s "
+              f"pallas {rec.get('pallas_updates_per_s', 0):.3e}/s "
+              f"max|dQ| {rec.get('max_abs_diff', float('nan')):.2e} "
+              f"{rec.get('pallas_error', '')}", flush=True)
+    return {"rows": rows, "episodes": episodes, "backend": jax.default_backend()}
+
+
+def selected_variants(args) -> list[tuple[str, str, str]]:
+    """``VARIANTS`` filtered by ``--variants`` (names like ``q-seq-fp32``)."""
+    if not args.variants:
+        return VARIANTS
+    wanted = {v.lower() for v in args.variants}
+    unknown = wanted - {"-".join(v) for v in VARIANTS}
+    if unknown:
+        raise SystemExit(f"unknown variants {sorted(unknown)}; choose from "
+                         f"{['-'.join(v) for v in VARIANTS]}")
+    return [v for v in VARIANTS if "-".join(v) in wanted]
+
+
 def section_strong(args, cache) -> dict:
     """Strong scaling over lanes on FrozenLake 1M and Taxi 5M, sync period 50."""
     lanes = [125, 250, 500, 1000, 2000]
@@ -123,7 +174,7 @@ def section_strong(args, cache) -> dict:
         lanes = [125, 500, 2000]
     if args.lanes:
         lanes = args.lanes
-    variants = VARIANTS
+    variants = selected_variants(args)
     envs_ = ("frozenlake", "taxi")
     if args.quick:
         lanes, variants, envs_ = [125, 500, 2000], [("q", "seq", "fp32"), ("q", "str", "int32")], \
@@ -281,6 +332,22 @@ def markdown(sections: dict, summary: dict) -> str:
             lines.append(f"| {r['variant']} | {r['updates_per_s']:.3e} | {b} | "
                          f"{r['numba_updates_per_s'][b]:.3e} | {r['ratio_vs_best_numba']:.2f} |")
         lines.append("")
+    if "kernels" in sections:
+        k = sections["kernels"]
+        lines += [f"### Pallas lane kernel vs scan path (FrozenLake 1M, 2,000 lanes, "
+                  f"{k['episodes']} episodes, backend {k['backend']})", "",
+                  "| variant | scan updates/s | Pallas updates/s | Pallas / scan | max abs dQ |",
+                  "|---|---:|---:|---:|---:|"]
+        for r in k["rows"]:
+            if "max_abs_diff" in r:
+                lines.append(f"| {r['variant']} | {r['scan_updates_per_s']:.3e} | "
+                             f"{r['pallas_updates_per_s']:.3e} | {r['pallas_over_scan']:.2f} | "
+                             f"{r['max_abs_diff']:.2e} |")
+            else:
+                err = r.get("pallas_error") or r.get("scan_error", "")
+                lines.append(f"| {r['variant']} | {r.get('scan_updates_per_s', 0):.3e} | "
+                             f"failed: {err[:80]} | | |")
+        lines.append("")
     if "strong" in sections:
         lines += ["### Strong scaling (time for 2,000 episodes, s)", "",
                   "| env | variant | lanes | transfer_in | compute | sync | transfer_out | "
@@ -330,6 +397,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=None,
                         help="weak-scaling dataset sizes in millions of rows (default: 1 4 16 on "
                         "CPU, 1 4 16 64 on GPU)")
+    parser.add_argument("--variants", nargs="+", default=None,
+                        help="strong-scaling and kernel variants, e.g. q-seq-fp32 sarsa-str-int32 "
+                        "(default: all 12)")
+    parser.add_argument("--kernel-episodes", type=int, default=None,
+                        help="episodes per run in the kernels section (default: 200 on GPU, 4 "
+                        "on CPU, where Pallas runs in interpret mode)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--reuse", type=Path, default=None,
                         help="take the sections not re-run from this earlier results file")
@@ -337,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     args.scale = 10 if args.quick else 1
     if args.episodes is None:
         args.episodes = FULL_EPISODES if on_gpu() else (10 if args.quick else 50)
+    if args.kernel_episodes is None:
+        args.kernel_episodes = 200 if on_gpu() else 4
     out = args.out or RESULTS / f"tabular_scaling{'_quick' if args.quick else ''}.json"
     wanted = args.sections.split(",")
     cache: dict = {}
@@ -349,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     if "numba" in wanted and not on_gpu():
         sections["numba"] = section_numba(args, cache)
+    if "kernels" in wanted:
+        sections["kernels"] = section_kernels(args, cache)
     if "strong" in wanted:
         sections["strong"] = section_strong(args, cache)
     if "weak" in wanted:
