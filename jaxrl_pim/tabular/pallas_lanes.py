@@ -58,14 +58,23 @@ def _lcg_draws(spec: LaneSpec, lcg: jax.Array, m: int):
     return jax.lax.scan(step, lcg, None, length=m)
 
 
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
 def _kernel(spec: LaneSpec, m: int, sa_ref, s2_ref, r_ref, term_ref, eu_ref, ra_ref,
             q_in_ref, q_out_ref):
     num_a = spec.num_actions
-    q = q_in_ref[...]  # [BL, S*A]
+    q = q_in_ref[...]  # [BL, T]: the S*A entries, zero-padded to a power of two T
     iota = jax.lax.broadcasted_iota(jnp.int32, q.shape, 1)
-    iota_state = iota // num_a
+    iota_state = iota // num_a  # padding entries get states >= S: never a bootstrap row
     iota_action = iota - iota_state * num_a
     zero = jnp.zeros((), q.dtype)
+    # Triton tiles are powers of two: the bootstrap row is padded to A_p columns with copies
+    # of action 0, which change neither its max nor its first argmax (exact results)
+    num_ap = _pow2(num_a)
+    spec_p = spec._replace(num_actions=num_ap)
+    iota_a = jax.lax.broadcasted_iota(jnp.int32, (q.shape[0], num_ap), 1)
 
     def body(j, q):
         sa = sa_ref[pl.ds(j, 1), :][0].astype(jnp.int32)
@@ -77,12 +86,26 @@ def _kernel(spec: LaneSpec, m: int, sa_ref, s2_ref, r_ref, term_ref, eu_ref, ra_
         hit = iota == sa[:, None]
         q_tm1 = jnp.sum(jnp.where(hit, q, zero), axis=1)
         row = iota_state == s2[:, None]
-        q_t = jnp.stack([jnp.sum(jnp.where(row & (iota_action == b), q, zero), axis=1)
-                         for b in range(num_a)], axis=1)
-        new = lane_update(spec, q_tm1, q_t, r, term, eu, ra).astype(q.dtype)
+        # the bootstrap row [BL, A], assembled column by column with selects (Triton lowers
+        # no stack of more than two arrays)
+        q_t = jnp.zeros((q.shape[0], num_ap), q.dtype)
+        for b in range(num_a):
+            col = jnp.sum(jnp.where(row & (iota_action == b), q, zero), axis=1)
+            q_t = jnp.where((iota_a == b) | ((b == 0) & (iota_a >= num_a)), col[:, None], q_t)
+        new = lane_update(spec_p, q_tm1, q_t, r, term, eu, ra).astype(q.dtype)
         return jnp.where(hit, new[:, None], q)
 
     q_out_ref[...] = jax.lax.fori_loop(0, m, body, q)
+
+
+def _compiler_params(platform: str):
+    """Triton on NVIDIA GPUs (the kernel is a sequential loop over small register tiles,
+    which Triton handles at any block size); the backend default elsewhere."""
+    if platform in ("gpu", "cuda"):
+        from jax.experimental.pallas import triton as pl_triton
+
+        return pl_triton.CompilerParams(num_warps=4, num_stages=1)
+    return None
 
 
 def run_episodes_pallas(
@@ -95,14 +118,16 @@ def run_episodes_pallas(
     num_episodes: int,
     lanes_per_block: int = 128,
     interpret: bool | None = None,
+    platform: str | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """Drop-in replacement of :func:`jaxrl_pim.tabular.lanes.run_episodes` (same arguments
     and results) running each episode as one fused Pallas kernel."""
+    platform = platform or jax.default_backend()
     if interpret is None:
-        interpret = jax.default_backend() == "cpu"
+        interpret = platform == "cpu"
     ran = spec.sampling == "ran"
     num_lanes, num_s, num_a = q.shape
-    table = num_s * num_a
+    table = _pow2(num_s * num_a)  # padded width (power-of-two tiles); padding never hit
     m = data.sa.shape[1] if ran else data.sa.shape[0]
     bl = block_lanes(lanes_per_block, table, num_lanes)
     padded = -(-num_lanes // bl) * bl
@@ -124,6 +149,7 @@ def run_episodes_pallas(
         out_shape=jax.ShapeDtypeStruct((padded, table), q.dtype),
         input_output_aliases={6: 0},
         interpret=interpret,
+        compiler_params=None if interpret else _compiler_params(platform),
     )
 
     def episode(carry, e):
@@ -137,10 +163,11 @@ def run_episodes_pallas(
         q_tab = call(*args, q_tab)
         return (q_tab, lcg), None
 
-    q0 = pad_lanes(q.reshape(num_lanes, table), 0)
+    q0 = q.reshape(num_lanes, num_s * num_a)
+    q0 = pad_lanes(jnp.pad(q0, ((0, 0), (0, table - num_s * num_a))), 0)
     (q_tab, lcg_state), _ = jax.lax.scan(
         episode, (q0, lcg_state), jnp.arange(num_episodes, dtype=jnp.int32))
-    return q_tab[:num_lanes].reshape(q.shape), lcg_state
+    return q_tab[:num_lanes, :num_s * num_a].reshape(q.shape), lcg_state
 
 
 @functools.cache

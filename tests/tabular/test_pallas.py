@@ -51,3 +51,33 @@ def test_auto_falls_back_to_scan_when_the_kernel_does_not_compile():
     with pytest.warns(RuntimeWarning, match="using the lax.scan path"):
         assert cfg.resolved_kernel("gpu", probe=True) == "scan"
     assert TabularConfig(S, A, kernel="pallas").resolved_kernel("gpu", probe=True) == "pallas"
+
+
+@pytest.mark.parametrize("num_states,num_actions,algo,sampling,dtype", [
+    (16, 4, "q", "seq", "fp32"), (16, 4, "sarsa", "ran", "int32"),  # FrozenLake 4x4
+    (500, 6, "q", "str", "int32"),  # Taxi: 3,000-entry tables and 6 actions, padded to 2^k
+])
+def test_kernel_lowers_for_nvidia_gpus(num_states, num_actions, algo, sampling, dtype):
+    # Lowering to Triton happens in JAX itself, so a CPU host can check what a GPU host would
+    # reject (power-of-two tiles, no stacks of more than two arrays, varying-axes types).
+    import functools
+
+    import jax.numpy as jnp
+
+    from jaxrl_pim.tabular.lanes import LaneData
+    from jaxrl_pim.tabular.pallas_lanes import run_episodes_pallas
+
+    spec = TabularConfig(num_states, num_actions, algo=algo, sampling=sampling,
+                         dtype=dtype).lane_spec()
+    lanes, m = 256, 500  # m = 500 rows per lane per episode: FrozenLake 1M over 2,000 lanes
+    q = jnp.zeros((lanes, num_states, num_actions), spec.fmt.storage)
+    idx = jnp.zeros((m, lanes), jnp.int16)
+    data = LaneData(idx, idx, jnp.zeros((m, lanes), spec.fmt.storage), jnp.zeros((m, lanes), bool))
+    if sampling == "ran":
+        data = LaneData(*(x.T for x in data))
+    fn = jax.jit(functools.partial(run_episodes_pallas, spec, num_episodes=2, interpret=False,
+                                   platform="gpu"))
+    lowered = fn.trace(q, data, jax.random.split(jax.random.key(0), lanes),
+                       jnp.zeros((lanes,), jnp.uint32), jnp.int32(0)).lower(
+                           lowering_platforms=("cuda",))
+    assert "triton" in lowered.as_text().lower()
