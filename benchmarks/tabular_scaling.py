@@ -175,7 +175,7 @@ def section_strong(args, cache) -> dict:
     if args.lanes:
         lanes = args.lanes
     variants = selected_variants(args)
-    envs_ = ("frozenlake", "taxi")
+    envs_ = tuple(args.envs)
     if args.quick:
         lanes, variants, envs_ = [125, 500, 2000], [("q", "seq", "fp32"), ("q", "str", "int32")], \
             ("frozenlake",)
@@ -400,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", nargs="+", default=None,
                         help="strong-scaling and kernel variants, e.g. q-seq-fp32 sarsa-str-int32 "
                         "(default: all 12)")
+    parser.add_argument("--envs", nargs="+", default=["frozenlake", "taxi"],
+                        choices=sorted(ENV_ROWS), help="strong-scaling datasets")
     parser.add_argument("--kernel-episodes", type=int, default=None,
                         help="episodes per run in the kernels section (default: 200 on GPU, 4 "
                         "on CPU, where Pallas runs in interpret mode)")
