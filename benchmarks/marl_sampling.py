@@ -23,14 +23,29 @@ round. Times are best-of-``repeats`` wall seconds after a warm-up (compile) call
 timed the same way in the same process.
 
 Sizes: batch 1,024; observation length of cooperative navigation ``4 + 2N + 4(N-1)``; 5
-action entries. Agents 3/6/12/24 on CPU, plus 48 on GPU. Buffer capacity is 1e6 rows capped
-by a memory budget (CPU 1 GiB, ``--quick`` 256 MiB, GPU 16 GiB): 1e6 rows of 24 agents would
-need 28 GB. Every row is filled with pseudo-random data (an integer hash of the element
-index; the buffer is full), so draws cover the whole allocation. The NumPy baseline's tuples
-are views into the same host data, over the first ``min(capacity, 50,000)`` rows (10,000 with
-``--quick``): its per-row Python objects cost about 1 KB per agent, and its time is dominated
-by the per-row Python work, which does not depend on the number of rows. At 24 agents the
-baseline and the JAX buffers hold the same rows in both modes (the capacity is below the cap).
+action entries. Agents 3/6/12/24 on CPU, plus 48 on GPU. Every row is filled with
+pseudo-random data (an integer hash of the element index; the buffer is full), so draws
+cover the whole allocation. The NumPy baseline's tuples are views into the same host data,
+over the first ``min(capacity, 50,000)`` rows (10,000 with ``--quick``): its per-row Python
+objects cost about 1 KB per agent, and its time is dominated by the per-row Python work,
+which does not depend on the number of rows.
+
+Buffer capacity (rows) is the requested 1e6 capped by memory. One stored time step costs
+``row_bytes(N) = 4 N (2 O + A + 2)`` bytes in either layout (float32 obs ``O``, action
+``A = 5``, reward, next obs ``O``, done per agent): 516 B at N = 3, 28,320 B at N = 24 and
+111,936 B at N = 48, so 1e6 rows of 24 agents take 28.3 GB -- more than the 24 GiB
+(25.8 GB) of the whole development machine -- and 1e6 rows of 48 agents 112 GB. Both layouts
+hold the same bytes and are built one after the other, never together. The cap
+(:func:`fit_capacity`) is the largest capacity whose buffer (plus at most 68 B per row of
+priority trees) fits ``memory_fraction`` of the device memory after the round's working set
+(:func:`working_bytes`: the faithful ``[N, N, B, ...]`` gather output twice; on CPU also the
+NumPy baseline's copy, Python objects and round output, which live in the same memory).
+Device memory is the XLA allocator's ``bytes_limit`` on a GPU (75 % of the card by default)
+and ``MemAvailable`` of ``/proc/meminfo`` at start on CPU (the machine is shared, so the
+default CPU fraction is 0.6; GPU 0.9). ``--quick`` keeps a fixed 256 MiB budget;
+``--budget-gib`` sets a fixed budget instead. The script prints the cap for each N, and the
+report holds ``memory_model``: bytes per row by field and the largest buffer that fits 24
+GiB, an 80 GB H100 and a 141 GB H200, for N = 3 to 48.
 
 Run ``python benchmarks/marl_sampling.py [--quick]``; writes
 ``benchmarks/results/marl_sampling.{json,md,png}`` (``config.quick`` tells the mode).
@@ -74,6 +89,23 @@ SAMPLERS = ("uniform", "neighbor", "prioritized", "info_prioritized")
 MODES = ("per_agent", "interleaved_faithful", "interleaved")
 NEIGHBOR_REFS, NEIGHBOR_RUN = 64, 16
 GIB = 2**30
+MIB = 2**20
+# The NumPy baseline's Python objects per stored row and agent (tuple + five array views).
+PY_BYTES_PER_AGENT_ROW = 1024
+# Priority state per row, upper bound: the prioritised sum tree, the info-prioritised sum and
+# max trees (2P float32 each, P < 2C leaves) and the float32 priority draw: 4 (2 + 4) P + 4 C
+# + transient tree levels 8 P <= 68 C.
+PRIORITY_BYTES_PER_ROW = 68
+# Memory sizes the report's memory model is evaluated for (bytes). H100 / H200: the card's
+# memory as nvidia-smi reports it (81,559 MiB and 143,771 MiB), of which the XLA allocator
+# takes 75 % by default (XLA_PYTHON_CLIENT_MEM_FRACTION).
+MEMORY_TARGETS = {
+    "cpu_24GiB": 24 * GIB,
+    "h100_80GB_xla_default_75pct": int(0.75 * 81_559 * MIB),
+    "h100_80GB_xla_95pct": int(0.95 * 81_559 * MIB),
+    "h200_141GB_xla_default_75pct": int(0.75 * 143_771 * MIB),
+    "h200_141GB_xla_95pct": int(0.95 * 143_771 * MIB),
+}
 
 
 def obs_dim(num_agents: int) -> int:
@@ -81,9 +113,90 @@ def obs_dim(num_agents: int) -> int:
     return 4 + 2 * num_agents + 4 * (num_agents - 1)
 
 
+def row_bytes_by_field(num_agents: int) -> dict[str, int]:
+    """Bytes of one stored time step (all ``N`` agents, float32) per field, and ``total``."""
+    n, o = num_agents, obs_dim(num_agents)
+    fields = {"obs": 4 * n * o, "action": 4 * n * ACTION_DIM, "reward": 4 * n,
+              "next_obs": 4 * n * o, "done": 4 * n}
+    return {**fields, "total": sum(fields.values())}
+
+
 def row_bytes(num_agents: int) -> int:
-    """Bytes of one stored time step (all agents, float32)."""
+    """Bytes of one stored time step (all agents, float32): ``4 N (2 O + A + 2)``."""
     return 4 * num_agents * (2 * obs_dim(num_agents) + ACTION_DIM + 2)
+
+
+def working_bytes(num_agents: int, batch: int, numpy_rows: int, host_is_device: bool) -> int:
+    """Memory the benchmark needs besides the buffer (bytes).
+
+    The faithful round's gather output ``[N, N, B, ...]`` (``N B row_bytes``) counted twice
+    (the interleaved faithful round transposes a copy); with ``host_is_device`` (CPU) also the
+    NumPy baseline: its copy of ``numpy_rows`` rows, their Python objects and its round
+    output (twice: per-row lists, then the stacked arrays).
+    """
+    rb = row_bytes(num_agents)
+    work = 2 * num_agents * batch * rb
+    if host_is_device:
+        work += numpy_rows * (rb + num_agents * PY_BYTES_PER_AGENT_ROW)
+        work += 2 * num_agents * batch * rb
+    return work
+
+
+def fit_capacity(num_agents: int, requested: int, free_bytes: int) -> int:
+    """Largest capacity ``<= requested`` whose buffer and priority state fit ``free_bytes``."""
+    per_row = row_bytes(num_agents) + PRIORITY_BYTES_PER_ROW
+    return int(max(0, min(requested, free_bytes // per_row)))
+
+
+def device_memory() -> dict[str, Any]:
+    """Memory of the default device: ``{"bytes", "source"}``.
+
+    GPU/TPU: the XLA allocator's ``bytes_limit``. CPU: ``MemAvailable`` (falling back to the
+    physical memory) -- what other processes leave free now, since host memory is shared.
+    """
+    dev = jax.devices()[0]
+    try:
+        stats = dev.memory_stats() or {}
+    except Exception:  # noqa: BLE001 -- some backends do not implement memory_stats
+        stats = {}
+    if stats.get("bytes_limit"):
+        return {"bytes": int(stats["bytes_limit"]),
+                "source": f"XLA allocator bytes_limit of {dev.device_kind}"}
+    info = {}
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            key, val = line.split(":", 1)
+            info[key] = int(val.split()[0]) * 1024
+    except (OSError, ValueError):
+        pass
+    if "MemAvailable" in info:
+        return {"bytes": info["MemAvailable"], "total_bytes": info.get("MemTotal"),
+                "source": "MemAvailable of /proc/meminfo at start (host memory, shared)"}
+    phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"bytes": int(phys), "source": "physical memory (sysconf)"}
+
+
+def memory_model(batch: int, numpy_rows: int, requested: int = 1_000_000) -> dict[str, Any]:
+    """Bytes per row and the largest buffer that fits each of ``MEMORY_TARGETS``, N = 3..48.
+
+    ``rows_buffer_only``: the memory divided by ``row_bytes`` (nothing else resident);
+    ``rows_benchmark``: after the benchmark's working set and priority trees (CPU targets count
+    the NumPy baseline too). ``fits_requested``: whether ``requested`` rows fit the latter.
+    """
+    model: dict[str, Any] = {}
+    for n in (3, 6, 12, 24, 48):
+        rb = row_bytes(n)
+        per_target = {}
+        for name, mem in MEMORY_TARGETS.items():
+            host = name.startswith("cpu")
+            free = mem - working_bytes(n, batch, numpy_rows, host)
+            rows = fit_capacity(n, 10**12, free)
+            per_target[name] = {"memory_bytes": mem, "rows_buffer_only": mem // rb,
+                                "rows_benchmark": rows, "fits_requested": rows >= requested}
+        model[str(n)] = {"obs_dim": obs_dim(n), "row_bytes": row_bytes_by_field(n),
+                         "requested_rows": requested, "requested_bytes": requested * rb,
+                         "targets": per_target}
+    return model
 
 
 def gather_counts(num_agents: int, batch: int) -> dict[str, dict[str, int]]:
@@ -118,11 +231,15 @@ def _hash_fill(shape: tuple[int, ...], salt: int) -> jax.Array:
     """Pseudo-random float32 in [0, 1) from an integer hash of the element index (cheap on any
     device, unlike counter-based PRNG for GiB-sized buffers; the values do not matter for
     timing, only that every row is distinct memory)."""
-    size = int(np.prod(shape))
+    rows, rest = shape[0], int(np.prod(shape[1:]))
 
     @jax.jit
     def fill():
-        x = jax.lax.iota(jnp.uint32, size) + jnp.uint32(salt * 0x9E3779B9 % 2**32)
+        # Element index ``r * rest + c`` in wrapping uint32 arithmetic (fields may hold
+        # more than 2^32 elements; the hash only needs distinct-looking values).
+        r = jax.lax.broadcasted_iota(jnp.uint32, (rows, rest), 0)
+        c = jax.lax.broadcasted_iota(jnp.uint32, (rows, rest), 1)
+        x = r * jnp.uint32(rest % 2**32) + c + jnp.uint32(salt * 0x9E3779B9 % 2**32)
         x = x * jnp.uint32(2654435761)
         x = x ^ (x >> 16)
         x = x * jnp.uint32(0x45D9F3B)
@@ -207,11 +324,30 @@ def numpy_buffers(host: dict[str, np.ndarray], capacity: int) -> list[np_ref.Rep
 def run_agents(n: int, args: argparse.Namespace, timer: PhaseTimer) -> dict[str, Any]:
     """All timings for one agent count."""
     o = obs_dim(n)
-    capacity = int(min(args.capacity, args.budget_bytes // row_bytes(n)))
+    if args.budget_bytes is not None:
+        free = args.budget_bytes
+        how = f"fixed budget {args.budget_bytes / GIB:.2f} GiB"
+    else:
+        free = int(args.memory["bytes"] * args.memory_fraction) - working_bytes(
+            n, args.batch, args.numpy_rows, args.on_cpu)
+        how = (f"{args.memory_fraction:.2f} x {args.memory['bytes'] / GIB:.1f} GiB device "
+               f"memory - {working_bytes(n, args.batch, args.numpy_rows, args.on_cpu) / GIB:.2f}"
+               " GiB working set")
+    capacity = fit_capacity(n, args.capacity, free)
+    if capacity < NEIGHBOR_REFS * NEIGHBOR_RUN:
+        raise ValueError(f"N={n}: only {capacity} rows fit ({how}); need >= {args.batch}")
+    limited = "requested" if capacity == args.capacity else "memory"
+    cap_text = "as requested" if limited == "requested" else "capped by memory"
+    print(f"N={n:2d}: capacity {capacity:,} rows x {row_bytes(n):,} B = "
+          f"{capacity * row_bytes(n) / GIB:.2f} GiB ({cap_text}; "
+          f"{how}; 1e6 rows would need {1e6 * row_bytes(n) / 1e9:.1f} GB)", flush=True)
     res: dict[str, Any] = {
         "num_agents": n,
         "obs_dim": o,
         "capacity": capacity,
+        "capacity_limited_by": limited,
+        "capacity_rule": how,
+        "row_bytes": row_bytes_by_field(n),
         "buffer_bytes": capacity * row_bytes(n),
         "gather_counts": gather_counts(n, args.batch),
         "seconds": {s: {} for s in SAMPLERS},
@@ -284,6 +420,10 @@ def run_agents(n: int, args: argparse.Namespace, timer: PhaseTimer) -> dict[str,
     return res
 
 
+def _fmt_load(x: float | None) -> str:
+    return "?" if x is None else f"{x:.1f}"
+
+
 def markdown(rep: dict[str, Any]) -> str:
     """Markdown table of a report (round times in ms and speed-ups over NumPy)."""
     cfg, summ = rep["config"], rep["summary"]
@@ -293,7 +433,7 @@ def markdown(rep: dict[str, Any]) -> str:
         "",
         f"Device: {summ['device']}; jax {rep['system']['jax']}; CPU {rep['system']['cpu']} "
         f"({rep['system']['cpu_count']} cores); mode {'quick' if cfg['quick'] else 'full'}; "
-        f"1-min load average {summ.get('load_average_1min_start', '?')} at start (a load far "
+        f"1-min load average {_fmt_load(summ.get('load_average_1min_start'))} at start (a load far "
         "above the core count means other jobs shared the machine and times are inflated).",
         "",
         "Round = every agent's mini-batch. `numpy` = original list-of-tuples sampler "
@@ -336,6 +476,7 @@ def markdown(rep: dict[str, Any]) -> str:
             f"| {r['num_agents']} | {r['layout_speedup_faithful']:.2f}x | "
             f"{r['layout_speedup_shared']:.1f}x | {'-' if ref_x is None else f'{ref_x}x'} |"
         )
+    lines += ["", *memory_markdown(rep)]
     lines += [
         "",
         "Gathers per round per field (analytic): numpy and per_agent N^2, "
@@ -350,6 +491,50 @@ def markdown(rep: dict[str, Any]) -> str:
         elif not isinstance(v, dict | list):
             lines.append(f"* `{k}`: {v}")
     return "\n".join(lines) + "\n"
+
+
+def memory_markdown(rep: dict[str, Any]) -> list[str]:
+    """Lines explaining the buffer capacities: the memory model and this run's caps."""
+    cfg = rep["config"]
+    mem = rep["results"].get("memory_model")
+    lines = []
+    dm = cfg.get("device_memory")
+    if dm is not None:
+        rule = (f"fixed budget {cfg['budget_gib']} GiB per layout"
+                if cfg.get("budget_gib") is not None else
+                f"{cfg['memory_fraction']} x device memory minus the working set")
+        lines += [
+            f"Capacity rule of this run: {rule}; device memory {dm['bytes'] / GIB:.1f} GiB "
+            f"({dm['source']}). Capacity per N: "
+            + ", ".join(f"{r['num_agents']}: {r['capacity']:,} rows "
+                        f"({r['buffer_bytes'] / GIB:.2f} GiB, "
+                        f"{r.get('capacity_limited_by', 'memory')})"
+                        for r in rep["results"]["per_agents"]) + ".",
+            "",
+        ]
+    if not mem:
+        return lines
+    names = list(next(iter(mem.values()))["targets"])
+    lines += [
+        "Buffer size vs memory (float32; both layouts store the same bytes per row: obs O, "
+        "action 5, reward, next obs O, done per agent, `4 N (2 O + 7)` B). Largest "
+        "capacity in rows: memory / row bytes (buffer alone), and after the benchmark's "
+        "working set and priority trees (CPU: NumPy baseline included). H100/H200: the XLA "
+        "allocator's share of the card (75 % default, `XLA_PYTHON_CLIENT_MEM_FRACTION`).",
+        "",
+        "| N | obs | bytes/row | 1e6 rows GB | " + " | ".join(
+            f"{n} (buffer only / benchmark)" for n in names) + " |",
+        "|---|---|---|---|" + "---|" * len(names),
+    ]
+    for n, m in mem.items():
+        cells = []
+        for name in names:
+            t = m["targets"][name]
+            ok = " (1e6 fits)" if t["fits_requested"] else ""
+            cells.append(f"{t['rows_buffer_only']:,} / {t['rows_benchmark']:,}{ok}")
+        lines.append(f"| {n} | {m['obs_dim']} | {m['row_bytes']['total']:,} | "
+                     f"{m['requested_bytes'] / 1e9:.1f} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def plot(rep: dict[str, Any], path: Path) -> None:
@@ -398,7 +583,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--capacity", type=int, default=1_000_000,
                         help="requested rows; capped by the memory budget")
     parser.add_argument("--budget-gib", type=float, default=None,
-                        help="buffer memory budget per layout (default CPU 1, quick 0.25, GPU 16)")
+                        help="fixed buffer memory budget per layout (default: fit the device "
+                        "memory, see --memory-fraction; --quick 0.25)")
+    parser.add_argument("--memory-fraction", type=float, default=None,
+                        help="share of the device memory the buffer and working set may use "
+                        "(default CPU 0.6 of MemAvailable -- a shared host --, GPU 0.9 of the "
+                        "XLA allocator limit)")
     parser.add_argument("--repeats", type=int, default=None, help="JAX timing repeats")
     parser.add_argument("--numpy-repeats", type=int, default=None)
     parser.add_argument("--numpy-rows", type=int, default=None,
@@ -422,9 +612,19 @@ def main(argv: list[str] | None = None) -> int:
     on_cpu = backend == "cpu"
     if args.agents is None:
         args.agents = [3, 6, 12, 24] + ([] if on_cpu else [48])
-    if args.budget_gib is None:
-        args.budget_gib = (0.25 if args.quick else 1.0) if on_cpu else 16.0
-    args.budget_bytes = int(args.budget_gib * GIB)
+    if args.budget_gib is None and args.quick:
+        args.budget_gib = 0.25
+    args.budget_bytes = None if args.budget_gib is None else int(args.budget_gib * GIB)
+    if args.memory_fraction is None:
+        args.memory_fraction = 0.6 if on_cpu else 0.9
+    if not 0.0 < args.memory_fraction <= 1.0:
+        raise ValueError("--memory-fraction must be in (0, 1]")
+    args.on_cpu = on_cpu
+    args.memory = device_memory()
+    print(f"device memory: {args.memory['bytes'] / GIB:.1f} GiB ({args.memory['source']}); "
+          + ("fixed budget " + f"{args.budget_gib} GiB" if args.budget_bytes is not None
+             else f"buffers may use {args.memory_fraction:.2f} of it minus the working set"),
+          flush=True)
     args.repeats = args.repeats or (2 if args.quick else 5)
     args.numpy_repeats = args.numpy_repeats or (1 if args.quick else 2)
     args.numpy_rows = args.numpy_rows or (10_000 if args.quick else 50_000)
@@ -440,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
     load_end = os.getloadavg()[0]
     by_n = {r["num_agents"]: r for r in rows}
     r24 = by_n.get(24)
+    mem = memory_model(args.batch, args.numpy_rows, args.capacity)
     summary = {
         "device": report.device_label(),
         "backend": backend,
@@ -467,12 +668,25 @@ def main(argv: list[str] | None = None) -> int:
         "prioritized_over_info_prioritized_24_interleaved": (
             r24["prioritized_over_info_prioritized"]["interleaved"] if r24 else None
         ),
+        "capacity_by_agents": {str(r["num_agents"]): r["capacity"] for r in rows},
+        "capacity_limited_by_agents": {
+            str(r["num_agents"]): r["capacity_limited_by"] for r in rows
+        },
+        "device_memory_gib": args.memory["bytes"] / GIB,
+        "bytes_per_row_24": row_bytes(24),
+        "buffer_gb_1e6_rows_24": 1e6 * row_bytes(24) / 1e9,
+        "max_rows_24_in_24GiB_buffer_only": mem["24"]["targets"]["cpu_24GiB"]["rows_buffer_only"],
+        "max_rows_24_in_24GiB_benchmark": mem["24"]["targets"]["cpu_24GiB"]["rows_benchmark"],
+        "fits_1e6_rows_24_h100_80GB": (
+            mem["24"]["targets"]["h100_80GB_xla_default_75pct"]["fits_requested"]),
+        "fits_1e6_rows_48_h100_80GB": (
+            mem["48"]["targets"]["h100_80GB_xla_95pct"]["fits_requested"]),
         "load_average_1min_start": load_start,
         "load_average_1min_end": load_end,
         "gpu": None if on_cpu else report.device_label(),
         "gpu_note": (
             "no GPU in this run: GPU fields are null; run this script unmodified on a GPU host "
-            "(adds N = 48, 16 GiB buffer budget)" if on_cpu else "GPU run"
+            "(adds N = 48; the buffer is sized to the GPU memory)" if on_cpu else "GPU run"
         ),
     }
     config = {
@@ -481,6 +695,8 @@ def main(argv: list[str] | None = None) -> int:
         "batch": args.batch,
         "requested_capacity": args.capacity,
         "budget_gib": args.budget_gib,
+        "memory_fraction": None if args.budget_bytes is not None else args.memory_fraction,
+        "device_memory": args.memory,
         "repeats": args.repeats,
         "numpy_repeats": args.numpy_repeats,
         "numpy_rows": args.numpy_rows,
@@ -490,7 +706,8 @@ def main(argv: list[str] | None = None) -> int:
         "prioritized": {"alpha": 0.6, "beta": 0.4, "priorities": "Exponential(1) per row"},
         "timing": "best-of-repeats wall seconds per round after one warm-up (compile) call",
     }
-    rep = report.make_report(config, {"per_agents": rows}, timer.as_dict(), summary)
+    rep = report.make_report(config, {"per_agents": rows, "memory_model": mem}, timer.as_dict(),
+                             summary)
     stem = "marl_sampling"
     path = report.write_json(args.out / f"{stem}.json", rep)
     rep = json.loads(path.read_text())
