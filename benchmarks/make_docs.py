@@ -49,7 +49,8 @@ TITLES = {
     "baselines_numba_quick": "Numba CPU baselines, quick mode",
     "marl_sampling": "Multi-agent replay sampling (`benchmarks/marl_sampling.py`)",
     "marl_profile": "MADDPG phase profile (`benchmarks/marl_profile.py`)",
-    "marl_e2e": "MADDPG end to end and learning quality (`benchmarks/marl_e2e.py`)",
+    "marl_e2e": "MADDPG end to end, learning quality, faithful vs fast sampling mode "
+                "(`benchmarks/marl_e2e.py`)",
     "quant_ptq": "PTQ / QAT studies (`benchmarks/quant_ptq.py`)",
     "actorq": "ActorQ time to reward (`benchmarks/actorq_speedup.py`)",
 }
