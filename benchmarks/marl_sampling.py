@@ -130,14 +130,15 @@ def working_bytes(num_agents: int, batch: int, numpy_rows: int, host_is_device: 
     """Memory the benchmark needs besides the buffer (bytes).
 
     The faithful round's gather output ``[N, N, B, ...]`` (``N B row_bytes``) counted twice
-    (the interleaved faithful round transposes a copy); with ``host_is_device`` (CPU) also the
-    NumPy baseline: its copy of ``numpy_rows`` rows, their Python objects and its round
-    output (twice: per-row lists, then the stacked arrays).
+    (the interleaved faithful round transposes a copy) and the device-side slice of
+    ``numpy_rows`` rows copied out for the NumPy baseline; with ``host_is_device`` (CPU) also
+    the baseline's Python objects and its round output (twice: per-row lists, then the
+    stacked arrays).
     """
     rb = row_bytes(num_agents)
-    work = 2 * num_agents * batch * rb
+    work = 2 * num_agents * batch * rb + numpy_rows * rb
     if host_is_device:
-        work += numpy_rows * (rb + num_agents * PY_BYTES_PER_AGENT_ROW)
+        work += numpy_rows * num_agents * PY_BYTES_PER_AGENT_ROW
         work += 2 * num_agents * batch * rb
     return work
 
