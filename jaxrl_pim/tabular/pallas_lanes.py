@@ -39,7 +39,14 @@ from jaxrl_pim.tabular.lanes import (
 def block_lanes(requested: int, table_size: int, num_lanes: int,
                 budget_entries: int = 1 << 15) -> int:
     """Lanes per program: ``requested`` capped so a block's tables fit ``budget_entries``
-    (a power of two, at least 1, at most the lane count rounded up to a power of two)."""
+    (a power of two, at least 1, at most the lane count rounded up to a power of two).
+
+    ``requested=0`` asks for about ``num_lanes / 128`` lanes per program (at most 128), i.e.
+    at least ~128 programs when there are enough lanes: each program walks its rows
+    sequentially, so the number of programs in flight sets the speed.
+    """
+    if requested == 0:
+        requested = min(128, max(1, num_lanes // 128))
     cap = max(1, budget_entries // max(table_size, 1))
     bl = max(1, min(requested, cap, 1 << max(0, (num_lanes - 1).bit_length())))
     return 1 << (bl.bit_length() - 1)
@@ -116,7 +123,7 @@ def run_episodes_pallas(
     lcg_state: jax.Array,
     first_episode: jax.Array,
     num_episodes: int,
-    lanes_per_block: int = 128,
+    lanes_per_block: int = 0,
     interpret: bool | None = None,
     platform: str | None = None,
 ) -> tuple[jax.Array, jax.Array]:

@@ -59,7 +59,10 @@ class TabularConfig:
       kernel: ``"auto"`` (the fused Pallas kernel on GPU/TPU, ``lax.scan`` elsewhere),
         ``"scan"`` or ``"pallas"`` (on CPU it runs in Pallas interpret mode: for tests).
       unroll: steps per ``lax.scan`` iteration in the scan path (speed only).
-      lanes_per_block: lanes one Pallas program handles (speed only).
+      lanes_per_block: lanes one Pallas program handles (speed only); 0 (default) picks
+        about one program per 128 lanes of a device, at most 128 lanes per program (the loop
+        over rows is sequential, so more programs keep more of the GPU busy: on an H100,
+        2,000 FrozenLake lanes ran 5.7x faster with 8 lanes per program than with 128).
     """
 
     num_states: int
@@ -80,7 +83,7 @@ class TabularConfig:
     compat_max0: bool = False
     kernel: str = "auto"
     unroll: int = 1
-    lanes_per_block: int = 128
+    lanes_per_block: int = 0
 
     def __post_init__(self) -> None:
         check_int("num_states", self.num_states, 1)
@@ -99,7 +102,7 @@ class TabularConfig:
         check_int("lcg_seed", self.lcg_seed, 0, 2**32 - 1)
         check_choice("kernel", self.kernel, KERNELS)
         check_int("unroll", self.unroll, 1, 64)
-        check_int("lanes_per_block", self.lanes_per_block, 1)
+        check_int("lanes_per_block", self.lanes_per_block, 0)
         if self.compat_max0 and self.algo != "q":
             raise ValueError("compat_max0 applies to Q-learning only (algo='q')")
         if self.dtype == "int32" and not self.independent:

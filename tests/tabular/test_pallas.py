@@ -40,6 +40,8 @@ def test_auto_kernel_choice_and_block_sizes():
     assert block_lanes(128, 64, 2000) == 128  # FrozenLake: 128 tables of 64 entries
     assert block_lanes(128, 3000, 2000) == 8  # Taxi: capped by the on-chip budget
     assert block_lanes(128, 64, 5) == 8  # never more than the lanes (rounded up to 2^k)
+    assert block_lanes(0, 64, 2000) == 8  # auto: ~128+ programs (2,000 lanes: 250)
+    assert block_lanes(0, 64, 65536) == 128 and block_lanes(0, 64, 100) == 1
     with pytest.raises(ValueError, match="kernel must be one of"):
         TabularConfig(S, A, kernel="cuda")
 
