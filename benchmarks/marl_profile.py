@@ -93,7 +93,13 @@ def main() -> None:
                 rows.append({"env": env, "agents": n, "mode": mode, "config": cfg,
                              "capacity": cap,
                              "profile": prof})
+                # keep what is measured so far if the run is cut short (time-limited hosts)
+                report.write_json(out / "marl_profile.partial.json", report.make_report(
+                    {"sizes": sizes, "modes": MODES, "repeats": args.repeats},
+                    {"rows": rows, "complete": False}, {"total": time.perf_counter() - t_all},
+                    {"device": report.device_label()}))
     wall = time.perf_counter() - t_all
+    (out / "marl_profile.partial.json").unlink(missing_ok=True)
 
     def share_of(env: str, n: int, mode: str, phases: tuple[str, ...]) -> float | None:
         for r in rows:
