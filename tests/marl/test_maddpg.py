@@ -1,4 +1,9 @@
-"""MADDPG / MATD3 / MASAC: schedule, buffer writes, update maths, modes, checkpoint resume."""
+"""MADDPG / MATD3 / MASAC: schedule, buffer writes, update maths, modes, checkpoint resume.
+
+Programs are compiled with :func:`tests.marl.compiled.compile_logic` (tiny shapes; compile
+time dominates). Learning quality is in ``test_learning.py``; the replay layouts and samplers
+driven through the learner in ``test_learner_replay.py``.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl_pim.marl import checkpoint
+from jaxrl_pim.marl import checkpoint, replay
 from jaxrl_pim.marl.maddpg import (
     MARLConfig,
     TeamBatch,
     make_init,
     make_system,
-    make_train,
     make_train_from,
 )
+from tests.marl.compiled import compile_logic
 
 TINY = MARLConfig(
     env="spread", num_agents=2, num_envs=2, num_episodes=4, episode_length=5,
@@ -28,12 +33,13 @@ TINY = MARLConfig(
 
 @pytest.fixture(scope="module")
 def init_state():
-    return jax.jit(make_init(TINY))(jax.random.PRNGKey(3))
+    key = jax.random.PRNGKey(3)
+    return compile_logic(make_init(TINY), key)(key)
 
 
 @pytest.fixture(scope="module")
 def tiny_run(init_state):
-    state, metrics = jax.jit(make_train_from(TINY, 4))(init_state)
+    state, metrics = compile_logic(make_train_from(TINY, 4), init_state)(init_state)
     return jax.device_get(state), jax.device_get(metrics)
 
 
@@ -53,6 +59,17 @@ def tiny_run(init_state):
 def test_config_rejects_bad_values(kwargs, field):
     with pytest.raises(ValueError, match=field):
         MARLConfig(**kwargs)
+
+
+def test_defaults_are_the_reference_hyperparameters():
+    """reference.md section 2: the original MADDPG defaults, MATD3 delay 2, MASAC alpha 0.05."""
+    c = MARLConfig()
+    assert (c.lr, c.gamma, c.tau, c.grad_clip, c.logits_reg) == (0.01, 0.95, 0.01, 0.5, 1e-3)
+    assert (c.batch_size, c.buffer_capacity, c.update_every, c.learning_starts) == (
+        1024, 1_000_000, 100, 25_600)
+    assert (c.hidden, c.episode_length, c.num_episodes, c.temperature) == (
+        (64, 64), 25, 60_000, 1.0)
+    assert c.policy_delay == 2 and c.entropy_coef == 0.05
 
 
 def test_schedule_counters_and_metrics(tiny_run):
@@ -85,7 +102,7 @@ def test_buffer_holds_chained_transitions(tiny_run):
 
 def test_checkpoint_resume_is_bit_identical(tiny_run, init_state, tmp_path):
     state_full, _ = tiny_run
-    half = jax.jit(make_train_from(TINY, 2))
+    half = compile_logic(make_train_from(TINY, 2), init_state)
     state, _ = half(init_state)
     path = checkpoint.save(tmp_path / "ck.npz", state, TINY)
     resumed = checkpoint.load(path, dataclasses.replace(TINY, num_episodes=99))
@@ -98,17 +115,20 @@ def test_checkpoint_resume_is_bit_identical(tiny_run, init_state, tmp_path):
         checkpoint.load(tmp_path / "missing.npz", TINY)
 
 
-def _random_batch(sys, B, key, done=0.0):
+def _random_batch(sys, B, seed, done=0.0):
+    """A team batch of random data (drawn with NumPy: eager JAX draws compile per shape)."""
+    rng = np.random.default_rng(seed)
     out = []
-    for ti, t in enumerate(sys.teams):
-        k = jax.random.split(jax.random.fold_in(key, ti), 4)
+    for t in sys.teams:
         n = t.num_agents
+        logits = rng.normal(size=(n, B, t.action_dim))
         out.append(TeamBatch(
-            obs=jax.random.normal(k[0], (n, B, t.obs_dim)),
-            action=jax.nn.softmax(jax.random.normal(k[1], (n, B, t.action_dim))),
-            reward=jax.random.normal(k[2], (n, B)),
-            next_obs=jax.random.normal(k[3], (n, B, t.obs_dim)),
-            done=jnp.full((n, B), done),
+            obs=jnp.asarray(rng.normal(size=(n, B, t.obs_dim)), jnp.float32),
+            action=jnp.asarray(np.exp(logits) / np.exp(logits).sum(-1, keepdims=True),
+                               jnp.float32),
+            reward=jnp.asarray(rng.normal(size=(n, B)), jnp.float32),
+            next_obs=jnp.asarray(rng.normal(size=(n, B, t.obs_dim)), jnp.float32),
+            done=jnp.full((n, B), done, jnp.float32),
         ))
     return tuple(out)
 
@@ -120,96 +140,184 @@ def _np_mlp(p, x):
     return h @ p["Dense_2"]["kernel"] + p["Dense_2"]["bias"]
 
 
+def _np_entropy(logits):
+    z = logits - logits.max(-1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(-1, keepdims=True)
+    return -(p * np.log(p)).sum(-1)
+
+
+def _agent(tree, j):
+    return jax.tree.map(lambda a: np.asarray(a[j]), tree)
+
+
 def test_update_maths_and_faithful_equals_fast_on_shared_indices():
     cfg = dataclasses.replace(TINY, num_agents=3, sampling_mode="fast", sampler="uniform")
     fast = make_system(cfg)
     faithful = make_system(dataclasses.replace(cfg, sampling_mode="faithful"))
-    state = jax.jit(fast.init)(jax.random.PRNGKey(0))
     B = 6
-    batch = _random_batch(fast, B, jax.random.PRNGKey(1))
     n_all = sum(t.num_agents for t in fast.teams)
-    tiled = jax.tree.map(lambda x: jnp.broadcast_to(x, (n_all, *x.shape)), batch)
-    ys = tuple(b.reward + 1.0 for b in batch)
-    w = jnp.ones((B,))
+
+    def tile(tree):
+        return jax.tree.map(lambda x: jnp.broadcast_to(x, (n_all, *x.shape)), tree)
+
+    def probe(key, batch, term, k):
+        # One program for every phase (one compilation); faithful mode sees every drawing
+        # agent on the same indices (the batch tiled over drawers).
+        teams = fast.init(key).teams
+        ys = tuple(b.reward + 1.0 for b in batch)
+        w = jnp.ones((B,))
+        teams1, closs, _ = fast.critic_update(teams, batch, ys, w)
+        teams2, closs2, _ = faithful.critic_update(teams, tile(batch), ys,
+                                                   jnp.broadcast_to(w, (n_all, B)))
+        teams_a, aloss_a = fast.actor_update(teams1, batch, k)
+        teams_b, aloss_b = faithful.actor_update(teams1, tile(batch), k)
+        tgt = fast.target_update(teams_a)
+        y_fast = fast.target_q(teams, term, k)
+        y_faith = faithful.target_q(teams, tile(term), k)
+        return (teams, ys, teams1, closs, teams2, closs2, teams_a, aloss_a, teams_b, aloss_b,
+                tgt, y_fast, y_faith)
+
+    args = (jax.random.PRNGKey(0), _random_batch(fast, B, 1),
+            _random_batch(fast, B, 2, done=1.0), jax.random.PRNGKey(5))
+    (teams, ys, teams1, closs, teams2, closs2, teams_a, aloss_a, teams_b, aloss_b, tgt, y_fast,
+     y_faith) = jax.device_get(compile_logic(probe, *args)(*args))
+    batch, term = args[1], args[2]
 
     # Critic loss against a NumPy forward pass on the joint input
     # [obs of every agent (team order), then every agent's action].
-    teams1, closs, _ = jax.jit(fast.critic_update)(state.teams, batch, ys, w)
     x = np.concatenate(
         [np.asarray(b.obs).transpose(1, 0, 2).reshape(B, -1) for b in batch]
         + [np.asarray(b.action).transpose(1, 0, 2).reshape(B, -1) for b in batch], axis=1)
-    want = []
-    for ti, tp in enumerate(state.teams):
-        for j in range(fast.teams[ti].num_agents):
-            p = jax.tree.map(lambda a, j=j: np.asarray(a[j, 0]), tp.critic)
-            q = _np_mlp(p, x)[:, 0]
-            want.append(np.mean((q - np.asarray(ys[ti][j])) ** 2))
-        np.testing.assert_allclose(float(closs[ti]), np.mean(want[-fast.teams[ti].num_agents:]),
-                                   rtol=1e-4)
+    for ti, tp in enumerate(teams):
+        want = [np.mean((_np_mlp(_agent(tp.critic, (j, 0)), x)[:, 0] - ys[ti][j]) ** 2)
+                for j in range(fast.teams[ti].num_agents)]
+        np.testing.assert_allclose(float(closs[ti]), np.mean(want), rtol=1e-4)
 
     # Faithful mode with every drawing agent on the same indices == fast mode.
-    teams2, closs2, _ = jax.jit(faithful.critic_update)(
-        state.teams, tiled, ys, jnp.broadcast_to(w, (n_all, B)))
-    np.testing.assert_allclose(np.asarray(closs2), np.asarray(closs), rtol=1e-5)
+    np.testing.assert_allclose(closs2, closs, rtol=1e-5)
     for a, b in zip(jax.tree.leaves(teams1), jax.tree.leaves(teams2), strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
-    k = jax.random.PRNGKey(5)
-    teams_a, aloss_a = jax.jit(fast.actor_update)(teams1, batch, k)
-    teams_b, aloss_b = jax.jit(faithful.actor_update)(teams1, tiled, k)
-    np.testing.assert_allclose(np.asarray(aloss_a), np.asarray(aloss_b), rtol=1e-5)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(aloss_a, aloss_b, rtol=1e-5)
     for a, b in zip(jax.tree.leaves(teams_a), jax.tree.leaves(teams_b), strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     # Only the actors moved; the targets follow by tau.
-    moved = jax.tree.leaves(jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()),
+    moved = jax.tree.leaves(jax.tree.map(lambda a, b: float(np.abs(a - b).max()),
                                          teams_a[0].actor, teams1[0].actor))
     assert min(moved) > 0
-    tgt = jax.jit(fast.target_update)(teams_a)
     np.testing.assert_allclose(
-        np.asarray(jax.tree.leaves(tgt[0].target_actor)[0]),
-        0.99 * np.asarray(jax.tree.leaves(teams_a[0].target_actor)[0])
-        + 0.01 * np.asarray(jax.tree.leaves(teams_a[0].actor)[0]), rtol=1e-5, atol=1e-7)
+        jax.tree.leaves(tgt[0].target_actor)[0],
+        0.99 * jax.tree.leaves(teams_a[0].target_actor)[0]
+        + 0.01 * jax.tree.leaves(teams_a[0].actor)[0], rtol=1e-5, atol=1e-7)
 
     # Terminal transitions: y = r exactly (no bootstrap), in both modes.
-    term = _random_batch(fast, B, jax.random.PRNGKey(2), done=1.0)
-    y_fast = jax.jit(fast.target_q)(state.teams, term, k)
-    y_faith = jax.jit(faithful.target_q)(
-        state.teams, jax.tree.map(lambda x: jnp.broadcast_to(x, (n_all, *x.shape)), term), k)
     for ti in range(len(fast.teams)):
-        np.testing.assert_allclose(np.asarray(y_fast[ti]), np.asarray(term[ti].reward))
-        np.testing.assert_allclose(np.asarray(y_faith[ti]), np.asarray(term[ti].reward))
+        np.testing.assert_allclose(y_fast[ti], np.asarray(term[ti].reward))
+        np.testing.assert_allclose(y_faith[ti], np.asarray(term[ti].reward))
 
 
-def test_matd3_delays_actor_and_targets():
+def _twin_variants(teams, hidden, shifts):
+    """Stack of ``len(shifts)`` copies of ``teams`` in which critic 2 (online and target) is
+    critic 1 with its output bias moved by ``shift``: ``Q2 = Q1 + shift`` exactly."""
+    out_layer = f"Dense_{len(hidden)}"
+
+    def one(shift):
+        def twin(critic):
+            critic = jax.tree.map(lambda c: c.at[:, 1].set(c[:, 0]), critic)
+            bias = critic["params"][out_layer]["bias"]
+            critic["params"][out_layer]["bias"] = bias.at[:, 1].add(shift)
+            return critic
+
+        return tuple(tp._replace(critic=twin(tp.critic), target_critic=twin(tp.target_critic))
+                     for tp in teams)
+
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *[one(s) for s in shifts])
+
+
+SHIFTS = (0.0, -100.0, 100.0)  # Q2 = Q1, Q2 = Q1 - 100, Q2 = Q1 + 100
+
+
+def _check_twin_target(y, gamma):
+    """``y [len(SHIFTS), ...]`` from ``SHIFTS``: the target takes min(Q1', Q2')."""
+    np.testing.assert_allclose(y[2], y[0], rtol=1e-6, atol=1e-5)  # min(Q1, Q1 + 100) = Q1
+    np.testing.assert_allclose(y[0] - y[1], gamma * 100.0, rtol=1e-4)  # min(Q1, Q1 - 100)
+
+
+def test_matd3_twin_target_and_delays_actor_and_targets():
     cfg = dataclasses.replace(TINY, algo="matd3", sampling_mode="fast", sampler="uniform")
     sys = make_system(cfg)
-    state = jax.jit(sys.init)(jax.random.PRNGKey(0))
-    # Fill the buffer with 16 random rows so the round can sample.
-    b = _random_batch(sys, 16, jax.random.PRNGKey(1))[0]
-    tr = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), b)
-    buf = sys.buffers[0].add(state.buffers[0], type(state.buffers[0].data)(*tr))
-    rnd = jax.jit(sys.update_round)
-    k = jax.random.PRNGKey(2)
-    t0 = state.teams[0]
+
+    def probe(key, rows, batch, k):
+        state = sys.init(key)
+        # 16 random rows in the buffer so an update round can sample.
+        buf = sys.buffers[0].add(state.buffers[0], rows)
+        # Rounds number 0 and 1 (vmapped: one copy of the round in the program).
+        rnd = jax.vmap(lambda nu: sys.update_round(state.teams, (buf,), state.sampler, nu,
+                                                   k)[0][0])(jnp.arange(2, dtype=jnp.int32))
+        variants = _twin_variants(state.teams, cfg.hidden, SHIFTS)
+        y = jax.vmap(lambda t: sys.target_q(t, batch, k))(variants)
+        aloss = jax.vmap(lambda t: sys.actor_update(t, batch, k)[1])(variants)
+        return state.teams[0], rnd, y, aloss
+
+    b = _random_batch(sys, 16, 1)[0]
+    rows = replay.Transition(*jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), b))
+    args = (jax.random.PRNGKey(0), rows, _random_batch(sys, 8, 4),
+            jax.random.PRNGKey(2))
+    t0, rnd, y, aloss = jax.device_get(compile_logic(probe, *args)(*args))
 
     def moved(a, b):
-        return not np.allclose(np.asarray(jax.tree.leaves(a)[0]), np.asarray(jax.tree.leaves(b)[0]))
+        return not np.allclose(jax.tree.leaves(a)[0], jax.tree.leaves(b)[0])
 
     for nu in (0, 1):
-        t1 = rnd(state.teams, (buf,), state.sampler, jnp.int32(nu), k)[0][0]
+        t1 = _agent(rnd, nu)
         assert moved(t1.critic, t0.critic)  # the twin critics learn every round
         # Actors and all targets only every policy_delay (2nd) round.
         assert moved(t1.actor, t0.actor) == moved(t1.target_critic, t0.target_critic) == (nu == 0)
         assert moved(t1.target_actor, t0.target_actor) == (nu == 0)
+    _check_twin_target(y[0], cfg.gamma)
+    # The MATD3 actor follows Q1 alone: moving Q2 changes nothing.
+    np.testing.assert_array_equal(aloss[1], aloss[0])
+    np.testing.assert_array_equal(aloss[2], aloss[0])
 
 
-def test_short_run_learns_on_cooperative_navigation():
-    """A real learning signal in a few seconds: the return of the last episodes beats the
-    first episodes (an untrained, near-uniform policy) and the critic loss is finite."""
-    cfg = MARLConfig(env="spread", num_agents=3, num_envs=32, num_episodes=40,
-                     buffer_capacity=50_000, batch_size=128, learning_starts=1024,
-                     update_every=1, sampling_mode="fast")
-    state, m = jax.jit(make_train(cfg))(jax.random.PRNGKey(0))
-    r = np.asarray(m["episode_return"])[:, 0]
-    assert np.isfinite(np.asarray(m["critic_loss"])[-1]).all()
-    first, last = r[:5].mean(), r[-10:].mean()
-    assert last > first + 0.1 * abs(first), (first, last)
+def test_masac_entropy_bonus_twin_min_and_current_actors():
+    """MASAC (alpha = 0.05): against alpha = 0 on the same key the target gains exactly
+    ``gamma alpha H(pi_i(.|o'_i))`` of the CURRENT actor, the actor loss loses exactly
+    ``alpha mean H(pi_i(.|o_i))``; both the target and the actor loss use min(Q1, Q2)."""
+    cfg = dataclasses.replace(TINY, algo="masac", num_agents=3, sampling_mode="fast",
+                              sampler="uniform")
+    assert cfg.entropy_coef == 0.05
+    sac = make_system(cfg)
+    no_ent = make_system(dataclasses.replace(cfg, entropy_coef=0.0))
+
+    def probe(key, batch, k):
+        teams = sac.init(key).teams
+        # Target actors unlike the actors: MASAC must not read them.
+        teams = tuple(tp._replace(target_actor=jax.tree.map(lambda x: 3.0 * x + 0.5,
+                                                            tp.target_actor))
+                      for tp in teams)
+        y_sac, y_0 = sac.target_q(teams, batch, k), no_ent.target_q(teams, batch, k)
+        a_sac, a_0 = sac.actor_update(teams, batch, k)[1], no_ent.actor_update(teams, batch, k)[1]
+        variants = _twin_variants(teams, cfg.hidden, SHIFTS)
+        y_twin = jax.vmap(lambda t: sac.target_q(t, batch, k))(variants)
+        a_twin = jax.vmap(lambda t: sac.actor_update(t, batch, k)[1])(variants)
+        return teams, y_sac, y_0, a_sac, a_0, y_twin, a_twin
+
+    args = (jax.random.PRNGKey(0), _random_batch(sac, 6, 1),
+            jax.random.PRNGKey(5))
+    teams, y_sac, y_0, a_sac, a_0, y_twin, a_twin = jax.device_get(
+        compile_logic(probe, *args)(*args))
+    batch = args[1]
+    n = sac.teams[0].num_agents
+    h_next = np.stack([_np_entropy(_np_mlp(_agent(teams[0].actor, j),
+                                           np.asarray(batch[0].next_obs[j])))
+                       for j in range(n)])  # [n, B]
+    h_now = np.stack([_np_entropy(_np_mlp(_agent(teams[0].actor, j), np.asarray(batch[0].obs[j])))
+                      for j in range(n)])
+    assert h_next.min() > 0.1  # a real bonus, not a vanishing one
+    np.testing.assert_allclose(y_sac[0] - y_0[0], cfg.gamma * 0.05 * h_next, rtol=1e-3,
+                               atol=1e-5)
+    np.testing.assert_allclose(a_sac[0] - a_0[0], -0.05 * h_now.mean(), rtol=1e-3, atol=1e-6)
+    _check_twin_target(y_twin[0], cfg.gamma)
+    # Actor loss -min(Q1, Q2): Q2 = Q1 + 100 changes nothing, Q2 = Q1 - 100 adds 100.
+    np.testing.assert_allclose(a_twin[2], a_twin[0], rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(a_twin[1] - a_twin[0], 100.0, rtol=1e-4)
