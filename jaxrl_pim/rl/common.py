@@ -46,6 +46,28 @@ def env_spec(env_name: str) -> dict[str, Any]:
     }
 
 
+def obs_normalizer(env_name: str) -> Callable[[jax.Array], jax.Array]:
+    """``f(obs) -> obs'`` mapping the environment's observation box linearly onto ``[-1, 1]``.
+
+    ``obs`` is ``[..., obs_dim]`` in the environment's units; the result has the same shape.
+    Only for environments whose observation bounds are all finite (MountainCar, Acrobot,
+    Pendulum, MountainCarContinuous); ValueError otherwise (CartPole's velocities are
+    unbounded).
+    """
+    env, params = make_env(env_name)
+    space = env.observation_space(params)
+    low = jnp.asarray(space.low, jnp.float32)
+    high = jnp.asarray(space.high, jnp.float32)
+    if not bool(jnp.all(jnp.isfinite(high - low))) or bool(jnp.any(high - low > 1e6)):
+        raise ValueError(
+            f"normalize_obs needs finite observation bounds; {env_name} has low={space.low}, "
+            f"high={space.high}"
+        )
+    mid = 0.5 * (high + low)
+    inv_half = 2.0 / (high - low)
+    return lambda obs: (obs - mid) * inv_half
+
+
 def check_hidden(name: str, hidden: Any) -> tuple[int, ...]:
     """Validate a tuple of hidden layer widths (1-4 layers, each 1-4096)."""
     if not isinstance(hidden, tuple) or not 1 <= len(hidden) <= 4:

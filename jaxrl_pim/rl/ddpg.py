@@ -41,6 +41,8 @@ class DDPGConfig:
     gamma: float = 0.99
     tau: float = 0.005
     expl_noise: float = 0.1
+    noise_hold: int = 1
+    normalize_obs: bool = False
     hidden: tuple[int, ...] = (128, 128)
     activation: str = "relu"
     qat: common.QATConfig | None = None
@@ -59,6 +61,11 @@ class DDPGConfig:
         check_float("gamma", self.gamma, 0.0, 1.0)
         check_float("tau", self.tau, 0.0, 1.0, lo_open=True)
         check_float("expl_noise", self.expl_noise, 0.0, 10.0, lo_open=True)
+        check_int("noise_hold", self.noise_hold, 1, 10_000)
+        if not isinstance(self.normalize_obs, bool):
+            raise ValueError(f"normalize_obs must be a bool, got {self.normalize_obs!r}")
+        if self.normalize_obs:
+            common.obs_normalizer(self.env_name)  # rejects unbounded observation spaces
         common.check_hidden("hidden", self.hidden)
         check_choice("activation", self.activation, common.ACTIVATIONS)
         if self.qat is not None and not isinstance(self.qat, common.QATConfig):
@@ -84,6 +91,9 @@ class DDPGState(NamedTuple):
     obs: jax.Array
     stats: common.EpisodeStats
     key: jax.Array
+    held_noise: jax.Array  # [num_envs, action_dim] standard-normal draw being held
+    held_uniform: jax.Array  # [num_envs, action_dim] warm-up action being held
+    hold_left: jax.Array  # [num_envs] steps before the next redraw
 
 
 def ddpg_target(r_t: jax.Array, discount_t: jax.Array, q_t: jax.Array) -> jax.Array:
@@ -96,18 +106,22 @@ def polyak(target: Any, online: Any, tau: float) -> Any:
     return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)
 
 
-def _nets(config: DDPGConfig) -> tuple[DeterministicActor, QCritic, dict[str, Any]]:
+def _nets(
+    config: DDPGConfig,
+) -> tuple[DeterministicActor, QCritic, dict[str, Any], Callable[[jax.Array], jax.Array]]:
+    """``(actor, critic, spec, scale)``; ``scale`` maps observations to the networks' input."""
     spec = common.env_spec(config.env_name)
     actor = DeterministicActor(config.hidden, spec["action_dim"], spec["action_low"],
                                spec["action_high"], config.activation)
-    return actor, QCritic(config.hidden, config.activation), spec
+    scale = common.obs_normalizer(config.env_name) if config.normalize_obs else (lambda o: o)
+    return actor, QCritic(config.hidden, config.activation), spec, scale
 
 
 def make_policy(config: DDPGConfig) -> Policy:
     """Deterministic actor; ``noise_std`` is the exploration std in action units."""
-    actor, _, spec = _nets(config)
+    actor, _, spec, scale = _nets(config)
     std = config.expl_noise * (spec["action_high"] - spec["action_low"]) / 2.0
-    return Policy("deterministic", actor.apply, lambda a: a, std)
+    return Policy("deterministic", lambda p, obs: actor.apply(p, scale(obs)), lambda a: a, std)
 
 
 def make_train(
@@ -119,7 +133,9 @@ def make_train(
     finished), ``episodes``, ``critic_loss``, ``actor_loss`` (0 before learning starts).
     """
     env, env_params = common.make_env(config.env_name)
-    actor, critic, spec = _nets(config)
+    actor_net, critic_net, spec, scale = _nets(config)
+    actor_apply = lambda p, obs: actor_net.apply(p, scale(obs))  # noqa: E731
+    critic_apply = lambda p, obs, a: critic_net.apply(p, scale(obs), a)  # noqa: E731
     low, high = spec["action_low"], spec["action_high"]
     noise_std = config.expl_noise * (high - low) / 2.0
     n_iter = config.num_iterations
@@ -132,23 +148,32 @@ def make_train(
     def train(key: jax.Array) -> tuple[DDPGState, dict[str, jax.Array]]:
         key, k_a, k_c, k_env = jax.random.split(key, 4)
         obs0 = jnp.zeros((1, spec["obs_dim"]), jnp.float32)
-        params = actor.init(k_a, obs0)
-        critic_params = critic.init(k_c, obs0, jnp.zeros((1, adim), jnp.float32))
+        params = actor_net.init(k_a, obs0)
+        critic_params = critic_net.init(k_c, obs0, jnp.zeros((1, adim), jnp.float32))
         obs, env_state = common.vmap_reset(env, env_params, k_env, config.num_envs)
         carry = DDPGState(
             params, critic_params, params, critic_params, actor_tx.init(params),
             critic_tx.init(critic_params),
             buffer_init(config.buffer_size, spec["obs_dim"], (adim,), jnp.float32),
             env_state, obs, common.init_stats(config.num_envs), key,
+            jnp.zeros((config.num_envs, adim), jnp.float32),
+            jnp.zeros((config.num_envs, adim), jnp.float32),
+            jnp.zeros((config.num_envs,), jnp.int32),
         )
 
         def iteration(st: DDPGState, it):
             key, k_noise, k_rand, k_step, k_sample = jax.random.split(st.key, 5)
-            mu = actor.apply(common.qat_params(st.params, config.qat, it, qat_start), st.obs)
-            noisy = jnp.clip(mu + noise_std * jax.random.normal(k_noise, mu.shape), low, high)
-            uniform = jax.random.uniform(k_rand, mu.shape, minval=low, maxval=high)
+            mu = actor_apply(common.qat_params(st.params, config.qat, it, qat_start), st.obs)
+            redraw = (st.hold_left <= 0)[:, None]
+            z = jnp.where(redraw, jax.random.normal(k_noise, mu.shape), st.held_noise)
+            uniform = jnp.where(redraw, jax.random.uniform(k_rand, mu.shape, minval=low,
+                                                           maxval=high), st.held_uniform)
+            noisy = jnp.clip(mu + noise_std * z, low, high)
             action = jnp.where(it < start_iter, uniform, noisy)
             out = common.vmap_step(env, env_params, k_step, st.env_state, action)
+            # count down to the next redraw; a new episode starts with a fresh draw
+            left = jnp.where(redraw[:, 0], config.noise_hold, st.hold_left) - 1
+            left = jnp.where(out.done, 0, left)
             stats, finished = common.update_stats(st.stats, out.reward, out.done)
             buf = buffer_add(st.buffer, st.obs, action, out.reward, out.final_obs,
                              out.terminated)
@@ -156,11 +181,11 @@ def make_train(
             def learn(s):
                 params, critic_params, t_params, t_critic, a_opt, c_opt = s
                 obs, act, rew, next_obs, term = buffer_sample(buf, k_sample, config.batch_size)
-                q_next = critic.apply(t_critic, next_obs, actor.apply(t_params, next_obs))
+                q_next = critic_apply(t_critic, next_obs, actor_apply(t_params, next_obs))
                 target = jax.vmap(ddpg_target)(rew, config.gamma * (1.0 - term), q_next)
 
                 def critic_loss(cp):
-                    return jnp.mean((critic.apply(cp, obs, act) - target) ** 2)
+                    return jnp.mean((critic_apply(cp, obs, act) - target) ** 2)
 
                 c_loss, c_grad = jax.value_and_grad(critic_loss)(critic_params)
                 upd, c_opt = critic_tx.update(c_grad, c_opt, critic_params)
@@ -168,7 +193,7 @@ def make_train(
 
                 def actor_loss(p):
                     p = common.qat_params(p, config.qat, it, qat_start)
-                    return -jnp.mean(critic.apply(critic_params, obs, actor.apply(p, obs)))
+                    return -jnp.mean(critic_apply(critic_params, obs, actor_apply(p, obs)))
 
                 a_loss, a_grad = jax.value_and_grad(actor_loss)(params)
                 upd, a_opt = actor_tx.update(a_grad, a_opt, params)
@@ -190,7 +215,8 @@ def make_train(
                 "actor_loss": a_loss,
             }
             common.maybe_callback(callback, it + 1, n_iter, metrics)
-            return DDPGState(*learner, buf, out.env_state, out.obs, stats, key), metrics
+            new = DDPGState(*learner, buf, out.env_state, out.obs, stats, key, z, uniform, left)
+            return new, metrics
 
         return jax.lax.scan(iteration, carry, jnp.arange(n_iter))
 

@@ -1,12 +1,16 @@
 """DQN on gymnax, fully jitted: replay buffer in JAX arrays, target network, epsilon-greedy.
 
 Each iteration steps ``num_envs`` environments once with an epsilon-greedy action (epsilon
-decays linearly from ``eps_start`` to ``eps_end`` over ``exploration_fraction`` of training),
+decays linearly from ``eps_start`` to ``eps_end`` over ``exploration_fraction`` of training;
+with ``explore_hold = k > 1`` an exploratory random action is held for ``k`` steps, the
+temporally-extended epsilon-greedy that lets MountainCar's random phase reach the goal),
 writes the transitions into a circular buffer and, once ``learning_starts`` transitions are
 stored, takes one Adam step on a Huber TD loss every ``train_frequency`` iterations. The
 target network is a hard copy refreshed every ``target_update_interval`` iterations. Time
 limits are bootstrapped (only natural terminations cut the target), using the observation the
-step reached rather than the auto-reset one.
+step reached rather than the auto-reset one. ``anneal_lr`` decays the Adam step size linearly
+to 0 over the updates, so the final network is a settled policy rather than a snapshot of a
+moving one; ``normalize_obs`` maps bounded observations onto [-1, 1] before the network.
 
 ``make_policy(config).apply(state.params, obs)`` returns the Q-values ``[..., num_actions]``
 (read as Boltzmann logits by the PTQ study; the greedy action is their argmax).
@@ -45,6 +49,9 @@ class DQNConfig:
     eps_end: float = 0.05
     exploration_fraction: float = 0.3
     max_grad_norm: float = 10.0
+    anneal_lr: bool = False
+    normalize_obs: bool = False
+    explore_hold: int = 1
     hidden: tuple[int, ...] = (64, 64)
     activation: str = "relu"
     qat: common.QATConfig | None = None
@@ -66,6 +73,12 @@ class DQNConfig:
         check_float("eps_end", self.eps_end, 0.0, self.eps_start)
         check_float("exploration_fraction", self.exploration_fraction, 0.0, 1.0, lo_open=True)
         check_float("max_grad_norm", self.max_grad_norm, 0.0, lo_open=True)
+        check_int("explore_hold", self.explore_hold, 1, 10_000)
+        for name in ("anneal_lr", "normalize_obs"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.normalize_obs:
+            common.obs_normalizer(self.env_name)  # rejects unbounded observation spaces
         common.check_hidden("hidden", self.hidden)
         check_choice("activation", self.activation, common.ACTIVATIONS)
         if self.qat is not None and not isinstance(self.qat, common.QATConfig):
@@ -147,17 +160,44 @@ class DQNState(NamedTuple):
     obs: jax.Array
     stats: common.EpisodeStats
     key: jax.Array
+    held_action: jax.Array  # [num_envs] exploratory action being held
+    hold_left: jax.Array  # [num_envs] steps it is still held (0: not exploring)
 
 
-def _network(config: DQNConfig) -> tuple[MLP, dict[str, Any]]:
+def explore_action(
+    greedy: jax.Array, random: jax.Array, start: jax.Array, held_action: jax.Array,
+    hold_left: jax.Array, hold: int,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Temporally-extended epsilon-greedy choice for one environment.
+
+    While ``hold_left > 0`` the held random action is repeated. Otherwise, where ``start``
+    (probability epsilon) a new random action ``random`` is taken and held for ``hold`` steps
+    in all; else the ``greedy`` action. ``hold = 1`` is ordinary epsilon-greedy. Returns
+    ``(action, held_action, hold_left)`` after this step (all int32 scalars).
+    """
+    holding = hold_left > 0
+    new = ~holding & start
+    action = jnp.where(holding, held_action, jnp.where(new, random, greedy))
+    left = jnp.where(holding, hold_left - 1, jnp.where(new, hold - 1, 0))
+    return action, jnp.where(holding | new, action, held_action), left
+
+
+def _network(config: DQNConfig) -> tuple[Callable[[Any, jax.Array], jax.Array], MLP,
+                                          dict[str, Any]]:
+    """``(q_apply, net, spec)``: ``q_apply(params, obs [..., obs_dim]) -> [..., num_actions]``
+    applies the MLP to the observation, first mapped onto [-1, 1] if ``normalize_obs``."""
     spec = common.env_spec(config.env_name)
-    return MLP(config.hidden, spec["num_actions"], config.activation, 1.0), spec
+    net = MLP(config.hidden, spec["num_actions"], config.activation, 1.0)
+    if not config.normalize_obs:
+        return net.apply, net, spec
+    scale = common.obs_normalizer(config.env_name)
+    return (lambda params, obs: net.apply(params, scale(obs))), net, spec
 
 
 def make_policy(config: DQNConfig) -> Policy:
     """Q-values as categorical logits; greedy action = argmax."""
-    net, _ = _network(config)
-    return Policy("categorical", net.apply, lambda q: jnp.argmax(q, axis=-1))
+    q_apply, _, _ = _network(config)
+    return Policy("categorical", q_apply, lambda q: jnp.argmax(q, axis=-1))
 
 
 def make_train(
@@ -170,19 +210,21 @@ def make_train(
     starts) and ``epsilon``.
     """
     env, env_params = common.make_env(config.env_name)
-    net, spec = _network(config)
+    q_apply, net, spec = _network(config)
     n_iter = config.num_iterations
     start_iter = -(-config.learning_starts // config.num_envs)
     qat_start = int(config.qat.delay_fraction * n_iter) if config.qat else 0
     decay_iters = max(int(config.exploration_fraction * n_iter), 1)
-    tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.lr))
+    num_updates = max(-(-(n_iter - start_iter) // config.train_frequency), 1)
+    lr = optax.linear_schedule(config.lr, 0.0, num_updates) if config.anneal_lr else config.lr
+    tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr))
 
     def loss_fn(params, target_params, batch, it):
         obs, action, reward, next_obs, term = batch
-        q_next = net.apply(target_params, next_obs)
+        q_next = q_apply(target_params, next_obs)
         discount = config.gamma * (1.0 - term)
         target = jax.vmap(td_target)(reward, discount, q_next)
-        q = net.apply(common.qat_params(params, config.qat, it, qat_start), obs)
+        q = q_apply(common.qat_params(params, config.qat, it, qat_start), obs)
         q_a = jnp.take_along_axis(q, action[:, None], axis=-1)[:, 0]
         return jnp.mean(optax.huber_loss(q_a, jax.lax.stop_gradient(target)))
 
@@ -193,18 +235,22 @@ def make_train(
         carry = DQNState(
             params, params, tx.init(params), buffer_init(config.buffer_size, spec["obs_dim"]),
             env_state, obs, common.init_stats(config.num_envs), key,
+            jnp.zeros((config.num_envs,), jnp.int32), jnp.zeros((config.num_envs,), jnp.int32),
         )
+        choose = jax.vmap(explore_action, in_axes=(0, 0, 0, 0, 0, None))
 
         def iteration(st: DQNState, it):
             key, k_eps, k_rand, k_step, k_sample = jax.random.split(st.key, 5)
             frac = jnp.minimum(it / decay_iters, 1.0)
             eps = config.eps_start + frac * (config.eps_end - config.eps_start)
-            q = net.apply(common.qat_params(st.params, config.qat, it, qat_start), st.obs)
+            q = q_apply(common.qat_params(st.params, config.qat, it, qat_start), st.obs)
             greedy = jnp.argmax(q, axis=-1)
             random = jax.random.randint(k_rand, greedy.shape, 0, spec["num_actions"])
-            explore = jax.random.uniform(k_eps, greedy.shape) < eps
-            action = jnp.where(explore, random, greedy)
+            start = jax.random.uniform(k_eps, greedy.shape) < eps
+            action, held, left = choose(greedy.astype(jnp.int32), random, start,
+                                        st.held_action, st.hold_left, config.explore_hold)
             out = common.vmap_step(env, env_params, k_step, st.env_state, action)
+            left = jnp.where(out.done, 0, left)  # a new episode starts without a held action
             stats, finished = common.update_stats(st.stats, out.reward, out.done)
             buf = buffer_add(st.buffer, st.obs, action, out.reward, out.final_obs,
                              out.terminated)
@@ -233,7 +279,7 @@ def make_train(
             }
             common.maybe_callback(callback, it + 1, n_iter, metrics)
             new = DQNState(params, target_params, opt_state, buf, out.env_state, out.obs,
-                           stats, key)
+                           stats, key, held, left)
             return new, metrics
 
         return jax.lax.scan(iteration, carry, jnp.arange(n_iter))
