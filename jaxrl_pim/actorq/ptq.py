@@ -83,14 +83,24 @@ TASKS: dict[str, StudyTask] = {
         StudyTask("dqn-cartpole", "dqn", DQNConfig("CartPole-v1", total_timesteps=50_000)),
         StudyTask("a2c-cartpole", "a2c", A2CConfig("CartPole-v1", total_timesteps=100_000)),
         StudyTask("ppo-acrobot", "ppo", PPOConfig("Acrobot-v1", total_timesteps=100_000)),
+        # Acrobot: a 50k-step buffer, a linearly annealed step size and a small final epsilon;
+        # without the annealing the final greedy network often repeats one action (-500)
+        # although the training episodes of the same run reach about -100.
         StudyTask(
-            "dqn-acrobot", "dqn", DQNConfig("Acrobot-v1", total_timesteps=50_000)
+            "dqn-acrobot", "dqn",
+            DQNConfig("Acrobot-v1", total_timesteps=100_000, buffer_size=50_000,
+                      batch_size=128, eps_end=0.01, exploration_fraction=0.2,
+                      anneal_lr=True),
         ),
+        # MountainCar: one-step random actions never reach the goal in 200 steps; random
+        # actions held for 20 steps do in about 14 % of episodes (explore_hold), observations
+        # mapped onto [-1, 1] so the velocity (|v| <= 0.07) is not ignored.
         StudyTask(
-            "dqn-mountaincar",
-            "dqn",
-            DQNConfig("MountainCar-v0", total_timesteps=100_000, buffer_size=50_000,
-                      exploration_fraction=0.5, gamma=0.99),
+            "dqn-mountaincar", "dqn",
+            DQNConfig("MountainCar-v0", total_timesteps=200_000, buffer_size=10_000,
+                      batch_size=128, train_frequency=2, lr=4e-3, gamma=0.98,
+                      target_update_interval=150, exploration_fraction=0.2, eps_end=0.01,
+                      anneal_lr=True, normalize_obs=True, explore_hold=20),
         ),
         StudyTask(
             "ddpg-pendulum",
@@ -104,21 +114,22 @@ TASKS: dict[str, StudyTask] = {
                       num_minibatches=32, update_epochs=10, lr=1e-3, gamma=0.95,
                       ent_coef=0.0, anneal_lr=True),
         ),
+        # MountainCarContinuous: exploration noise (and the warm-up's uniform actions) held for
+        # 20 steps builds the momentum that independent per-step noise never does; a slower
+        # actor keeps the tanh output from saturating at a constant full push.
         StudyTask(
-            "ddpg-mountaincarcontinuous",
-            "ddpg",
-            DDPGConfig("MountainCarContinuous-v0", total_timesteps=30_000, hidden=(64, 64),
-                       batch_size=64, buffer_size=30_000, expl_noise=0.5),
+            "ddpg-mountaincarcontinuous", "ddpg",
+            DDPGConfig("MountainCarContinuous-v0", total_timesteps=50_000, num_envs=2,
+                       hidden=(64, 64), batch_size=64, buffer_size=50_000, learning_starts=5_000,
+                       expl_noise=0.5, noise_hold=20, normalize_obs=True, actor_lr=1e-4),
         ),
     )
 }
 QUICK_TASKS: tuple[str, ...] = ("ppo-cartpole", "dqn-cartpole", "ddpg-pendulum")
-#: Tasks whose fp32 policies do not learn with these settings (measured, 2 seeds: DQN Acrobot
-#: -442 vs -500 random, DQN MountainCar -200 = never reaching the goal, DDPG
-#: MountainCarContinuous 0 = standing still), so a return ratio on them says nothing about
-#: quantization. They stay available for experiments but are not in the full study.
-UNLEARNED_TASKS: tuple[str, ...] = ("dqn-acrobot", "dqn-mountaincar",
-                                    "ddpg-mountaincarcontinuous")
+#: Tasks whose fp32 policies do not learn with their settings (a return ratio on them would
+#: say nothing about quantization); left out of the full study. Empty since the Acrobot,
+#: MountainCar and MountainCarContinuous settings above learn (docs/quantization.md).
+UNLEARNED_TASKS: tuple[str, ...] = ()
 FULL_TASKS: tuple[str, ...] = tuple(t for t in TASKS if t not in UNLEARNED_TASKS)
 
 
