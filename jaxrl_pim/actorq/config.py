@@ -37,9 +37,14 @@ _D4PG_DEFAULTS: dict[str, Any] = dict(
     critic_hidden_sizes=(256, 256, 128),
 )
 # Pendulum's discounted returns reach about -1,600; scaling rewards by 0.1 keeps them inside
-# the paper's [-150, 150] critic support.
+# the paper's [-150, 150] critic support. The paper's Adam 1e-4 needs far more learner updates
+# than a CPU budget allows: with 4 actors and 20k environment steps (about 4,750 updates) it
+# was still at -1,150 (random play: -1,200 to -1,500). A critic at 1e-3 learns in that budget;
+# the policy steps at 3e-4: at 1e-3 its tanh output saturated at one torque in every state in
+# one seed of three (-1,500; the critic's gradient no longer reaches it), at 1e-4 it learns
+# more slowly (docs/quantization.md, "D4PG on Pendulum").
 _ENV_DEFAULTS: dict[str, dict[str, Any]] = {
-    "Pendulum-v1": dict(reward_scale=0.1),
+    "Pendulum-v1": dict(reward_scale=0.1, learning_rate=1e-3, policy_learning_rate=3e-4),
     "MountainCar-v0": dict(epsilon_start=1.0, epsilon_decay_steps=20_000),
 }
 
@@ -59,7 +64,9 @@ class ActorQConfig:
       total_steps: environment steps over all actors and environments.
       hidden_sizes: policy MLP widths (DQN: the Q network).
       critic_hidden_sizes: D4PG critic widths (layer-norm MLP).
-      learning_rate: Adam step size (both networks for D4PG).
+      learning_rate: Adam step size (DQN's Q network; D4PG's critic, and its policy unless
+        ``policy_learning_rate`` is set).
+      policy_learning_rate: D4PG policy step size; ``None`` = ``learning_rate``.
       buffer_size: replay capacity in transitions.
       batch_size: learner minibatch.
       learning_starts: environment steps collected before the first learner update.
@@ -92,6 +99,7 @@ class ActorQConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)
     critic_hidden_sizes: tuple[int, ...] = (256, 256, 128)
     learning_rate: float = 1e-3
+    policy_learning_rate: float | None = None
     buffer_size: int = 50_000
     batch_size: int = 64
     learning_starts: int = 1_000
@@ -135,6 +143,9 @@ class ActorQConfig:
         for i, h in enumerate(self.critic_hidden_sizes):
             check_int(f"critic_hidden_sizes[{i}]", h, 1, 65536)
         check_float("learning_rate", self.learning_rate, 0.0, 1.0, lo_open=True)
+        if self.policy_learning_rate is not None:
+            check_float("policy_learning_rate", self.policy_learning_rate, 0.0, 1.0,
+                        lo_open=True)
         check_int("batch_size", self.batch_size, 1, 1 << 16)
         check_int("buffer_size", self.buffer_size, self.batch_size, 10**8)
         check_int("learning_starts", self.learning_starts, 0, 10**10)
@@ -187,6 +198,7 @@ def default_config(
 
     DQN: Adam 1e-3, batch 64, prioritized replay (alpha 0.6, beta 0.2), 1-step returns.
     D4PG: Adam 1e-4, batch 256, uniform replay, 5-step returns, gradient clip 40.
+    Task defaults then apply (Pendulum-v1: rewards x 0.1, critic Adam 1e-3, policy 3e-4).
     """
     check_choice("algo", algo, ALGOS)
     if env_name is None:

@@ -40,9 +40,12 @@ def make_d4pg(config: Any, info: EnvInfo) -> Agent:
     policy_net = Policy(tuple(config.hidden_sizes), info.action_dim)
     critic_net = DistributionalCritic(tuple(config.critic_hidden_sizes), config.num_atoms)
     atoms = jnp.linspace(config.v_min, config.v_max, config.num_atoms, dtype=jnp.float32)
+    p_lr = config.learning_rate if config.policy_learning_rate is None else (
+        config.policy_learning_rate)
     tx = optax.chain(
         optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate)
     )
+    p_tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(p_lr))
     half = 0.5 * (info.action_high - info.action_low)
     mid = 0.5 * (info.action_high + info.action_low)
     project = jax.vmap(categorical_l2_project, in_axes=(0, 0, None))
@@ -53,7 +56,7 @@ def make_d4pg(config: Any, info: EnvInfo) -> Agent:
         act = jnp.zeros((info.action_dim,), jnp.float32)
         pp = policy_net.init(kp, obs)
         cp = critic_net.init(kc, obs, act)
-        return D4PGState(pp, cp, pp, cp, tx.init(pp), tx.init(cp), jnp.zeros((), jnp.int32))
+        return D4PGState(pp, cp, pp, cp, p_tx.init(pp), tx.init(cp), jnp.zeros((), jnp.int32))
 
     def critic_loss(cp, state: D4PGState, batch: Transition):
         next_a = policy_net.apply(state.target_policy, batch.next_obs)
@@ -77,7 +80,7 @@ def make_d4pg(config: Any, info: EnvInfo) -> Agent:
         )
         p_loss, p_grads = jax.value_and_grad(policy_loss)(state.policy, state.critic, batch)
         c_upd, c_opt = tx.update(c_grads, state.critic_opt, state.critic)
-        p_upd, p_opt = tx.update(p_grads, state.policy_opt, state.policy)
+        p_upd, p_opt = p_tx.update(p_grads, state.policy_opt, state.policy)
         critic = optax.apply_updates(state.critic, c_upd)
         policy = optax.apply_updates(state.policy, p_upd)
         step = state.step + 1
