@@ -8,13 +8,15 @@ sum tree, the maximum for a max tree.
 
 Everything here is pure and jittable. ``set_leaves`` updates B leaves and then recomputes the
 ``log2(P)`` levels of ancestors with one vectorised scatter per level (O(B log P) work);
-``find_prefix_sum`` descends the tree for B targets at once (one gather per level).
+``find_prefix_sum`` descends the tree for B targets at once (one gather per level). Both
+loop over levels with ``lax.fori_loop`` so compile time does not grow with the depth.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
 import jax.numpy as jnp
 from jax import Array
 
@@ -57,12 +59,15 @@ def set_leaves(
     is_last = jnp.zeros_like(last_sorted).at[order].set(last_sorted)
     target = jnp.where(is_last, num_leaves + indices, tree.shape[0])  # out of range -> dropped
     tree = tree.at[target].set(values, mode="drop")
-    node = num_leaves + indices
-    for _ in range(depth):
+    def level(_, carry):
         # Every duplicate parent is written with the same value (same children), so the
         # scatter is deterministic.
+        tree, node = carry
         node = node // 2
-        tree = tree.at[node].set(combine(tree[2 * node], tree[2 * node + 1]))
+        return tree.at[node].set(combine(tree[2 * node], tree[2 * node + 1])), node
+
+    # a loop, not a Python unroll: one level's ops compiled once (compile time flat in depth)
+    tree, _ = jax.lax.fori_loop(0, depth, level, (tree, num_leaves + indices))
     return tree
 
 
@@ -76,13 +81,15 @@ def find_prefix_sum(tree: Array, targets: Array) -> Array:
     num_leaves = tree.shape[0] // 2
     depth = num_leaves.bit_length() - 1
     u = jnp.asarray(targets, jnp.float32)
-    node = jnp.ones(u.shape, jnp.int32)
-    for _ in range(depth):
+
+    def level(_, carry):
+        u, node = carry
         left = tree[2 * node]
         right = tree[2 * node + 1]
         go_right = (u >= left) & (right > 0)
-        u = jnp.where(go_right, u - left, u)
-        node = 2 * node + go_right.astype(jnp.int32)
+        return jnp.where(go_right, u - left, u), 2 * node + go_right.astype(jnp.int32)
+
+    _, node = jax.lax.fori_loop(0, depth, level, (u, jnp.ones(u.shape, jnp.int32)))
     return node - num_leaves
 
 
