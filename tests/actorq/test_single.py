@@ -1,4 +1,6 @@
-"""Single-program ActorQ: DQN learns CartPole; D4PG runs; configs reject bad input."""
+"""Single-program ActorQ: DQN learns CartPole, D4PG learns Pendulum; the D4PG learner's
+target distribution, target copies and action scaling and the actors' n-step transitions
+against plain NumPy / Python references; configs reject bad input."""
 
 from __future__ import annotations
 
@@ -7,8 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxrl_pim.actorq.actor import env_step, init_carry
+from jaxrl_pim.actorq.agent import make_env
+from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.config import ActorQConfig, default_config
+from jaxrl_pim.actorq.networks import DistributionalCritic, Policy
+from jaxrl_pim.actorq.replay import Transition
 from jaxrl_pim.actorq.single import episode_returns, make_system, make_train
+from tests.conftest import run_with_devices
 
 
 def test_dqn_int8_actors_learn_cartpole_above_random_vmapped_over_seeds():
@@ -65,6 +73,8 @@ def test_d4pg_pendulum_runs_and_stays_finite():
         (dict(hidden_sizes=[64]), "hidden_sizes"),
         (dict(v_min=10.0, v_max=-10.0), "v_max"),
         (dict(num_actors=8, total_steps=4), "total_steps"),
+        (dict(algo="d4pg", env_name="Pendulum-v1", policy_learning_rate=0.0),
+         "policy_learning_rate"),
     ],
 )
 def test_config_rejects_bad_values(kwargs, match):
@@ -74,10 +84,238 @@ def test_config_rejects_bad_values(kwargs, match):
 
 def test_default_config_applies_algorithm_defaults():
     d = default_config("d4pg")
-    assert (d.env_name, d.n_step, d.batch_size, d.learning_rate, d.max_grad_norm) == (
-        "Pendulum-v1", 5, 256, 1e-4, 40.0)
+    assert (d.env_name, d.n_step, d.batch_size, d.max_grad_norm) == ("Pendulum-v1", 5, 256, 40.0)
+    # Pendulum's task defaults: critic 1e-3, policy 3e-4 (the paper's 1e-4 does not learn in a
+    # CPU budget), rewards x 0.1 for the [-150, 150] support
+    assert (d.learning_rate, d.policy_learning_rate, d.reward_scale) == (1e-3, 3e-4, 0.1)
     assert (d.num_atoms, d.v_min, d.v_max, d.target_period, d.prioritized) == (
         51, -150.0, 150.0, 100, False)
     q = default_config("dqn", "Acrobot-v1")
     assert (q.per_alpha, q.per_beta, q.epsilon, q.learning_rate, q.n_step) == (
         0.6, 0.2, 0.05, 1e-3, 1)
+
+
+# ---------------------------------------------------------------- D4PG against references
+
+
+def _project_numpy(z_p, probs, z_q):
+    """The C51 / D4PG projection as a plain loop: clip each atom to the support and split its
+    mass between the two neighbouring support atoms by distance."""
+    v_min, v_max = z_q[0], z_q[-1]
+    dz = (v_max - v_min) / (len(z_q) - 1)
+    out = np.zeros(len(z_q))
+    for z, p in zip(z_p, probs, strict=True):
+        b = (min(max(z, v_min), v_max) - v_min) / dz
+        lo, hi = int(np.floor(b)), int(np.ceil(b))
+        if lo == hi:
+            out[lo] += p
+        else:
+            out[lo] += p * (hi - b)
+            out[hi] += p * (b - lo)
+    return out
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _d4pg(**kw):
+    cfg = default_config("d4pg", "Pendulum-v1", hidden_sizes=(16, 16),
+                         critic_hidden_sizes=(32, 32, 16), **kw)
+    info = make_env(cfg.env_name)[2]
+    return cfg, info, make_agent(cfg, info)
+
+
+def test_d4pg_critic_loss_matches_numpy_target_distribution():
+    cfg, info, agent = _d4pg(v_min=-10.0, v_max=10.0)
+    state = agent.init(jax.random.PRNGKey(0))
+    # targets that differ from the online networks, so using the wrong ones would show
+    other = agent.init(jax.random.PRNGKey(1))
+    state = state._replace(target_policy=other.policy, target_critic=other.critic)
+    rng = np.random.default_rng(0)
+    b = 64
+    theta = rng.uniform(-np.pi, np.pi, (2, b))
+    obs, next_obs = (np.stack([np.cos(t), np.sin(t), rng.uniform(-8, 8, b)], -1)
+                     .astype(np.float32) for t in theta)
+    action = rng.uniform(-2.0, 2.0, (b, 1)).astype(np.float32)  # Pendulum's torque units
+    reward = rng.uniform(-12.0, 3.0, b).astype(np.float32)  # some targets leave the support
+    discount = (0.99**5 * (rng.random(b) > 0.2)).astype(np.float32)
+    batch = Transition(*(jnp.asarray(x) for x in (obs, action, reward, discount, next_obs)))
+    _, ce, _ = jax.jit(agent.update)(state, batch, jnp.ones(b))
+
+    policy = Policy(cfg.hidden_sizes, 1)
+    critic = DistributionalCritic(cfg.critic_hidden_sizes, cfg.num_atoms)
+    atoms = np.linspace(cfg.v_min, cfg.v_max, cfg.num_atoms)
+    next_a = np.asarray(policy.apply(other.policy, next_obs))  # learner units, [-1, 1]
+    next_p = _softmax(np.asarray(critic.apply(other.critic, next_obs, next_a), np.float64))
+    logits = np.asarray(critic.apply(state.critic, obs, action / 2.0), np.float64)
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    want = np.empty(b)
+    for i in range(b):
+        target = _project_numpy(reward[i] + discount[i] * atoms, next_p[i], atoms)
+        assert abs(target.sum() - 1.0) < 1e-9
+        want[i] = -np.sum(target * log_p[i])
+    np.testing.assert_allclose(np.asarray(ce), want, rtol=1e-4, atol=1e-4)
+    assert np.sum(reward + discount * atoms.min() < cfg.v_min) > 5  # clipping exercised
+
+
+def test_d4pg_hard_target_copies_every_target_period():
+    _, info, agent = _d4pg(target_period=3)
+    state = agent.init(jax.random.PRNGKey(0))
+    rng = np.random.default_rng(1)
+    b = 32
+    batch = Transition(
+        jnp.asarray(rng.normal(size=(b, 3)), jnp.float32),
+        jnp.asarray(rng.uniform(-2, 2, (b, 1)), jnp.float32),
+        jnp.asarray(rng.uniform(-1, 0, b), jnp.float32),
+        jnp.full((b,), 0.95, jnp.float32),
+        jnp.asarray(rng.normal(size=(b, 3)), jnp.float32),
+    )
+    update = jax.jit(agent.update)
+    initial = state
+    same = lambda a, c: all(np.array_equal(x, y) for x, y in  # noqa: E731
+                            zip(jax.tree.leaves(a), jax.tree.leaves(c), strict=True))
+    for step in range(1, 7):
+        state, _, _ = update(state, batch, jnp.ones(b))
+        assert not same(state.policy, initial.policy)  # the online networks do move
+        if step % 3 == 0:
+            assert same(state.target_policy, state.policy)
+            assert same(state.target_critic, state.critic)
+            copied = state
+        else:
+            ref = initial if step < 3 else copied
+            assert same(state.target_policy, ref.policy)
+            assert same(state.target_critic, ref.critic)
+
+
+def test_d4pg_actions_are_scaled_to_pendulum_torque_bounds():
+    _, info, agent = _d4pg()
+    assert (info.action_low, info.action_high) == (-2.0, 2.0)
+    params = agent.policy_params(agent.init(jax.random.PRNGKey(0)))
+    # a policy head whose tanh output spans (-1, 1), so scaling errors would show
+    head = params["params"]["Dense_2"]
+    head["kernel"] = 0.2 * jax.random.normal(jax.random.PRNGKey(5), head["kernel"].shape)
+    head["bias"] = jnp.full(head["bias"].shape, 0.5)
+    obs = jnp.asarray(np.random.default_rng(0).normal(size=(256, 3)), jnp.float32)
+    raw = np.asarray(Policy((16, 16), 1).apply(params, obs))
+    assert raw.min() < -0.5 and raw.max() > 0.2
+    np.testing.assert_allclose(np.asarray(jax.vmap(agent.greedy, (None, 0))(params, obs)),
+                               2.0 * raw, rtol=1e-6)
+    keys = jax.random.split(jax.random.PRNGKey(1), 256)
+    act = jax.vmap(agent.act, (None, 0, 0, None))
+    noisy = np.asarray(act(params, obs, keys, jnp.float32(0.3)))
+    # noise in units of the half-range: std 0.3 -> 0.6 N m around the greedy torque
+    assert 0.5 < np.std((noisy - 2.0 * raw)[np.abs(raw) < 0.5]) < 0.7
+    wild = np.asarray(act(params, obs, keys, jnp.float32(10.0)))
+    assert wild.min() == -2.0 and wild.max() == 2.0 and np.mean(np.abs(wild) == 2.0) > 0.8
+
+
+# ------------------------------------------------- n-step transitions against a Python loop
+
+
+TOL = 5e-4
+
+
+@pytest.mark.parametrize("algo,env_name,steps", [("d4pg", "Pendulum-v1", 430),
+                                                 ("dqn", "CartPole-v1", 300)])
+def test_actor_n_step_transitions_match_python_loop(algo, env_name, steps):
+    """Step one environment with ``env_step`` and rebuild every emitted transition from the
+    raw trajectory (replayed with gymnax and the same keys) with a plain loop."""
+    n, gamma, scale = 4, 0.9, 0.5
+    cfg = default_config(algo, env_name, n_step=n, hidden_sizes=(8,),
+                         critic_hidden_sizes=(8, 8))
+    env, env_params, info = make_env(env_name)
+    agent = make_agent(cfg, info)
+    params = agent.policy_params(agent.init(jax.random.PRNGKey(0)))
+    explore = jnp.float32(0.3 if algo == "d4pg" else 1.0)  # D4PG noise / DQN epsilon
+    step = jax.jit(lambda c, k: env_step(env, env_params, agent, gamma, scale, params, c, k,
+                                         explore))
+    keys = jax.random.split(jax.random.PRNGKey(3), steps)
+    carry = init_carry(env, env_params, agent, n, jax.random.PRNGKey(2))
+
+    # the raw trajectory, replayed with gymnax directly
+    obs, state = env.reset(jax.random.PRNGKey(2), env_params)
+    raw: dict = {"obs": [], "r": [], "term": [], "end": [], "final": []}
+    act = jax.jit(agent.act)
+    gym_step = jax.jit(env.step)
+    emitted = []
+    for t in range(steps):
+        k_act, k_env = jax.random.split(keys[t])
+        a = act(params, obs.astype(jnp.float32), k_act, explore)
+        obs2, state, r, term, trunc, extra = gym_step(k_env, state, a, env_params)
+        raw["obs"].append(np.asarray(obs, np.float32))
+        raw["r"].append(float(r) * scale)
+        raw["ret"] = raw.get("ret", 0.0) + float(r)
+        raw["term"].append(bool(term))
+        raw["end"].append(bool(term) or bool(trunc))
+        raw["final"].append(np.asarray(extra["final_observation"], np.float32))
+        obs = obs2
+        carry, out = step(carry, keys[t])
+        out = jax.tree.map(np.asarray, out)
+        emitted.append(out)
+        # the undiscounted, unscaled return is reported when an episode ends
+        assert bool(out.episode_done) == raw["end"][-1]
+        if raw["end"][-1]:
+            np.testing.assert_allclose(float(out.episode_return), raw.pop("ret"), rtol=TOL)
+    assert sum(raw["end"]) >= 2  # episode boundaries inside the run
+    # the two jitted programs round differently (about 1e-6 per step, growing along the
+    # trajectory); an off-by-one step would be off by far more than TOL
+    step_size = np.abs(np.diff(np.stack(raw["obs"]), axis=0)).max(axis=1)
+    assert np.median(step_size) > 20 * TOL
+    if algo == "dqn":
+        assert sum(raw["term"]) >= 2  # terminations (no bootstrap) exercised
+
+    for t in range(steps):
+        out = emitted[t]
+        assert bool(out.valid) == (t >= n - 1)
+        if t < n - 1:
+            continue
+        s = t - (n - 1)  # the window's oldest step
+        g, disc, last = 0.0, gamma**n, s + n - 1
+        for j in range(n):
+            g += gamma**j * raw["r"][s + j]
+            if raw["end"][s + j]:
+                disc = 0.0 if raw["term"][s + j] else gamma ** (j + 1)
+                last = s + j
+                break
+        tr = out.transition
+        np.testing.assert_allclose(tr.obs, raw["obs"][s], rtol=0, atol=TOL)
+        np.testing.assert_allclose(float(tr.reward), g, rtol=TOL, atol=TOL)
+        np.testing.assert_allclose(float(tr.discount), disc, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(tr.next_obs, raw["final"][last], rtol=0, atol=TOL)
+
+
+# ------------------------------------------------------------------- D4PG learns Pendulum
+
+D4PG_LEARNS = """
+import jax, numpy as np
+from jaxrl_pim.actorq.config import default_config
+from jaxrl_pim.actorq.single import episode_returns, make_system, make_train
+# Pendulum's task defaults (5-step returns, 51 atoms on [-150, 150], rewards x 0.1, critic
+# Adam 1e-3, hard target copies every 100 updates) with one actor, 6,000 steps and smaller
+# networks so the run fits a test budget; at these widths the policy learns faster at 1e-3
+# (8 of 8 seeds better than -210 after 6,000 steps)
+cfg = default_config("d4pg", "Pendulum-v1", precision="int8", num_actors=1,
+                     total_steps=6_000, learning_starts=500, batch_size=128,
+                     buffer_size=10_000, hidden_sizes=(64, 64),
+                     critic_hidden_sizes=(128, 128, 64), policy_learning_rate=1e-3)
+system = make_system(cfg)
+state, metrics = jax.jit(make_train(cfg))(jax.random.PRNGKey(0))
+ret = episode_returns(metrics)
+final = float(jax.jit(system.evaluate)(state.actor_params, jax.random.PRNGKey(7)))
+print(len(ret), np.mean(ret[:5]), np.mean(ret[-5:]), final)
+"""
+
+
+def test_d4pg_int8_actors_learn_pendulum():
+    # a fresh process, as for the other learning runs (tests/rl/test_learning.py)
+    out = run_with_devices(D4PG_LEARNS, n_devices=1, timeout=300)
+    n, first, last, final = (float(x) for x in out.split()[-4:])
+    assert n == 30  # 6,000 steps = 30 episodes of 200 steps
+    # random torques score about -1,200 to -1,500 on Pendulum; the greedy int8 policy must
+    # swing up and hold (better than -400), and the actor's own returns must have improved
+    assert first < -900.0, out
+    assert final > -400.0, out
+    assert last > -400.0, out
