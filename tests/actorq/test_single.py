@@ -16,6 +16,7 @@ from jaxrl_pim.actorq.config import ActorQConfig, default_config
 from jaxrl_pim.actorq.networks import DistributionalCritic, Policy
 from jaxrl_pim.actorq.replay import Transition
 from jaxrl_pim.actorq.single import episode_returns, make_system, make_train
+from tests.actorq.test_rules import project_reference
 from tests.conftest import run_with_devices
 
 
@@ -98,23 +99,6 @@ def test_default_config_applies_algorithm_defaults():
 # ---------------------------------------------------------------- D4PG against references
 
 
-def _project_numpy(z_p, probs, z_q):
-    """The C51 / D4PG projection as a plain loop: clip each atom to the support and split its
-    mass between the two neighbouring support atoms by distance."""
-    v_min, v_max = z_q[0], z_q[-1]
-    dz = (v_max - v_min) / (len(z_q) - 1)
-    out = np.zeros(len(z_q))
-    for z, p in zip(z_p, probs, strict=True):
-        b = (min(max(z, v_min), v_max) - v_min) / dz
-        lo, hi = int(np.floor(b)), int(np.ceil(b))
-        if lo == hi:
-            out[lo] += p
-        else:
-            out[lo] += p * (hi - b)
-            out[hi] += p * (b - lo)
-    return out
-
-
 def _softmax(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -154,7 +138,7 @@ def test_d4pg_critic_loss_matches_numpy_target_distribution():
     log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
     want = np.empty(b)
     for i in range(b):
-        target = _project_numpy(reward[i] + discount[i] * atoms, next_p[i], atoms)
+        target = project_reference(reward[i] + discount[i] * atoms, next_p[i], atoms)
         assert abs(target.sum() - 1.0) < 1e-9
         want[i] = -np.sum(target * log_p[i])
     np.testing.assert_allclose(np.asarray(ce), want, rtol=1e-4, atol=1e-4)
