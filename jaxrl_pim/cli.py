@@ -14,6 +14,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from jaxrl_pim.xla_env import apply_cpu_workarounds
+
 # Modules that define ``register(subparsers: argparse._SubParsersAction) -> None``.
 COMMAND_MODULES: tuple[str, ...] = (
     "jaxrl_pim.tabular.command",
@@ -50,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "jax" not in sys.modules:
         use_all_host_cores(argv)
+        apply_cpu_workarounds()
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:

@@ -9,6 +9,11 @@ import textwrap
 
 import pytest
 
+from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, apply_cpu_workarounds, with_flags
+
+# before any test module imports jax (jaxlib 0.10.2 XLA:CPU fusion bug, see xla_env)
+apply_cpu_workarounds()
+
 
 def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600) -> str:
     """Run ``code`` in a fresh Python with ``n_devices`` forced host CPU devices; return stdout.
@@ -16,7 +21,8 @@ def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600) -> str:
     ``XLA_FLAGS`` must be set before jax loads, hence the subprocess.
     """
     env = dict(os.environ)
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n_devices}"
+    env["XLA_FLAGS"] = with_flags(f"--xla_force_host_platform_device_count={n_devices}",
+                                  *CPU_WORKAROUND_FLAGS)
     env["JAX_PLATFORMS"] = "cpu"
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],

@@ -42,11 +42,13 @@ from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Transition, make_replay
 from jaxrl_pim.actorq.single import Curve, exploration
 from jaxrl_pim.actorq.transport import ParamClient, ParamServer
+from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 ACTOR_PHASES = ("inference", "send", "pull", "deserialize", "load")
 _CHILD_ENV = {
     "JAX_PLATFORMS": "cpu",
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    "XLA_FLAGS": with_flags("--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+                            *CPU_WORKAROUND_FLAGS),
 }
 
 
