@@ -4,15 +4,16 @@ The issue's criterion: MADDPG beats the uniform-random policy's return in the sa
 environment by at least 25 %. The random reference is the better of the two random policies
 of :func:`jaxrl_pim.marl.maddpg.random_policy_return` (Gumbel-softmax of zero logits, and
 uniformly random one-hot actions), about -220 per agent and episode (1,024 episodes each;
-seed 0 of the MADDPG run below ends 34 % above it).
+the MADDPG runs below end 27-33 % above it).
 Returns are negative, so "beats by 25 %" means ``R >= R_rand + 0.25 |R_rand|``.
 
 The MADDPG run is the short-but-sufficient setting of ``benchmarks/marl_e2e.py`` part 2
 (vectorised envs, one update round per vectorised step, fast shared-index sampling; the
 original learning rate, discount, Polyak rate and networks), scaled for a
-2-core CPU: 256 envs, batch 256, 150 episodes (3,738 update rounds, about 10 s of training on
-an idle 2-core CPU after about 6 s of compilation). Offline, seeds 0-6 of this run cleared
-35 / 28 / 29 / 29 / 30 / 31 / 28 % (the test runs seed 0); 200 episodes add only 1-3 points.
+2-core CPU: 256 envs, batch 256, 200 episodes (4,988 update rounds), four seeds vmapped in
+one program (about 50 s on an idle 2-core CPU). Measured with the project's XLA flags: seeds
+end 28.5 / 29.1 / 27.3 / 32.8 % above random (mean 29.4 %); the test asks for a mean of 25 %
+and at least 20 % per seed. (Single 150-episode runs of seeds 0-6 gave 25-35 %.)
 
 MASAC (with neighbour sampling) and MATD3 train briefly (16 envs, batch 64, 60 episodes, 1,497
 rounds): offline, over four or five seeds each, their last 10 episodes beat the first 10 by
@@ -74,14 +75,20 @@ def _check_short_run(state, m, random_return):
 
 
 def test_maddpg_beats_uniform_random_by_25_percent(random_return):
-    state, m = _train(SPREAD3)
-    r = np.asarray(m["episode_return"])[:, 0]
-    # 150 episodes x 25 steps; rounds from step 13 on (256 rows per step, 3,200 needed).
-    assert int(state.num_updates) == 150 * 25 - 12
-    assert np.isfinite(np.asarray(m["critic_loss"])[1:]).all()
-    final = r[-15:].mean()  # the last 10 % of the episodes
+    # The criterion is about MADDPG's expected return, so it is checked on the mean over four
+    # seeds (vmapped in one program): single seeds of this short run end 27-35 % above random,
+    # too close to 25 % for one seed to decide (seed 0 alone gave 25.0 % on one XLA build).
+    cfg = dataclasses.replace(SPREAD3, num_episodes=200)
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    state, m = jax.device_get(jax.jit(jax.vmap(make_train(cfg)))(keys))
+    r = np.asarray(m["episode_return"])[..., 0]  # [seed, episode]
+    # 200 episodes x 25 steps; rounds from step 13 on (256 rows per step, 3,200 needed).
+    assert (np.asarray(state.num_updates) == 200 * 25 - 12).all()
+    assert np.isfinite(np.asarray(m["critic_loss"])[:, 1:]).all()
+    final = r[:, -20:].mean(axis=1)  # the last 10 % of the episodes, per seed
     improvement = (final - random_return) / abs(random_return)
-    assert improvement >= 0.25, (final, random_return, improvement)
+    assert improvement.mean() >= 0.25, (final, random_return, improvement)
+    assert improvement.min() >= 0.20, improvement  # no seed failed to learn
 
 
 def test_masac_with_neighbor_sampling_learns(random_return):
