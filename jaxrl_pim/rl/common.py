@@ -68,6 +68,12 @@ def obs_normalizer(env_name: str) -> Callable[[jax.Array], jax.Array]:
     return lambda obs: (obs - mid) * inv_half
 
 
+def input_map(env_name: str, normalize_obs: bool) -> Callable[[jax.Array], jax.Array]:
+    """What the networks see of an observation: :func:`obs_normalizer` when
+    ``normalize_obs``, else the observation unchanged (same shape ``[..., obs_dim]``)."""
+    return obs_normalizer(env_name) if normalize_obs else (lambda obs: obs)
+
+
 def check_hidden(name: str, hidden: Any) -> tuple[int, ...]:
     """Validate a tuple of hidden layer widths (1-4 layers, each 1-4096)."""
     if not isinstance(hidden, tuple) or not 1 <= len(hidden) <= 4:

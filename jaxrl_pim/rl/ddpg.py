@@ -113,7 +113,7 @@ def _nets(
     spec = common.env_spec(config.env_name)
     actor = DeterministicActor(config.hidden, spec["action_dim"], spec["action_low"],
                                spec["action_high"], config.activation)
-    scale = common.obs_normalizer(config.env_name) if config.normalize_obs else (lambda o: o)
+    scale = common.input_map(config.env_name, config.normalize_obs)
     return actor, QCritic(config.hidden, config.activation), spec, scale
 
 

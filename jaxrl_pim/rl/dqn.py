@@ -188,9 +188,7 @@ def _network(config: DQNConfig) -> tuple[Callable[[Any, jax.Array], jax.Array], 
     applies the MLP to the observation, first mapped onto [-1, 1] if ``normalize_obs``."""
     spec = common.env_spec(config.env_name)
     net = MLP(config.hidden, spec["num_actions"], config.activation, 1.0)
-    if not config.normalize_obs:
-        return net.apply, net, spec
-    scale = common.obs_normalizer(config.env_name)
+    scale = common.input_map(config.env_name, config.normalize_obs)
     return (lambda params, obs: net.apply(params, scale(obs))), net, spec
 
 
