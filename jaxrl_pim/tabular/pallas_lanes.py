@@ -36,6 +36,11 @@ from jaxrl_pim.tabular.lanes import (
 )
 
 
+def _pow2(n: int) -> int:
+    """The smallest power of two >= ``n`` (1 for ``n <= 1``)."""
+    return 1 << max(0, (n - 1).bit_length())
+
+
 def block_lanes(requested: int, table_size: int, num_lanes: int,
                 budget_entries: int = 1 << 15) -> int:
     """Lanes per program: ``requested`` capped so a block's tables fit ``budget_entries``
@@ -48,7 +53,7 @@ def block_lanes(requested: int, table_size: int, num_lanes: int,
     if requested == 0:
         requested = min(128, max(1, num_lanes // 128))
     cap = max(1, budget_entries // max(table_size, 1))
-    bl = max(1, min(requested, cap, 1 << max(0, (num_lanes - 1).bit_length())))
+    bl = max(1, min(requested, cap, _pow2(num_lanes)))
     return 1 << (bl.bit_length() - 1)
 
 
@@ -63,10 +68,6 @@ def _lcg_draws(spec: LaneSpec, lcg: jax.Array, m: int):
                      zeros_i if a is None else a)
 
     return jax.lax.scan(step, lcg, None, length=m)
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def _kernel(spec: LaneSpec, m: int, sa_ref, s2_ref, r_ref, term_ref, eu_ref, ra_ref,
@@ -197,7 +198,7 @@ def pallas_supported(spec: LaneSpec, backend: str) -> bool:
     lcg = jnp.zeros((num_lanes,), jnp.uint32)
     try:
         fn = jax.jit(functools.partial(run_episodes_pallas, spec, num_episodes=1,
-                                       lanes_per_block=2, interpret=False))
+                                       lanes_per_block=2, interpret=False, platform=backend))
         fn.lower(q, data, keys, lcg, jnp.int32(0)).compile()
         return True
     except Exception as err:  # noqa: BLE001 - any lowering failure means "use the scan path"
