@@ -3,10 +3,12 @@
 jaxlib 0.10.2 enables XLA:CPU's ``ynn`` fusion path, which crashes or hangs on some
 broadcast-multiply-reduce programs (a known upstream regression, fixed in later XNNPACK:
 ``jnp.sum(x[..., None, ...] * A, axis=2)`` on rank-8 arrays segfaults on this project's CPU
-machines). This project's vmapped learning runs intermittently hung XLA:CPU with every thread
-idle, which matches it. ``--xla_cpu_experimental_ynn_fusion_type=`` (empty) turns the path
+machines). ``--xla_cpu_experimental_ynn_fusion_type=`` (empty) turns the path
 off; the test suite, the ``jaxrl-pim`` command and the spawned ActorQ actor processes set it.
 A user program that imports jax itself should set it in ``XLA_FLAGS`` before that import.
+
+(The other jaxlib 0.10.2 CPU hang this project met, a deadlock of batched LAPACK QR under
+``vmap``, is not a flag matter; see :func:`jaxrl_pim.rl.networks.orthogonal`.)
 """
 
 from __future__ import annotations

@@ -21,8 +21,66 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 _ACT = {"tanh": nn.tanh, "relu": nn.relu}
+
+
+def _householder_q(a: jax.Array) -> jax.Array:
+    """``Q * sign(diag(R))`` of the QR factorization of ``a`` ``[m, n]`` (``m >= n``): ``[m, n]``.
+
+    Householder reflections in plain array ops (no LAPACK call); with the sign fix the factor
+    is unique, so it equals what ``jnp.linalg.qr`` gives up to float rounding. Dots run at
+    ``HIGHEST`` precision so a GPU does not round them to TF32.
+    """
+    m, n = a.shape
+    rows = jnp.arange(m)
+    hi = lax.Precision.HIGHEST
+
+    def reflect(k, carry):
+        r, q = carry  # r [m, n] being reduced to upper-triangular, q [m, m] accumulated
+        x = jnp.where(rows >= k, lax.dynamic_index_in_dim(r, k, axis=1, keepdims=False), 0.0)
+        alpha = -jnp.where(x[k] >= 0, 1.0, -1.0) * jnp.sqrt(jnp.sum(x * x))
+        v = x - alpha * (rows == k)
+        v_norm = jnp.sqrt(jnp.sum(v * v))
+        v = jnp.where(v_norm > 0, v / jnp.where(v_norm > 0, v_norm, 1.0), 0.0)
+        r = r - 2.0 * jnp.outer(v, jnp.dot(v, r, precision=hi))
+        q = q - 2.0 * jnp.outer(jnp.dot(q, v, precision=hi), v)
+        return r, q
+
+    r, q = lax.fori_loop(0, n, reflect, (a, jnp.eye(m, dtype=a.dtype)))
+    return q[:, :n] * jnp.where(jnp.diagonal(r) < 0, -1.0, 1.0).astype(a.dtype)
+
+
+def orthogonal(scale: float = 1.0) -> Callable[..., jax.Array]:
+    """Orthogonal kernel initializer, the same draw as ``jax.nn.initializers.orthogonal``.
+
+    For a kernel ``shape`` ``[..., n_cols]`` with ``n_rows = prod(shape[:-1])``, draws a
+    standard normal ``[max, min]`` matrix with the same key use as JAX's initializer, takes the
+    sign-fixed Q factor (:func:`_householder_q`), transposes it when ``n_rows < n_cols`` and
+    returns ``scale * Q`` reshaped to ``shape``: rows or columns orthonormal, whichever is fewer.
+
+    Why not JAX's own: on CPU its QR is a LAPACK call that, batched under ``vmap`` (one
+    initialization per seed), hands its batch to XLA's intra-op thread pool and blocks on it;
+    two such calls running at once on a 2-core host deadlock the process (jaxlib 0.10.2,
+    reproduced: a vmapped two-seed init of four 64x64 layers hangs within 300 calls, every time).
+    Plain array ops cannot.
+    """
+
+    def init(key: jax.Array, shape: Sequence[int], dtype: Any = jnp.float32) -> jax.Array:
+        if len(shape) < 2:
+            raise ValueError(f"orthogonal init needs a shape of rank >= 2, got {tuple(shape)}")
+        n_cols = int(shape[-1])
+        n_rows = int(np.prod(shape[:-1]))
+        if n_rows == 0 or n_cols == 0:
+            return jnp.zeros(shape, dtype)
+        z = jax.random.normal(key, (max(n_rows, n_cols), min(n_rows, n_cols)), dtype)
+        q = _householder_q(z)
+        if n_rows < n_cols:
+            q = q.T
+        return (jnp.asarray(scale, dtype) * q).reshape(shape)
+
+    return init
 
 
 class Policy(NamedTuple):
@@ -38,7 +96,7 @@ class MLP(nn.Module):
     """Dense torso ``hidden`` with ``activation`` and a linear head of width ``out``.
 
     ``out_scale`` sets the orthogonal init scale of the head (0.01 for policy logits, 1 for
-    values), as in the common PPO recipe.
+    values), as in the common PPO recipe; kernels use :func:`orthogonal` (no LAPACK call).
     """
 
     hidden: Sequence[int]
@@ -50,8 +108,8 @@ class MLP(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         act = _ACT[self.activation]
         for width in self.hidden:
-            x = act(nn.Dense(width, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
-        return nn.Dense(self.out, kernel_init=nn.initializers.orthogonal(self.out_scale))(x)
+            x = act(nn.Dense(width, kernel_init=orthogonal(np.sqrt(2)))(x))
+        return nn.Dense(self.out, kernel_init=orthogonal(self.out_scale))(x)
 
 
 class GaussianActor(nn.Module):

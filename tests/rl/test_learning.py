@@ -48,17 +48,17 @@ print("ok", len(seen))
 
 
 def test_progress_callback_fires_up_to_101_times_and_at_the_end():
-    # Runs in its own process: after a computation with host callbacks, a later vmapped
-    # learning run in the same process intermittently hung XLA:CPU (seen twice on 2 cores).
+    # Runs in its own process, like the learning runs below.
     out = run_with_devices(CALLBACK_CODE, n_devices=1, timeout=300)
     assert out.strip().splitlines()[-1].startswith("ok")
 
 
 @pytest.mark.parametrize("algo", list(CASES))
 def test_learns_in_short_run(algo):
-    # Each learning run gets a fresh process: in the full suite (after the numba, actorq
-    # multiprocessing and quant tests) these vmapped runs intermittently hung XLA:CPU in the
-    # shared pytest process, while the same runs alone finish in seconds.
+    # Each learning run gets a fresh process, so a hang or crash in XLA:CPU fails one test
+    # instead of the suite. (These runs used to hang: jax's orthogonal initializer under vmap
+    # is a batched LAPACK QR that deadlocks XLA:CPU's thread pool on 2 cores; the networks now
+    # use jaxrl_pim.rl.networks.orthogonal, see tests/rl/test_networks.py.)
     code = ("from tests.rl.test_learning import check_learning\n"
             f"check_learning({algo!r})\nprint('ok')")
     out = run_with_devices(code, n_devices=1, timeout=500)
