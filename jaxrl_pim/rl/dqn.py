@@ -10,7 +10,9 @@ target network is a hard copy refreshed every ``target_update_interval`` iterati
 limits are bootstrapped (only natural terminations cut the target), using the observation the
 step reached rather than the auto-reset one. ``anneal_lr`` decays the Adam step size linearly
 to 0 over the updates, so the final network is a settled policy rather than a snapshot of a
-moving one; ``normalize_obs`` maps bounded observations onto [-1, 1] before the network.
+moving one; ``normalize_obs`` maps bounded observations onto [-1, 1] before the network;
+``advantage_learning = alpha > 0`` uses the gap-increasing target of
+:func:`advantage_learning_target`.
 
 ``make_policy(config).apply(state.params, obs)`` returns the Q-values ``[..., num_actions]``
 (read as Boltzmann logits by the PTQ study; the greedy action is their argmax).
@@ -52,6 +54,7 @@ class DQNConfig:
     anneal_lr: bool = False
     normalize_obs: bool = False
     explore_hold: int = 1
+    advantage_learning: float = 0.0
     hidden: tuple[int, ...] = (64, 64)
     activation: str = "relu"
     qat: common.QATConfig | None = None
@@ -74,6 +77,7 @@ class DQNConfig:
         check_float("exploration_fraction", self.exploration_fraction, 0.0, 1.0, lo_open=True)
         check_float("max_grad_norm", self.max_grad_norm, 0.0, lo_open=True)
         check_int("explore_hold", self.explore_hold, 1, 10_000)
+        check_float("advantage_learning", self.advantage_learning, 0.0, 1.0, hi_open=True)
         for name in ("anneal_lr", "normalize_obs"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
@@ -149,6 +153,21 @@ def td_target(r_t: jax.Array, discount_t: jax.Array, q_t: jax.Array) -> jax.Arra
     return r_t + discount_t * jnp.max(q_t)
 
 
+def advantage_learning_target(target: jax.Array, q_s: jax.Array, action: jax.Array,
+                              alpha: float) -> jax.Array:
+    """Advantage-learning target ``target - alpha * (max_b q_s[b] - q_s[action])``.
+
+    Bellemare et al. (2016), "Increasing the action gap": subtracting a fraction ``alpha`` of
+    the action's advantage at the current state (under the target network, ``q_s``
+    ``[B, num_actions]``) leaves the greedy action's value and the optimal policy unchanged
+    and widens the gaps to the other actions by about ``1 / (1 - alpha)``, so the greedy
+    choice survives small errors in the Q-values (approximation, or quantized weights).
+    ``target`` and ``action`` are ``[B]``; returns ``[B]``.
+    """
+    q_a = jnp.take_along_axis(q_s, action[:, None].astype(jnp.int32), axis=-1)[:, 0]
+    return target - alpha * (jnp.max(q_s, axis=-1) - q_a)
+
+
 class DQNState(NamedTuple):
     """Final training state; ``params`` are the online Q-network's parameters."""
 
@@ -222,6 +241,9 @@ def make_train(
         q_next = q_apply(target_params, next_obs)
         discount = config.gamma * (1.0 - term)
         target = jax.vmap(td_target)(reward, discount, q_next)
+        if config.advantage_learning:
+            target = advantage_learning_target(target, q_apply(target_params, obs), action,
+                                               config.advantage_learning)
         q = q_apply(common.qat_params(params, config.qat, it, qat_start), obs)
         q_a = jnp.take_along_axis(q, action[:, None], axis=-1)[:, 0]
         return jnp.mean(optax.huber_loss(q_a, jax.lax.stop_gradient(target)))

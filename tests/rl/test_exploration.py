@@ -182,6 +182,8 @@ train = jax.jit(task.module().make_train(task.config), compiler_options=fast)
 state, _ = train(jax.random.key(0))
 evaluate = jax.jit(make_evaluate(task.policy(), task.config.env_name, 8))
 print(*np.asarray(evaluate(state.params, jax.random.key(1)).returns))
+from jaxrl_pim.quant import fake_quantize
+print(*np.asarray(evaluate(fake_quantize(state.params, 8), jax.random.key(1)).returns))
 """
 
 
@@ -189,6 +191,9 @@ print(*np.asarray(evaluate(state.params, jax.random.key(1)).returns))
 def test_registered_task_learns(name):
     # a fresh process per learning run (see tests/rl/test_learning.py)
     out = run_with_devices(LEARN_CODE.replace("NAME", repr(name)), n_devices=1, timeout=300)
-    returns = np.asarray([float(x) for x in out.split()])
-    assert returns.shape == (8,)
-    assert returns.mean() > THRESHOLDS[name], (name, returns)
+    fp32, int8 = (np.asarray([float(x) for x in line.split()])
+                  for line in out.strip().splitlines()[-2:])
+    assert fp32.shape == int8.shape == (8,)
+    assert fp32.mean() > THRESHOLDS[name], (name, fp32)
+    # the policy keeps its return under int8 post-training quantization (paper quantizer)
+    assert int8.mean() > THRESHOLDS[name], (name, int8)

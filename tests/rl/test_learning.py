@@ -26,6 +26,9 @@ CASES = {
                                qat=QATConfig(bits=8, delay_fraction=0.5)), 100.0),
     "dqn": (dqn, dqn.DQNConfig("CartPole-v1", total_timesteps=30_000,
                                target_update_interval=100), 80.0),
+    # DQN with the advantage-learning target (gap-increasing; used by the Acrobot PTQ task)
+    "dqn_al": (dqn, dqn.DQNConfig("CartPole-v1", total_timesteps=30_000,
+                                  target_update_interval=100, advantage_learning=0.9), 80.0),
     "ddpg": (ddpg, ddpg.DDPGConfig("Pendulum-v1", total_timesteps=4_000, hidden=(64, 64),
                                    batch_size=64, learning_starts=500), -500.0),
 }

@@ -11,7 +11,14 @@ from scipy import stats
 from jaxrl_pim.rl import common, networks
 from jaxrl_pim.rl.a2c import A2CConfig, policy_gradient_loss
 from jaxrl_pim.rl.ddpg import DDPGConfig, ddpg_target, polyak
-from jaxrl_pim.rl.dqn import DQNConfig, buffer_add, buffer_init, buffer_sample, td_target
+from jaxrl_pim.rl.dqn import (
+    DQNConfig,
+    advantage_learning_target,
+    buffer_add,
+    buffer_init,
+    buffer_sample,
+    td_target,
+)
 from jaxrl_pim.rl.ppo import PPOConfig, clipped_surrogate_loss, clipped_value_loss, gae_advantages
 
 
@@ -95,6 +102,51 @@ def test_td_target_and_ddpg_target():
                                1.0 + 0.99 * 2.0, rtol=1e-6)
     with pytest.raises(ValueError, match="num_actions"):
         td_target(r[0], discount[0], q_t[0, 0])
+
+
+def test_advantage_learning_target_matches_numpy():
+    q_s = np.array([[1.0, 3.0, -2.0], [0.0, -1.0, -0.5]], np.float32)
+    target = np.array([2.0, -1.0], np.float32)
+    action = np.array([0, 1])
+    out = advantage_learning_target(jnp.asarray(target), jnp.asarray(q_s), jnp.asarray(action),
+                                    0.7)
+    np.testing.assert_allclose(out, [2.0 - 0.7 * (3.0 - 1.0), -1.0 - 0.7 * (0.0 + 1.0)])
+    greedy = np.argmax(q_s, axis=1)  # the greedy action's target is never changed
+    np.testing.assert_array_equal(
+        advantage_learning_target(jnp.asarray(target), jnp.asarray(q_s), jnp.asarray(greedy),
+                                  0.7), target)
+
+
+def test_advantage_learning_fixed_point_widens_gaps_by_one_over_one_minus_alpha():
+    # Small random MDP. Iterating Q <- r + gamma P max Q - alpha (max Q - Q) converges to
+    # Q_AL = (Q* - alpha V*) / (1 - alpha): same greedy values V*, gaps V* - Q* scaled by
+    # 1 / (1 - alpha) (Bellemare et al. 2016). Q* comes from plain NumPy value iteration.
+    rng = np.random.default_rng(0)
+    n_s, n_a, gamma, alpha = 5, 3, 0.8, 0.6
+    p = rng.dirichlet(np.ones(n_s), size=(n_s, n_a))  # [S, A, S']
+    r = rng.normal(size=(n_s, n_a))
+    q_star = np.zeros((n_s, n_a))
+    for _ in range(2000):
+        q_star = r + gamma * p @ q_star.max(axis=1)
+    v_star = q_star.max(axis=1)
+    q = jnp.zeros((n_s, n_a), jnp.float32)
+    s_idx = jnp.repeat(jnp.arange(n_s), n_a)
+    a_idx = jnp.tile(jnp.arange(n_a), n_s)
+    p32, r32 = jnp.asarray(p, jnp.float32), jnp.asarray(r, jnp.float32)
+
+    @jax.jit
+    def step(q):
+        bellman = r32 + gamma * p32 @ q.max(axis=1)  # [S, A]
+        out = advantage_learning_target(bellman[s_idx, a_idx], q[s_idx], a_idx, alpha)
+        return out.reshape(n_s, n_a)
+
+    for _ in range(600):
+        q = step(q)
+    q = np.asarray(q)
+    np.testing.assert_allclose(q.max(axis=1), v_star, atol=1e-4)
+    np.testing.assert_allclose(v_star[:, None] - q, (v_star[:, None] - q_star) / (1 - alpha),
+                               atol=1e-4)
+    np.testing.assert_array_equal(q.argmax(axis=1), q_star.argmax(axis=1))
 
 
 def test_policy_gradient_loss_value_and_stop_gradient():
@@ -186,6 +238,7 @@ def test_qat_hook_switches_on_after_delay_with_straight_through_gradient():
         (lambda: PPOConfig(hidden=(64, 0)), r"hidden\[1\]"),
         (lambda: DQNConfig(env_name="Pendulum-v1"), "discrete"),
         (lambda: DQNConfig(batch_size=64, learning_starts=10), "learning_starts"),
+        (lambda: DQNConfig(advantage_learning=1.0), "advantage_learning"),
         (lambda: DDPGConfig(env_name="CartPole-v1"), "continuous"),
         (lambda: DDPGConfig(tau=0.0), "tau"),
         (lambda: A2CConfig(activation="gelu"), "activation"),
