@@ -39,7 +39,7 @@ chosen from `jax.default_backend()`).
 
 ORDER = ["tabular_quality", "tabular_scaling", "tabular_scaling_quick", "baselines_numba",
          "baselines_numba_quick", "marl_sampling", "marl_profile", "marl_e2e", "quant_ptq",
-         "quant_qat", "quant_ptq_quick", "actorq"]
+         "quant_ptq_quick", "actorq"]
 
 TITLES = {
     "tabular_quality": "Tabular quality vs the optimal policy (`benchmarks/tabular_quality.py`)",
@@ -53,9 +53,7 @@ TITLES = {
     "marl_profile": "MADDPG phase profile (`benchmarks/marl_profile.py`)",
     "marl_e2e": "MADDPG end to end, learning quality, faithful vs fast sampling mode "
                 "(`benchmarks/marl_e2e.py`)",
-    "quant_ptq": "PTQ study, full mode (`benchmarks/quant_ptq.py --parts ptq`)",
-    "quant_qat": "QAT study, full mode (`benchmarks/quant_ptq.py --parts qat --out "
-                 "benchmarks/results/quant_qat.json`)",
+    "quant_ptq": "PTQ, QAT and action-gap studies, full mode (`benchmarks/quant_ptq.py`)",
     "quant_ptq_quick": "PTQ / QAT studies, quick mode (`benchmarks/quant_ptq.py --quick`)",
     "actorq": "ActorQ time to reward (`benchmarks/actorq_speedup.py`)",
 }

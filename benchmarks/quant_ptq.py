@@ -2,17 +2,19 @@
 
 Trains fp32 policies with the jitted learners of ``jaxrl_pim.rl`` (several seeds, vmapped),
 evaluates fake-quantized copies (fp16, int8 and a 16..2-bit sweep with the paper's uniform
-quantizer) and, for the QAT part, trains with fake quantization after a delay of half of
-training and compares with PTQ at the same bits. Writes
+quantizer); the QAT part trains with fake quantization after a delay of half of training and
+compares with PTQ at the same bits; the gap part trains each DQN task with the plain and the
+advantage-learning target from the same seeds and compares their int8 policies. Writes
 
 * ``benchmarks/results/quant_ptq.json`` (system, config, results, timing_s, summary with
   ``int8_min_return_ratio`` = worst int8/fp32 return ratio over the PTQ tasks, and ``device``),
-* ``quant_ptq.md`` (Table-2 style PTQ table, bit sweep, QAT table, diagnosis of misses),
+* ``quant_ptq.md`` (Table-2 style PTQ table, bit sweep, QAT table, diagnosis of misses,
+  action-gap ablation table),
 * ``quant_ptq_bits.png`` (return and KL vs bits) and ``quant_ptq_qat.png`` (PTQ vs QAT).
 
     python benchmarks/quant_ptq.py --quick          # 3 PTQ tasks, QAT on Pendulum at 4/3 bits
-    python benchmarks/quant_ptq.py                  # 6 tasks, QAT on 2 tasks at 6..2 bits
-    python benchmarks/quant_ptq.py --parts qat      # re-run one part, keep the other's results
+    python benchmarks/quant_ptq.py                  # 9 tasks, QAT on 2 tasks at 6..2 bits
+    python benchmarks/quant_ptq.py --parts qat      # re-run one part, keep the others' results
 
 Sizes are picked by ``jax.default_backend()`` (more seeds and episodes on GPU/TPU); the code
 runs unmodified on any backend. The study measures returns, not speed, so no timing is
@@ -34,6 +36,7 @@ from jaxrl_pim.actorq import ptq, qat
 from jaxrl_pim.report import device_label, make_report, write_json
 
 RESULTS = Path(__file__).resolve().parent / "results"
+PARTS = ("ptq", "qat", "gap")
 TARGET_RATIO = 0.95
 
 
@@ -162,13 +165,28 @@ def markdown(report: dict[str, Any]) -> str:
             "![PTQ vs QAT](quant_ptq_qat.png)",
             "",
         ]
+    gres = report["results"].get("gap")
+    if gres:
+        cfg = report["config"]["gap"]
+        lines += [
+            "## Action-gap ablation: plain DQN target vs advantage learning",
+            "",
+            f"Each DQN task trained twice from the same {cfg['num_seeds']} seeds: with the plain "
+            "Q-learning target (alpha 0) and with the advantage-learning target "
+            "(`DQNConfig.advantage_learning`), then quantized to int8 after training "
+            f"({cfg['eval_episodes']} greedy episodes per seed). Mean action gap: best minus "
+            "second-best fp32 Q-value on the states the fp32 policy visits.",
+            "",
+            ptq.gap_table(gres),
+            "",
+        ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--parts", nargs="+", choices=("ptq", "qat"), default=["ptq", "qat"])
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--episodes", type=int, default=None)
     parser.add_argument("--out", type=Path, default=RESULTS / "quant_ptq.json")
@@ -184,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     results = dict(old.get("results", {}))
     config = dict(old.get("config", {}))
     timing = dict(old.get("timing_s", {}))
-    for part in ("ptq", "qat"):
+    for part in PARTS:
         if part in args.parts:
             results.pop(part, None)
             config.pop(part, None)
@@ -202,7 +220,18 @@ def main(argv: list[str] | None = None) -> int:
         config["qat"] = cfg
         qat.plot_qat(results["qat"], str(args.out.with_name("quant_ptq_qat.png")))
 
+    if "gap" in args.parts:
+        cfg = ptq.PTQConfig(tasks=ptq.gap_ablation_tasks(size["ptq_tasks"]), num_seeds=seeds,
+                            eval_episodes=episodes, bits=())
+        results["gap"], timing["gap"] = ptq.run_gap_ablation(cfg, log=_log)
+        config["gap"] = cfg
+
     summary = summarize(results.get("ptq"), results.get("qat"), args.quick)
+    if results.get("gap"):
+        summary["gap_ablation_int8_ratio"] = {
+            name: {v: r[v]["formats"]["int8"]["return_ratio"] for v in r}
+            for name, r in results["gap"].items()
+        }
     report = make_report(config, results, timing, summary)
     write_json(args.out, report)
     md = markdown(json.loads(args.out.read_text()))

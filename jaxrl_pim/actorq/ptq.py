@@ -98,13 +98,15 @@ TASKS: dict[str, StudyTask] = {
         ),
         # MountainCar: one-step random actions never reach the goal in 200 steps; random
         # actions held for 20 steps do in about 14 % of episodes (explore_hold), observations
-        # mapped onto [-1, 1] so the velocity (|v| <= 0.07) is not ignored.
+        # mapped onto [-1, 1] so the velocity (|v| <= 0.07) is not ignored. Advantage
+        # learning (alpha 0.9) for int8 robustness, as for Acrobot.
         StudyTask(
             "dqn-mountaincar", "dqn",
             DQNConfig("MountainCar-v0", total_timesteps=200_000, buffer_size=10_000,
                       batch_size=128, train_frequency=2, lr=4e-3, gamma=0.98,
                       target_update_interval=150, exploration_fraction=0.2, eps_end=0.01,
-                      anneal_lr=True, normalize_obs=True, explore_hold=20),
+                      anneal_lr=True, normalize_obs=True, explore_hold=20,
+                      advantage_learning=0.9),
         ),
         StudyTask(
             "ddpg-pendulum",
@@ -347,6 +349,81 @@ def run_ptq(
     return results, timer.as_dict()
 
 
+#: The advantage-learning weight the gap ablation gives DQN tasks registered without one.
+GAP_ABLATION_ALPHA = 0.9
+
+
+def gap_ablation_tasks(tasks: tuple[str, ...]) -> tuple[str, ...]:
+    """The DQN tasks among ``tasks`` (the ones the action-gap ablation compares)."""
+    return tuple(t for t in tasks if TASKS[t].algo == "dqn")
+
+
+def run_gap_ablation(
+    config: PTQConfig, log: Callable[[str], None] | None = None
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Plain DQN vs DQN with the advantage-learning target, each quantized after training.
+
+    For every DQN task of ``config.tasks``, trains ``config.num_seeds`` policies twice from the
+    same keys, once with ``advantage_learning = 0`` (the plain Q-learning target) and once with
+    the task's registered ``alpha`` (:data:`GAP_ABLATION_ALPHA` if it has none), and evaluates
+    fp32 and int8 copies as :func:`run_ptq` does. Returns ``(results, timing_s)`` with
+    ``results[task][variant]`` (variants ``"plain"`` and ``"advantage_learning"``) holding
+    ``alpha``, ``mean_action_gap`` (mean over the fp32 policy's visited states of the gap
+    between its best and second-best Q-value) and ``formats`` (``fp32`` and ``int8``).
+    """
+    from jaxrl_pim.quant import QuantSpec
+    from jaxrl_pim.timing import PhaseTimer
+
+    timer = PhaseTimer()
+    specs = {"fp32": None,
+             "int8": QuantSpec(config.scheme, 8, per_channel=config.per_channel,
+                               include_biases=config.include_biases)}
+    results: dict[str, Any] = {}
+    root = jax.random.key(config.seed)
+    for name in gap_ablation_tasks(config.tasks):
+        base = config.task(name)
+        alpha = base.config.advantage_learning or GAP_ABLATION_ALPHA
+        k_train, k_eval = jax.random.split(jax.random.fold_in(root, list(TASKS).index(name)))
+        results[name] = {}
+        for variant, a in (("plain", 0.0), ("advantage_learning", alpha)):
+            task = dataclasses.replace(
+                base, config=dataclasses.replace(base.config, advantage_learning=a))
+            if log:
+                log(f"[gap] {name} {variant} (alpha {a}): training {config.num_seeds} seed(s)")
+            state, _ = timer.timed(f"train/{name}/{variant}", train_seeds, task,
+                                   config.num_seeds, k_train)
+            with timer.phase(f"evaluate/{name}/{variant}"):
+                formats = evaluate_formats(task, state.params, specs, config.eval_episodes,
+                                           k_eval)
+                gap = mean_action_gap(task, state.params, config.eval_episodes, k_eval)
+            results[name][variant] = {"alpha": a, "mean_action_gap": gap, "formats": formats}
+            if log:
+                f = formats
+                log(f"[gap] {name} {variant}: fp32 {f['fp32']['mean_return']:.1f}  int8 "
+                    f"{f['int8']['mean_return']:.1f}  agreement "
+                    f"{f['int8']['action_agreement']:.3f}  gap {gap:.3g}")
+    return results, timer.as_dict()
+
+
+def mean_action_gap(task: StudyTask, params: Any, eval_episodes: int, key: jax.Array) -> float:
+    """Mean over seeds and visited states of ``Q_best - Q_second`` for fp32 ``params [S, ...]``.
+
+    States are those the greedy fp32 policy visits in ``eval_episodes`` episodes from ``key``
+    (the evaluation's states); categorical (Q-value) policies only.
+    """
+    policy = task.policy()
+    evaluate = make_evaluate(policy, task.config.env_name, eval_episodes)
+
+    def one(p):
+        ev = evaluate(p, key)
+        q = policy.apply(p, ev.obs)  # [T, E, A]
+        top2 = jax.lax.top_k(q, 2)[0]
+        gap = top2[..., 0] - top2[..., 1]
+        return (gap * ev.mask).sum() / ev.mask.sum()
+
+    return float(jax.jit(jax.vmap(one))(params).mean())
+
+
 def final_train_return(metrics: dict[str, Any], window: int = 10) -> float:
     """Mean over seeds of the mean finished-episode return in the last ``window`` reports."""
     ret = np.asarray(metrics["episode_return"])
@@ -381,6 +458,25 @@ def ptq_table(results: dict[str, Any]) -> str:
             f"{fmt(f['int8']['kl_mean'], '.2e')} | {fmt(f['int8']['action_agreement'], '.3f')} | "
             f"{fmt(f['int8']['action_mse'], '.2e')} |"
         )
+    return "\n".join(lines)
+
+
+def gap_table(results: dict[str, Any]) -> str:
+    """Markdown table of :func:`run_gap_ablation` results (one row per task and variant)."""
+    lines = [
+        "| task | target | alpha | mean action gap | fp32 return | int8 return | int8 ratio "
+        "| int8 action agreement |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, variants in results.items():
+        for variant, r in variants.items():
+            f = r["formats"]
+            lines.append(
+                f"| {name} | {variant.replace('_', ' ')} | {r['alpha']:g} | "
+                f"{fmt(r['mean_action_gap'], '.3g')} | {_pm(f['fp32'])} | {_pm(f['int8'])} | "
+                f"{fmt(f['int8']['return_ratio'], '.3f')} | "
+                f"{fmt(f['int8']['action_agreement'], '.3f')} |"
+            )
     return "\n".join(lines)
 
 

@@ -19,7 +19,8 @@ import pytest
 from jaxrl_pim import cli
 from jaxrl_pim.actorq import ptq, qat
 from jaxrl_pim.quant import QuantSpec, fake_quantize
-from jaxrl_pim.rl import ppo
+from jaxrl_pim.rl import dqn, ppo
+from jaxrl_pim.rl.evaluate import make_evaluate
 
 
 def _random_policies(task, num_seeds, key):
@@ -105,6 +106,56 @@ def test_qat_study_plumbing(monkeypatch):
     assert results["ppo-cartpole"]["fp32"]["return_ratio"] == 1.0
     assert "| ppo-cartpole | 4 |" in qat.qat_table(results)
     assert timing["total"] > 0
+
+
+def _random_q_networks(task, num_seeds, key):
+    """Stand-in for ptq.train_seeds on a DQN task: freshly initialised Q-networks."""
+    q_apply, net, spec = dqn._network(task.config)
+    obs = jnp.zeros((1, spec["obs_dim"]))
+    params = jax.vmap(lambda k: net.init(k, obs))(jax.random.split(key, num_seeds))
+    return SimpleNamespace(params=params), {}
+
+
+def test_gap_ablation_plumbing_and_action_gap(monkeypatch):
+    calls = []
+
+    def fake_train(task, num_seeds, key):
+        calls.append((task.config.advantage_learning, jax.random.key_data(key).tolist()))
+        return _random_q_networks(task, num_seeds, key)
+
+    monkeypatch.setattr(ptq, "train_seeds", fake_train)
+    tasks = ("ppo-cartpole", "dqn-cartpole", "dqn-acrobot")
+    assert ptq.gap_ablation_tasks(tasks) == ("dqn-cartpole", "dqn-acrobot")
+    cfg = ptq.PTQConfig(tasks=ptq.gap_ablation_tasks(tasks), num_seeds=2, eval_episodes=2,
+                        bits=(), timesteps_scale=0.01)
+    results, _ = ptq.run_gap_ablation(cfg)
+    acrobot_alpha = ptq.TASKS["dqn-acrobot"].config.advantage_learning
+    assert acrobot_alpha > 0 and ptq.TASKS["dqn-cartpole"].config.advantage_learning == 0
+    assert [c[0] for c in calls] == [0.0, ptq.GAP_ABLATION_ALPHA, 0.0, acrobot_alpha]
+    assert calls[0][1] == calls[1][1] and calls[2][1] == calls[3][1]  # same seeds per task
+    for variants in results.values():
+        assert list(variants) == ["plain", "advantage_learning"]
+        for r in variants.values():
+            assert list(r["formats"]) == ["fp32", "int8"]
+            assert r["formats"]["fp32"]["return_ratio"] == 1.0
+    # the mean action gap against NumPy on the evaluation's visited states
+    task = cfg.task("dqn-cartpole")
+    state, _ = _random_q_networks(task, 2, jax.random.key(5))
+    key = jax.random.key(6)
+    policy = task.policy()
+    evaluate = make_evaluate(policy, task.config.env_name, 2)
+    gaps = []
+    for seed in range(2):
+        p = jax.tree.map(lambda x, seed=seed: x[seed], state.params)
+        ev = evaluate(p, key)
+        q = np.sort(np.asarray(policy.apply(p, ev.obs)), axis=-1)
+        mask = np.asarray(ev.mask)
+        gaps.append(((q[..., -1] - q[..., -2]) * mask).sum() / mask.sum())
+    np.testing.assert_allclose(ptq.mean_action_gap(task, state.params, 2, key), np.mean(gaps),
+                               rtol=1e-5)
+    table = ptq.gap_table(results)
+    assert "| dqn-acrobot | advantage learning | 0.97 |" in table
+    assert table.count("| plain | 0 |") == 2
 
 
 @pytest.mark.parametrize(
