@@ -39,7 +39,7 @@ chosen from `jax.default_backend()`).
 
 ORDER = ["tabular_quality", "tabular_scaling", "tabular_scaling_quick", "baselines_numba",
          "baselines_numba_quick", "marl_sampling", "marl_profile", "marl_e2e", "quant_ptq",
-         "quant_ptq_quick", "actorq"]
+         "quant_ptq_quick", "actorq", "actorq_playground"]
 
 TITLES = {
     "tabular_quality": "Tabular quality vs the optimal policy (`benchmarks/tabular_quality.py`)",
@@ -56,6 +56,8 @@ TITLES = {
     "quant_ptq": "PTQ, QAT and action-gap studies, full mode (`benchmarks/quant_ptq.py`)",
     "quant_ptq_quick": "PTQ / QAT studies, quick mode (`benchmarks/quant_ptq.py --quick`)",
     "actorq": "ActorQ time to reward (`benchmarks/actorq_speedup.py`)",
+    "actorq_playground": "ActorQ D4PG on MuJoCo Playground CartpoleBalance, CPU "
+                         "(`jaxrl-pim actorq --env playground/CartpoleBalance`)",
 }
 
 

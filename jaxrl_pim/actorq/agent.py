@@ -20,6 +20,8 @@ import gymnax
 import jax
 import jax.numpy as jnp
 
+from jaxrl_pim.envs.playground import is_playground_name, make_playground_env
+
 
 class EnvInfo(NamedTuple):
     """What an agent needs to know about a task (host-side, static)."""
@@ -46,8 +48,13 @@ class Agent(NamedTuple):
 
 
 def make_env(name: str) -> tuple[Any, Any, EnvInfo]:
-    """``(env, env_params, EnvInfo)`` for a gymnax task name."""
-    env, params = gymnax.make(name)
+    """``(env, env_params, EnvInfo)`` for a gymnax task name or a MuJoCo Playground task
+    ``"playground/<EnvName>[@<max_steps>]"`` (``jaxrl_pim.envs.playground``; needs the
+    ``playground`` extra)."""
+    if is_playground_name(name):
+        env, params = make_playground_env(name)
+    else:
+        env, params = gymnax.make(name)
     obs_dim = int(env.observation_space(params).shape[0])
     space = env.action_space(params)
     if hasattr(space, "n"):

@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", choices=ALGOS, default="dqn")
     p.add_argument("--env", default=None,
                    help="gymnax task (DQN: CartPole-v1, Acrobot-v1, MountainCar-v0; "
-                   "D4PG: Pendulum-v1)")
+                   "D4PG: Pendulum-v1) or, for D4PG, a MuJoCo Playground task "
+                   "playground/<EnvName>[@<max_steps>] (playground extra)")
     p.add_argument("--precision", choices=PRECISIONS, nargs="+", default=["int8"],
                    help="one or more actor precisions; with fp32 among them, speed-ups too")
     p.add_argument("--mode", choices=MODES, default="single")

@@ -15,12 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.envs.playground import is_playground_name, parse_name
 
 ALGOS = ("dqn", "d4pg")
 PRECISIONS = ("fp32", "fp16", "int8")
 MODES = ("single", "multiprocess")
 DQN_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 D4PG_ENVS = ("Pendulum-v1",)
+# D4PG also accepts MuJoCo Playground DM Control Suite tasks, "playground/<EnvName>" with an
+# optional "@<max_steps>" time limit (default: the task's episode_length, 1000 steps); the
+# name itself is checked when the environment is built (jaxrl_pim.envs.playground).
 
 # Per-algorithm defaults, applied by ``default_config`` (reference.md section 3, scaled down
 # for a CPU: the paper's 3 x 2048 MLPs are a ``hidden_sizes`` away).
@@ -55,7 +59,9 @@ class ActorQConfig:
 
     Attributes:
       algo: ``"dqn"`` (discrete actions) or ``"d4pg"`` (continuous actions).
-      env_name: gymnax task; DQN: CartPole-v1, Acrobot-v1, MountainCar-v0; D4PG: Pendulum-v1.
+      env_name: gymnax task; DQN: CartPole-v1, Acrobot-v1, MountainCar-v0; D4PG: Pendulum-v1
+        or a MuJoCo Playground task ``"playground/<EnvName>[@<max_steps>]"``, e.g.
+        ``"playground/CartpoleBalance"`` (actions in [-1, 1]; needs the playground extra).
       precision: actor-side policy precision and broadcast format: fp32, fp16 or int8.
       num_actors: K actors; in single-program mode a vmap axis, in multi-process mode the
         number of actor processes.
@@ -126,7 +132,15 @@ class ActorQConfig:
     def __post_init__(self) -> None:
         check_choice("algo", self.algo, ALGOS)
         envs = DQN_ENVS if self.algo == "dqn" else D4PG_ENVS
-        check_choice(f"env_name (for algo {self.algo!r})", self.env_name, envs)
+        if is_playground_name(self.env_name):
+            if self.algo != "d4pg":
+                raise ValueError(
+                    f"env_name {self.env_name!r} is a MuJoCo Playground task with continuous "
+                    f"actions; it needs algo='d4pg', got algo={self.algo!r}"
+                )
+            parse_name(self.env_name)
+        else:
+            check_choice(f"env_name (for algo {self.algo!r})", self.env_name, envs)
         check_choice("precision", self.precision, PRECISIONS)
         check_int("num_actors", self.num_actors, 1, 4096)
         check_int("envs_per_actor", self.envs_per_actor, 1, 4096)
