@@ -27,6 +27,7 @@ Run ``python benchmarks/actorq_speedup.py [--quick]``; writes
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
 import time
@@ -211,6 +212,24 @@ def markdown(rep: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def link_ptq_summary(summary: dict[str, Any], ptq_json: Path) -> dict[str, Any]:
+    """Copy the PTQ study's ``int8_min_return_ratio`` (worst int8/fp32 return ratio over its
+    tasks, ``benchmarks/quant_ptq.py``) into this benchmark's ``summary``, with its source, so
+    that one summary holds the issue's four headline numbers. ``None`` when the PTQ results
+    file is missing."""
+    out = dict(summary)
+    if ptq_json.exists():
+        ptq_rep = json.loads(ptq_json.read_text())
+        out["int8_min_return_ratio"] = ptq_rep["summary"].get("int8_min_return_ratio")
+        out["int8_min_return_ratio_source"] = (
+            f"{ptq_json.name} ({ptq_rep['summary'].get('mode')} mode, "
+            f"{ptq_rep.get('system', {}).get('time_utc')})")
+    else:
+        out["int8_min_return_ratio"] = None
+        out["int8_min_return_ratio_source"] = f"{ptq_json.name} not found"
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one task per mode (a few minutes)")
@@ -219,7 +238,18 @@ def main() -> None:
     ap.add_argument("--energy", action="store_true", help="codecarbon energy (optional extra)")
     ap.add_argument("--country", default="USA")
     ap.add_argument("--out", default=str(RESULTS / "actorq"), help="output path stem")
+    ap.add_argument("--relink-ptq", action="store_true",
+                    help="only refresh int8_min_return_ratio in the existing --out JSON from "
+                    "quant_ptq.json (after re-running the PTQ study); runs nothing")
     args = ap.parse_args()
+    stem = Path(args.out)
+    if args.relink_ptq:
+        rep = json.loads(stem.with_suffix(".json").read_text())
+        rep["summary"] = link_ptq_summary(rep["summary"], RESULTS / "quant_ptq.json")
+        report.write_json(stem.with_suffix(".json"), rep)
+        print(f"int8_min_return_ratio = {rep['summary']['int8_min_return_ratio']} "
+              f"({rep['summary']['int8_min_return_ratio_source']})")
+        return
     backend = jax.default_backend()
     pl = plan(args.quick, backend)
     timer = PhaseTimer()
@@ -292,9 +322,9 @@ def main() -> None:
         "notes": notes,
     }
     config = {"quick": args.quick, "seed": args.seed, "backend": backend, "plan": pl}
+    summary = link_ptq_summary(summary, RESULTS / "quant_ptq.json")
     rep = report.make_report(config, {"broadcast": broadcast, "tasks": tasks},
                              timer.as_dict(), summary)
-    stem = Path(args.out)
     report.write_json(stem.with_suffix(".json"), rep)
     md = markdown(rep)
     report.atomic_save(stem.with_suffix(".md"), lambda p: Path(p).write_text(md))
