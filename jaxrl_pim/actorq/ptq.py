@@ -279,6 +279,7 @@ def summarize_format(returns: np.ndarray, div: dict[str, np.ndarray],
         "kl_std": float(np.std(div["kl"])),
         "action_agreement": float(np.mean(div["action_agreement"])),
         "action_mse": float(np.mean(div["action_mse"])),
+        "action_gap": float(np.mean(div["action_gap"])),
     }
 
 
@@ -368,8 +369,9 @@ def run_gap_ablation(
     the task's registered ``alpha`` (:data:`GAP_ABLATION_ALPHA` if it has none), and evaluates
     fp32 and int8 copies as :func:`run_ptq` does. Returns ``(results, timing_s)`` with
     ``results[task][variant]`` (variants ``"plain"`` and ``"advantage_learning"``) holding
-    ``alpha``, ``mean_action_gap`` (mean over the fp32 policy's visited states of the gap
-    between its best and second-best Q-value) and ``formats`` (``fp32`` and ``int8``).
+    ``alpha``, ``mean_action_gap`` (mean over seeds and the fp32 policy's visited states of
+    the gap between its best and second-best Q-value: the fp32 format's ``action_gap``) and
+    ``formats`` (``fp32`` and ``int8``).
     """
     from jaxrl_pim.quant import QuantSpec
     from jaxrl_pim.timing import PhaseTimer
@@ -395,7 +397,7 @@ def run_gap_ablation(
             with timer.phase(f"evaluate/{name}/{variant}"):
                 formats = evaluate_formats(task, state.params, specs, config.eval_episodes,
                                            k_eval)
-                gap = mean_action_gap(task, state.params, config.eval_episodes, k_eval)
+            gap = formats["fp32"]["action_gap"]
             results[name][variant] = {"alpha": a, "mean_action_gap": gap, "formats": formats}
             if log:
                 f = formats
@@ -403,25 +405,6 @@ def run_gap_ablation(
                     f"{f['int8']['mean_return']:.1f}  agreement "
                     f"{f['int8']['action_agreement']:.3f}  gap {gap:.3g}")
     return results, timer.as_dict()
-
-
-def mean_action_gap(task: StudyTask, params: Any, eval_episodes: int, key: jax.Array) -> float:
-    """Mean over seeds and visited states of ``Q_best - Q_second`` for fp32 ``params [S, ...]``.
-
-    States are those the greedy fp32 policy visits in ``eval_episodes`` episodes from ``key``
-    (the evaluation's states); categorical (Q-value) policies only.
-    """
-    policy = task.policy()
-    evaluate = make_evaluate(policy, task.config.env_name, eval_episodes)
-
-    def one(p):
-        ev = evaluate(p, key)
-        q = policy.apply(p, ev.obs)  # [T, E, A]
-        top2 = jax.lax.top_k(q, 2)[0]
-        gap = top2[..., 0] - top2[..., 1]
-        return (gap * ev.mask).sum() / ev.mask.sum()
-
-    return float(jax.jit(jax.vmap(one))(params).mean())
 
 
 def final_train_return(metrics: dict[str, Any], window: int = 10) -> float:

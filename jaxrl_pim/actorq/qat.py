@@ -113,14 +113,13 @@ def run_qat(
                                k_train)
         fp32 = state.params
         evaluate = make_paired_evaluate(task, config.eval_episodes)
-        ref_ret, _, _ = evaluate(fp32, fp32, k_eval)
+        ref_ret, _, ref_div = evaluate(fp32, fp32, k_eval)
         fp32_mean = float(np.asarray(ref_ret).mean(axis=1).mean())
-        zero = {"kl": np.zeros(1), "action_agreement": np.ones(1), "action_mse": np.zeros(1)}
         entry: dict[str, Any] = {
             "algo": task.algo,
             "env": task.config.env_name,
             "total_timesteps": task.config.total_timesteps,
-            "fp32": summarize_format(np.asarray(ref_ret), zero, fp32_mean),
+            "fp32": summarize_format(np.asarray(ref_ret), _np(ref_div), fp32_mean),
             "bits": {},
         }
         for b in config.bits:

@@ -76,6 +76,8 @@ def policy_divergence(
     * ``action_agreement``: fraction of states where the greedy actions are identical.
     * ``action_mse``: mean squared difference of the greedy actions (continuous; 0 for
       categorical policies, which report agreement instead).
+    * ``action_gap``: mean gap between the reference policy's best and second-best logit (for
+      DQN, Q-value): how far its greedy choice is from a tie (categorical; 0 otherwise).
     """
     ref = policy.apply(ref_params, obs)
     new = policy.apply(params, obs)
@@ -84,15 +86,19 @@ def policy_divergence(
         kl = categorical_kl(ref, new)
         mse = jnp.zeros(kl.shape)
         agree = (a_ref == a_new).astype(jnp.float32)
+        top2 = jax.lax.top_k(ref, 2)[0]  # [..., 2]
+        gap = top2[..., 0] - top2[..., 1]
     elif policy.kind == "gaussian":
         kl = gaussian_kl(ref[0], ref[1], new[0], new[1])
         mse = jnp.mean((a_ref - a_new) ** 2, axis=-1)
         agree = jnp.all(a_ref == a_new, axis=-1).astype(jnp.float32)
+        gap = jnp.zeros(kl.shape)
     else:
         std = policy.noise_std
         mse = jnp.mean((a_ref - a_new) ** 2, axis=-1)
         kl = jnp.sum((a_ref - a_new) ** 2, axis=-1) / (2.0 * std**2)
         agree = jnp.all(a_ref == a_new, axis=-1).astype(jnp.float32)
+        gap = jnp.zeros(kl.shape)
     kl = jnp.maximum(kl, 0.0)  # KL >= 0; float rounding can give -1e-11 for equal policies
     mask = mask.astype(jnp.float32)
     denom = jnp.maximum(mask.sum(), 1.0)
@@ -100,4 +106,5 @@ def policy_divergence(
         "kl": jnp.sum(kl * mask) / denom,
         "action_agreement": jnp.sum(agree * mask) / denom,
         "action_mse": jnp.sum(mse * mask) / denom,
+        "action_gap": jnp.sum(gap * mask) / denom,
     }

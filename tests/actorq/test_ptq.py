@@ -138,7 +138,8 @@ def test_gap_ablation_plumbing_and_action_gap(monkeypatch):
         for r in variants.values():
             assert list(r["formats"]) == ["fp32", "int8"]
             assert r["formats"]["fp32"]["return_ratio"] == 1.0
-    # the mean action gap against NumPy on the evaluation's visited states
+            assert r["mean_action_gap"] == r["formats"]["fp32"]["action_gap"]
+    # the fp32 action gap against NumPy on the evaluation's visited states
     task = cfg.task("dqn-cartpole")
     state, _ = _random_q_networks(task, 2, jax.random.key(5))
     key = jax.random.key(6)
@@ -151,7 +152,8 @@ def test_gap_ablation_plumbing_and_action_gap(monkeypatch):
         q = np.sort(np.asarray(policy.apply(p, ev.obs)), axis=-1)
         mask = np.asarray(ev.mask)
         gaps.append(((q[..., -1] - q[..., -2]) * mask).sum() / mask.sum())
-    np.testing.assert_allclose(ptq.mean_action_gap(task, state.params, 2, key), np.mean(gaps),
+    fp32 = ptq.evaluate_formats(task, state.params, {"fp32": None}, 2, key)["fp32"]
+    np.testing.assert_allclose(fp32["action_gap"], np.mean(gaps),
                                rtol=1e-5)
     table = ptq.gap_table(results)
     assert "| dqn-acrobot | advantage learning | 0.97 |" in table

@@ -46,19 +46,28 @@ def test_dqn_int8_actors_learn_cartpole_above_random_vmapped_over_seeds():
         assert np.mean(returns[-10:]) > 3 * np.mean(returns[:10])
 
 
-def test_d4pg_pendulum_runs_and_stays_finite():
-    cfg = default_config("d4pg", "Pendulum-v1", precision="fp16", num_actors=2,
-                         total_steps=400, learning_starts=64, batch_size=32,
-                         hidden_sizes=(16,), critic_hidden_sizes=(16, 16),
-                         actor_update_period=20, buffer_size=512)
+def run_tiny_d4pg(env_name: str, width: int, **overrides) -> np.ndarray:
+    """A tiny single-program D4PG run (2 actors, ``width``-wide networks) on ``env_name``.
+
+    Checks that more than 50 learner losses and the final critic are finite; returns the
+    returns of the finished episodes.
+    """
+    cfg = default_config("d4pg", env_name, num_actors=2, hidden_sizes=(width,),
+                         critic_hidden_sizes=(width, width), **overrides)
     state, metrics = jax.jit(make_train(cfg))(jax.random.PRNGKey(1))
     loss = np.asarray(metrics["loss"])[np.asarray(metrics["learned"])]
     assert loss.size > 50 and np.all(np.isfinite(loss))
-    # Pendulum returns are <= 0 and episodes last 200 steps: 2 actors x 200 iterations -> 2
-    ret = episode_returns(metrics)
-    assert ret.size == 2 and np.all(ret <= 0)
     for leaf in jax.tree.leaves(state.learner.critic):
         assert bool(jnp.all(jnp.isfinite(leaf)))
+    return episode_returns(metrics)
+
+
+def test_d4pg_pendulum_runs_and_stays_finite():
+    ret = run_tiny_d4pg("Pendulum-v1", 16, precision="fp16", total_steps=400,
+                        learning_starts=64, batch_size=32, actor_update_period=20,
+                        buffer_size=512)
+    # Pendulum returns are <= 0 and episodes last 200 steps: 2 actors x 200 iterations -> 2
+    assert ret.size == 2 and np.all(ret <= 0)
 
 
 @pytest.mark.parametrize(
