@@ -1,30 +1,163 @@
-"""Run reports: the JSON schema shared by every CLI run and benchmark (design contract 8).
+"""Run reports: the JSON schema shared by every CLI run and benchmark (design contracts 8, 9).
 
 A report is ``{"system", "config", "results", "timing_s"}`` plus, for benchmarks, a
 ``summary`` with the headline numbers. Files are written atomically (temporary name, then
 rename) so an interrupted run never destroys an earlier result.
+
+Provenance (contract 9): :class:`RunRecord` is started when a run begins and finished when
+it ends; it records the command line, the git commit of the code that ran (and whether the
+tree was dirty, and whether the script itself is committed), start and end times (UTC) and
+the host load average before and after. :func:`write_results` writes a benchmark results
+file whole: the ``summary`` is computed by the script's ``summarize(report)`` function from
+the report exactly as it is stored (after the JSON round trip), so
+:func:`summary_mismatches` can recompute it later from the file and detect any hand edit.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import importlib.metadata
 import json
 import os
 import platform
+import shlex
+import subprocess
+import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
+# Distributions whose versions a report records when they are installed.
+PACKAGES: tuple[str, ...] = (
+    "jax", "jaxlib", "numpy", "flax", "optax", "chex", "gymnax", "orbax-checkpoint", "numba",
+    "ray", "mpe2", "playground", "mujoco", "qwix", "codecarbon", "jaxrl-pim",
+)
 
-def system_info() -> dict[str, Any]:
-    """Hardware and software facts for a report: CPU, device kind/count, versions."""
+
+def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
+    """Installed versions of ``names`` (distributions that are not installed are left out)."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _utc_now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _load_average() -> list[float] | None:
+    try:
+        return [round(x, 3) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover - not on every platform
+        return None
+
+
+def _git(args: Sequence[str], cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                             timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def git_state(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The git commit of the checkout holding ``path`` (a file or folder; default the
+    current folder), whether its tracked files differ from that commit (``dirty``) and, when
+    ``path`` is a file, whether that file is tracked and unchanged (``path_committed``).
+    Every value is None outside a git checkout."""
+    target = Path(path or ".").resolve()
+    folder = target if target.is_dir() else target.parent
+    commit = _git(["rev-parse", "HEAD"], folder)
+    if commit is None:
+        return {"commit": None, "dirty": None, "path_committed": None}
+    status = _git(["status", "--porcelain", "--untracked-files=no"], folder)
+    state: dict[str, Any] = {"commit": commit, "dirty": bool(status)}
+    if target.is_file():
+        tracked = _git(["ls-files", "--error-unmatch", target.name], folder) is not None
+        changed = _git(["status", "--porcelain", "--", target.name], folder)
+        state["path_committed"] = tracked and not changed
+    else:
+        state["path_committed"] = None
+    return state
+
+
+class RunRecord:
+    """Provenance of one run: what ran, from which commit, when, and how loaded the host was.
+
+    Create it when the run starts (before any measurement) and call :meth:`finish` when it
+    ends; :func:`make_report` and :func:`write_results` call ``finish`` for you.
+
+    Example::
+
+        run = RunRecord()              # command line, commit, start time, load average
+        ...                            # measure
+        write_results(path, run=run, config=cfg, results=res, timing_s=t, summarize=summarize)
+    """
+
+    def __init__(self, argv: Sequence[str] | None = None) -> None:
+        argv = list(sys.argv if argv is None else argv)
+        script = Path(argv[0]) if argv and argv[0] else None
+        if script is not None and script.suffix == ".py" and script.exists():
+            git = git_state(script)
+            root = _git(["rev-parse", "--show-toplevel"], script.resolve().parent)
+            shown = script.resolve()
+            if root:
+                shown = shown.relative_to(Path(root).resolve())
+            self.script: str | None = str(shown)
+            command = ["python", str(shown), *argv[1:]]
+        else:
+            git = git_state(None)
+            self.script = None
+            command = [Path(argv[0]).name if argv else "python", *argv[1:]]
+        self.command = " ".join(shlex.quote(a) for a in command)
+        self.git = git
+        self.start_utc = _utc_now()
+        self.load_average_start = _load_average()
+        self.end_utc: str | None = None
+        self.load_average_end: list[float] | None = None
+
+    def finish(self) -> RunRecord:
+        """Record the end time and load average (only the first call counts)."""
+        if self.end_utc is None:
+            self.end_utc = _utc_now()
+            self.load_average_end = _load_average()
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as JSON values (``command``, ``script``, ``git_commit``, ``git_dirty``,
+        ``script_committed``, ``start_utc``, ``end_utc``, ``load_average_start`` /
+        ``_end`` as the 1, 5 and 15 minute averages)."""
+        return {
+            "command": self.command,
+            "script": self.script,
+            "git_commit": self.git["commit"],
+            "git_dirty": self.git["dirty"],
+            "script_committed": self.git["path_committed"],
+            "start_utc": self.start_utc,
+            "end_utc": self.end_utc,
+            "load_average_start": self.load_average_start,
+            "load_average_end": self.load_average_end,
+        }
+
+
+def system_info(run: RunRecord | None = None) -> dict[str, Any]:
+    """Hardware and software facts for a report: CPU, device kind/count, package versions,
+    and the run's provenance (:class:`RunRecord`; one describing the current process is
+    made when none is given)."""
     devices = jax.devices()
     import jaxlib
 
+    run = (run or RunRecord()).finish()
     return {
         "hostname": platform.node(),
         "platform": platform.platform(),
@@ -34,10 +167,13 @@ def system_info() -> dict[str, Any]:
         "backend": jax.default_backend(),
         "device_kind": devices[0].device_kind,
         "device_count": len(devices),
+        "process_count": jax.process_count(),
         "jax": jax.__version__,
         "jaxlib": jaxlib.__version__,
         "numpy": np.__version__,
-        "time_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "packages": package_versions(),
+        "time_utc": _utc_now(),
+        **run.as_dict(),
     }
 
 
@@ -72,10 +208,11 @@ def make_report(
     results: dict[str, Any],
     timing_s: dict[str, float],
     summary: dict[str, Any] | None = None,
+    run: RunRecord | None = None,
 ) -> dict[str, Any]:
-    """Assemble a report dict following the shared schema."""
+    """Assemble a report dict following the shared schema (``run`` finished here)."""
     report = {
-        "system": system_info(),
+        "system": system_info(run),
         "config": to_jsonable(config),
         "results": to_jsonable(results),
         "timing_s": to_jsonable(timing_s),
@@ -83,6 +220,73 @@ def make_report(
     if summary is not None:
         report["summary"] = to_jsonable(summary)
     return report
+
+
+Summarize = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _round_trip(obj: Any) -> Any:
+    """``obj`` exactly as it reads back from the JSON file."""
+    return json.loads(json.dumps(to_jsonable(obj)))
+
+
+def compute_summary(report: dict[str, Any], summarize: Summarize) -> dict[str, Any]:
+    """``summarize`` applied to ``report`` as stored (JSON values; any ``summary`` key
+    removed), returned as JSON values."""
+    stored = _round_trip({k: v for k, v in report.items() if k != "summary"})
+    return _round_trip(summarize(stored))
+
+
+def summary_mismatches(report: dict[str, Any], summarize: Summarize) -> list[str]:
+    """Keys whose stored ``summary`` value differs from what ``summarize`` recomputes from
+    the report's records (missing or extra keys included); empty when they agree."""
+    want = compute_summary(report, summarize)
+    have = report.get("summary")
+    if not isinstance(have, dict):
+        return ["summary: missing"]
+    out = []
+    for key in sorted(set(want) | set(have)):
+        if key not in have:
+            out.append(f"summary.{key}: missing from the file")
+        elif key not in want:
+            out.append(f"summary.{key}: not computed by summarize()")
+        elif want[key] != have[key]:
+            out.append(f"summary.{key}: file {have[key]!r} != recomputed {want[key]!r}")
+    return out
+
+
+def write_results(
+    path: str | os.PathLike[str],
+    *,
+    run: RunRecord,
+    config: Any,
+    results: dict[str, Any],
+    timing_s: dict[str, Any],
+    summarize: Summarize,
+    markdown: str | None = None,
+) -> dict[str, Any]:
+    """Write a benchmark results file whole (contract 9) and return the report.
+
+    ``summary`` is ``summarize(report)`` over the report as stored (see
+    :func:`compute_summary`), never passed in. ``markdown``, when given, is written next to
+    the JSON file with the suffix ``.md`` (also atomically).
+    """
+    report = make_report(config, results, timing_s, run=run)
+    report["summary"] = compute_summary(report, summarize)
+    path = Path(path)
+    write_json(path, report)
+    if markdown is not None:
+        write_text(path.with_suffix(".md"), markdown)
+    return report
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` atomically (temp file + rename); returns the path."""
+
+    def writer(tmp: str) -> None:
+        Path(tmp).write_text(text)
+
+    return atomic_save(path, writer)
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> Path:

@@ -1,0 +1,103 @@
+"""What every benchmark script shares: the output convention and the results-file writer.
+
+Each script in ``benchmarks/`` is run as ``python benchmarks/<name>.py [--quick] [--out DIR
+| --publish]`` and follows one convention:
+
+* ``--out DIR`` (default: a fresh folder ``out/<name>-<UTC time>/`` at the repository root,
+  which git ignores) receives ``<name>[_quick].json`` and its ``.md`` table / ``.png`` plots;
+  an existing results file there is never overwritten.
+* ``--publish`` writes into the committed place instead, ``benchmarks/results/<device>/``
+  (``cpu``, ``h100``, ``h200``, ``tpu-v5-lite``, ... from :func:`device_dir`), replacing the
+  committed files of that name: the only way a committed result changes.
+* ``--quick`` runs tiny sizes (seconds to minutes) and names its files ``*_quick.*``.
+
+A script defines ``summarize(report) -> dict`` at module level (no side effects on import)
+so ``benchmarks/make_docs.py --check`` can recompute every committed summary, and writes its
+file with :func:`write` (``jaxrl_pim.report.write_results`` under the hood). Scripts import
+this module as ``harness`` (the script's folder is first on ``sys.path`` when it runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import re
+from pathlib import Path
+from typing import Any
+
+from jaxrl_pim import report
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+SCRATCH = ROOT / "out"
+
+
+def device_dir(backend: str | None = None, device_kind: str | None = None) -> str:
+    """Folder name for a device: ``cpu``; ``h100`` / ``h200`` / ``a100`` for NVIDIA parts;
+    a lower-case slug of the device kind otherwise (``tpu-v5-lite``). Defaults to jax's
+    first device."""
+    if backend is None or device_kind is None:
+        import jax
+
+        backend = backend or jax.default_backend()
+        device_kind = device_kind or jax.devices()[0].device_kind
+    if backend == "cpu":
+        return "cpu"
+    match = re.search(r"\b([A-Z]{1,3}\d{2,4}[A-Z]?)\b", device_kind)
+    if "NVIDIA" in device_kind.upper() and match:
+        return match.group(1).lower()
+    return re.sub(r"[^a-z0-9]+", "-", device_kind.lower()).strip("-") or backend
+
+
+def parser(doc: str | None) -> argparse.ArgumentParser:
+    """An argument parser with the shared options (``--quick``, ``--out``, ``--publish``);
+    the script's module docstring is its description."""
+    p = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes (seconds to minutes); files are named *_quick.* "
+                        "(default: off, the full study)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=None, metavar="DIR",
+                       help="folder for the results files (default: a fresh folder "
+                            "out/<name>-<UTC time>/ that git ignores)")
+    where.add_argument("--publish", action="store_true",
+                       help="write into benchmarks/results/<device>/, replacing the "
+                            "committed files of this name (default: off)")
+    return p
+
+
+def output_path(args: argparse.Namespace, name: str) -> Path:
+    """Where ``<name>[_quick].json`` goes under the convention above; refuses (ValueError)
+    to overwrite an existing file unless ``--publish`` was given."""
+    stem = f"{name}_quick" if getattr(args, "quick", False) else name
+    if getattr(args, "publish", False):
+        folder = RESULTS / device_dir()
+    elif args.out is not None:
+        folder = Path(args.out)
+    else:
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
+        folder = SCRATCH / f"{name}-{stamp}"
+    path = folder / f"{stem}.json"
+    if path.exists() and not getattr(args, "publish", False):
+        raise ValueError(f"{path} exists; choose another --out folder (or --publish to "
+                         "replace the committed results)")
+    folder.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write(
+    path: Path,
+    *,
+    run: report.RunRecord,
+    config: Any,
+    results: dict[str, Any],
+    timing_s: dict[str, Any],
+    summarize: report.Summarize,
+    markdown: str | None = None,
+) -> dict[str, Any]:
+    """Write the results file whole (``jaxrl_pim.report.write_results``) and say where."""
+    out = report.write_results(path, run=run, config=config, results=results,
+                               timing_s=timing_s, summarize=summarize, markdown=markdown)
+    print(f"wrote {path}" + (" and its .md table" if markdown is not None else ""))
+    return out
