@@ -9,7 +9,10 @@ Each script in ``benchmarks/`` is run as ``python benchmarks/<name>.py [--quick]
 * ``--publish`` writes into the committed place instead, ``benchmarks/results/<device>/``
   (``cpu``, ``h100``, ``h200``, ``tpu-v5-lite``, ... from :func:`device_dir`), replacing the
   committed files of that name: the only way a committed result changes.
-* ``--quick`` runs tiny sizes (seconds to minutes) and names its files ``*_quick.*``.
+* ``--quick`` runs reduced sizes (minutes) and names its files ``*_quick.*``.
+* ``--smoke`` runs test sizes (seconds; the numbers mean nothing) and names its files
+  ``*_smoke.*``: what the test suite runs to check that every script works end to end and
+  writes a results file that passes the provenance checks. Never published.
 
 A script defines ``summarize(report) -> dict`` at module level (no side effects on import)
 so ``benchmarks/make_docs.py --check`` can recompute every committed summary, and writes its
@@ -54,9 +57,13 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
     the script's module docstring is its description."""
     p = argparse.ArgumentParser(
         description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="tiny sizes (seconds to minutes); files are named *_quick.* "
-                        "(default: off, the full study)")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help="reduced sizes (minutes); files are named *_quick.* "
+                           "(default: off, the full study)")
+    size.add_argument("--smoke", action="store_true",
+                      help="test sizes (seconds, numbers meaningless); files are named "
+                           "*_smoke.* and cannot be published (default: off)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, default=None, metavar="DIR",
                        help="folder for the results files (default: a fresh folder "
@@ -70,7 +77,13 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
 def output_path(args: argparse.Namespace, name: str) -> Path:
     """Where ``<name>[_quick].json`` goes under the convention above; refuses (ValueError)
     to overwrite an existing file unless ``--publish`` was given."""
-    stem = f"{name}_quick" if getattr(args, "quick", False) else name
+    stem = name
+    if getattr(args, "quick", False):
+        stem = f"{name}_quick"
+    if getattr(args, "smoke", False):
+        stem = f"{name}_smoke"
+        if getattr(args, "publish", False):
+            raise ValueError("--smoke results are never published; use --out DIR")
     if getattr(args, "publish", False):
         folder = RESULTS / device_dir()
     elif args.out is not None:

@@ -3,7 +3,7 @@
 Reproduces the mini-batch sampling study of reference.md §2 (MADDPG on cooperative
 navigation): one "update round" is the sampling every agent's update needs, timed for
 
-* ``numpy`` -- the original MADDPG sampler (tests/reference/maddpg_numpy_sampler.py):
+* ``numpy`` -- the original MADDPG sampler (jaxrl_pim/testing/maddpg_numpy_sampler.py):
   per-agent Python lists of tuples, ``random.randint`` indices, and for each of the N agents a
   loop gathering ALL N agents' rows at its indices (N^2 ``sample_index`` calls, N^2 * B row
   lookups). Uniform sampling only, as in the original.
@@ -58,7 +58,6 @@ import gc
 import json
 import os
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +66,9 @@ import jax.numpy as jnp
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script: make tests.reference importable
-    sys.path.insert(0, str(ROOT))
 
 from jaxrl_pim import report  # noqa: E402
-from jaxrl_pim.marl.replay import (  # noqa: E402
+from jaxrl_pim.replay import (  # noqa: E402
     BufferState,
     Transition,
     info_prioritized,
@@ -81,8 +78,8 @@ from jaxrl_pim.marl.replay import (  # noqa: E402
     state_from_priorities,
     uniform,
 )
+from jaxrl_pim.testing import maddpg_numpy_sampler as np_ref  # noqa: E402
 from jaxrl_pim.timing import PhaseTimer, time_call  # noqa: E402
-from tests.reference import maddpg_numpy_sampler as np_ref  # noqa: E402
 
 ACTION_DIM = 5
 SAMPLERS = ("uniform", "neighbor", "prioritized", "info_prioritized")

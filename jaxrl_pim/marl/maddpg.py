@@ -49,9 +49,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl_pim import replay
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs import mpe
-from jaxrl_pim.marl import replay
 from jaxrl_pim.marl.networks import (
     MLP,
     categorical_entropy,

@@ -1,6 +1,6 @@
 """Tests for jaxrl_pim.envs.mpe against an independent NumPy port and (optionally) mpe2.
 
-The NumPy reference (tests/reference/mpe_numpy.py, float64, one entity at a time) always
+The NumPy reference (jaxrl_pim/testing/mpe_numpy.py, float64, one entity at a time) always
 runs, so CI without mpe2 still checks physics, observations and rewards step by step. The
 mpe2 comparisons (the maintained PettingZoo port) skip cleanly when mpe2 is not installed.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxrl_pim.envs import mpe
-from tests.reference import mpe_numpy as ref
+from jaxrl_pim.testing import mpe_numpy as ref
 
 STEPS = 25
 ATOL = 1e-5

@@ -10,7 +10,7 @@ import pytest
 
 from jaxrl_pim.data import Transitions
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train
-from tests.reference.tabular_numpy import train_reference
+from jaxrl_pim.testing.tabular_numpy import train_reference
 
 S, A = 7, 3
 

@@ -9,7 +9,7 @@ and stacking the lists at the end. In an update round every agent draws its own 
 and then gathers ALL agents' data at them
 (``sample_round``): N * N * B per-row lookups.
 
-Used by the tests as an independent reference for ``jaxrl_pim.marl.replay`` and by
+Used by the tests as an independent reference for ``jaxrl_pim.replay`` and by
 ``benchmarks/marl_sampling.py`` as the timing baseline.
 """
 

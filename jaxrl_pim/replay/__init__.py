@@ -15,7 +15,7 @@ Buffers (``make_buffer``): ``per_agent`` (N ring buffers, the original MADDPG la
     batch = buffer.gather(bstate, idx)               # obs [N, 1024, O], ...
 """
 
-from jaxrl_pim.marl.replay.buffers import (
+from jaxrl_pim.replay.buffers import (
     LAYOUTS,
     Batch,
     Buffer,
@@ -25,7 +25,7 @@ from jaxrl_pim.marl.replay.buffers import (
     check_indices,
     make_buffer,
 )
-from jaxrl_pim.marl.replay.samplers import (
+from jaxrl_pim.replay.samplers import (
     SAMPLERS,
     PrioritizedState,
     Sampler,

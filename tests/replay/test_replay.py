@@ -1,7 +1,7 @@
-"""Tests for jaxrl_pim.marl.replay: layouts, ring writes, samplers, weights, distributions.
+"""Tests for jaxrl_pim.replay: layouts, ring writes, samplers, weights, distributions.
 
 References are independent: plain NumPy ring-buffer loops, the NumPy port of the original
-MADDPG list-of-tuples sampler (tests/reference/maddpg_numpy_sampler.py), closed-form
+MADDPG list-of-tuples sampler (jaxrl_pim/testing/maddpg_numpy_sampler.py), closed-form
 probabilities / weights and chi-square goodness-of-fit tests with fixed seeds.
 """
 
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from jaxrl_pim.marl.replay import (
+from jaxrl_pim.replay import (
     LAYOUTS,
     Transition,
     check_indices,
@@ -30,7 +30,7 @@ from jaxrl_pim.marl.replay import (
     sum_tree,
     uniform,
 )
-from tests.reference import maddpg_numpy_sampler as ref
+from jaxrl_pim.testing import maddpg_numpy_sampler as ref
 
 N, OD, AD = 3, 4, 2  # agents, observation length, action length
 HYP = settings(max_examples=25, deadline=None)

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from jaxrl_pim.checks import check_float, check_int
-from jaxrl_pim.marl.replay import sum_tree
+from jaxrl_pim.replay import sum_tree
 
 
 class Sampler(NamedTuple):
