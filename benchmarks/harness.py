@@ -16,8 +16,17 @@ Each script in ``benchmarks/`` is run as ``python benchmarks/<name>.py [--quick]
 
 A script defines ``summarize(report) -> dict`` at module level (no side effects on import)
 so ``benchmarks/make_docs.py --check`` can recompute every committed summary, and writes its
-file with :func:`write` (``jaxrl_pim.report.write_results`` under the hood). Scripts import
-this module as ``harness`` (the script's folder is first on ``sys.path`` when it runs).
+file with :func:`write` (``jaxrl_pim.report.write_results`` under the hood). When its
+Markdown table is a function of the stored report, it defines ``render_markdown(report) ->
+str`` too and passes it as ``markdown=``: ``--check`` then also regenerates the ``.md`` from
+the JSON file. Scripts import this module as ``harness`` (the script's folder is first on
+``sys.path`` when it runs).
+
+Every value a script derives from another run (another results file) is recomputed from that
+file's records and the file is named in the results; nothing is copied from an earlier run
+of the script itself. A time extrapolated from fewer episodes than the quoted workload is
+marked in its record (``extrapolated_from_episodes``), and a summary key holding an
+extrapolated or estimated value says so in its name.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +117,12 @@ def write(
     results: dict[str, Any],
     timing_s: dict[str, Any],
     summarize: report.Summarize,
-    markdown: str | None = None,
+    markdown: str | Callable[[dict[str, Any]], str] | None = None,
 ) -> dict[str, Any]:
-    """Write the results file whole (``jaxrl_pim.report.write_results``) and say where."""
+    """Write the results file whole (``jaxrl_pim.report.write_results``) and say where.
+
+    ``markdown`` is the ``.md`` table's text, or a function of the stored report (the
+    script's ``render_markdown``) that makes it."""
     out = report.write_results(path, run=run, config=config, results=results,
                                timing_s=timing_s, summarize=summarize, markdown=markdown)
     print(f"wrote {path}" + (" and its .md table" if markdown is not None else ""))

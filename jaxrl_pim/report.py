@@ -5,9 +5,10 @@ A report is ``{"system", "config", "results", "timing_s"}`` plus, for benchmarks
 rename) so an interrupted run never destroys an earlier result.
 
 Provenance (contract 9): :class:`RunRecord` is started when a run begins and finished when
-it ends; it records the command line, the git commit of the code that ran (and whether the
-tree was dirty, and whether the script itself is committed), start and end times (UTC) and
-the host load average before and after. :func:`write_results` writes a benchmark results
+it ends; it records the command line, the git commit of the code that ran (and whether
+tracked code differed from it, and whether the script itself is committed), start and end
+times (UTC) and the host load average before and after. :func:`provenance_problems` lists
+what a results file lacks under the contract. :func:`write_results` writes a benchmark results
 file whole: the ``summary`` is computed by the script's ``summarize(report)`` function from
 the report exactly as it is stored (after the JSON round trip), so
 :func:`summary_mismatches` can recompute it later from the file and detect any hand edit.
@@ -70,18 +71,32 @@ def _git(args: Sequence[str], cwd: Path) -> str | None:
     return out.stdout.strip()
 
 
+#: Changes under these repository paths do not make a run "dirty": they are outputs
+#: (results files, docs), not code that runs. Markdown files anywhere count as docs.
+OUTPUT_PREFIXES: tuple[str, ...] = ("benchmarks/results/", "docs/")
+
+
+def _is_output(path: str) -> bool:
+    return path.endswith(".md") or path.startswith(OUTPUT_PREFIXES)
+
+
 def git_state(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The git commit of the checkout holding ``path`` (a file or folder; default the
-    current folder), whether its tracked files differ from that commit (``dirty``) and, when
-    ``path`` is a file, whether that file is tracked and unchanged (``path_committed``).
-    Every value is None outside a git checkout."""
+    current folder), whether tracked code differs from that commit (``dirty``; changed
+    paths in ``dirty_paths``, at most 50; results files under ``benchmarks/results/`` and
+    Markdown docs do not count, so publishing one result after another keeps the tree
+    clean) and, when ``path`` is a file, whether that file is tracked and unchanged
+    (``path_committed``). Every value is None outside a git checkout."""
     target = Path(path or ".").resolve()
     folder = target if target.is_dir() else target.parent
     commit = _git(["rev-parse", "HEAD"], folder)
     if commit is None:
-        return {"commit": None, "dirty": None, "path_committed": None}
-    status = _git(["status", "--porcelain", "--untracked-files=no"], folder)
-    state: dict[str, Any] = {"commit": commit, "dirty": bool(status)}
+        return {"commit": None, "dirty": None, "dirty_paths": None, "path_committed": None}
+    # staged or not, relative to HEAD; paths relative to the repository root
+    diff = _git(["-c", "core.quotePath=false", "diff", "--name-only", "HEAD"], folder)
+    changed = [name for name in (diff or "").splitlines() if name and not _is_output(name)]
+    state: dict[str, Any] = {"commit": commit, "dirty": bool(changed),
+                             "dirty_paths": changed[:50]}
     if target.is_file():
         tracked = _git(["ls-files", "--error-unmatch", target.name], folder) is not None
         changed = _git(["status", "--porcelain", "--", target.name], folder)
@@ -134,14 +149,15 @@ class RunRecord:
         return self
 
     def as_dict(self) -> dict[str, Any]:
-        """The record as JSON values (``command``, ``script``, ``git_commit``, ``git_dirty``,
-        ``script_committed``, ``start_utc``, ``end_utc``, ``load_average_start`` /
-        ``_end`` as the 1, 5 and 15 minute averages)."""
+        """The record as JSON values (``command``, ``script``, ``git_commit``, ``git_dirty``
+        and ``git_dirty_paths``, ``script_committed``, ``start_utc``, ``end_utc``,
+        ``load_average_start`` / ``_end`` as the 1, 5 and 15 minute averages)."""
         return {
             "command": self.command,
             "script": self.script,
             "git_commit": self.git["commit"],
             "git_dirty": self.git["dirty"],
+            "git_dirty_paths": self.git.get("dirty_paths"),
             "script_committed": self.git["path_committed"],
             "start_utc": self.start_utc,
             "end_utc": self.end_utc,
@@ -255,6 +271,57 @@ def summary_mismatches(report: dict[str, Any], summarize: Summarize) -> list[str
     return out
 
 
+#: ``system`` fields every benchmark results file holds (contract 9).
+PROVENANCE_FIELDS: tuple[str, ...] = (
+    "command", "script", "git_commit", "git_dirty", "script_committed", "start_utc",
+    "end_utc", "load_average_start", "load_average_end", "hostname", "cpu", "cpu_count",
+    "backend", "device_kind", "device_count", "jax", "jaxlib", "packages",
+)
+#: Of those, the ones that may be null (not available on every platform / outside git).
+NULLABLE_FIELDS: tuple[str, ...] = (
+    "git_commit", "git_dirty", "script_committed", "load_average_start", "load_average_end",
+)
+REPORT_KEYS: tuple[str, ...] = ("system", "config", "results", "timing_s", "summary")
+
+
+def provenance_problems(report: dict[str, Any], *, committed: bool = True) -> list[str]:
+    """What a results file lacks under the provenance contract; empty when nothing.
+
+    Always: the keys :data:`REPORT_KEYS`, the ``system`` fields :data:`PROVENANCE_FIELDS`
+    (non-null except :data:`NULLABLE_FIELDS`) and a non-empty ``summary`` object. With
+    ``committed`` (a file that is published): a 40-hex ``git_commit``, ``git_dirty`` false
+    (no uncommitted change to tracked code when it ran) and ``script_committed`` true. The
+    summary's values are checked separately (:func:`summary_mismatches`).
+    """
+    out = [f"{key}: missing" for key in REPORT_KEYS if key not in report]
+    system = report.get("system")
+    if not isinstance(system, dict):
+        return out + (["system: not an object"] if "system" in report else [])
+    for key in PROVENANCE_FIELDS:
+        if key not in system:
+            out.append(f"system.{key}: missing (no provenance record)")
+        elif system[key] is None and key not in NULLABLE_FIELDS:
+            out.append(f"system.{key}: null")
+    if "packages" in system and not (isinstance(system["packages"], dict)
+                                     and system["packages"]):
+        out.append("system.packages: no package versions")
+    if "summary" in report and not (isinstance(report["summary"], dict) and report["summary"]):
+        out.append("summary: empty (summarize() must give the headline numbers)")
+    if committed and "git_commit" in system:
+        commit = system.get("git_commit")
+        if not (isinstance(commit, str) and len(commit) == 40
+                and all(c in "0123456789abcdef" for c in commit)):
+            out.append(f"system.git_commit: {commit!r} is not a commit (run from a git "
+                       "checkout)")
+        if system.get("git_dirty") is not False:
+            paths = system.get("git_dirty_paths") or []
+            out.append("system.git_dirty: tracked code had uncommitted changes when it ran"
+                       + (f" ({', '.join(paths[:5])})" if paths else ""))
+        if system.get("script_committed") is not True:
+            out.append("system.script_committed: the script that wrote it was not committed")
+    return out
+
+
 def write_results(
     path: str | os.PathLike[str],
     *,
@@ -263,18 +330,21 @@ def write_results(
     results: dict[str, Any],
     timing_s: dict[str, Any],
     summarize: Summarize,
-    markdown: str | None = None,
+    markdown: str | Callable[[dict[str, Any]], str] | None = None,
 ) -> dict[str, Any]:
     """Write a benchmark results file whole (contract 9) and return the report.
 
     ``summary`` is ``summarize(report)`` over the report as stored (see
     :func:`compute_summary`), never passed in. ``markdown``, when given, is written next to
-    the JSON file with the suffix ``.md`` (also atomically).
+    the JSON file with the suffix ``.md`` (also atomically); it may be a function of the
+    report as stored (summary included), so the table can be regenerated from the file.
     """
     report = make_report(config, results, timing_s, run=run)
     report["summary"] = compute_summary(report, summarize)
     path = Path(path)
     write_json(path, report)
+    if callable(markdown):
+        markdown = markdown(_round_trip(report))
     if markdown is not None:
         write_text(path.with_suffix(".md"), markdown)
     return report
