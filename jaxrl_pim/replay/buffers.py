@@ -32,6 +32,9 @@ from jax import Array
 from jaxrl_pim.checks import check_choice, check_index_range, check_int
 
 LAYOUTS: tuple[str, ...] = ("per_agent", "interleaved")
+MAX_CAPACITY = 2**30
+"""Largest buffer capacity (rows) of every buffer and sampler: int32 ring positions stay below
+2^31, and a priority tree over ``2^30`` leaves has ``2^31`` nodes, the most int32 indexes."""
 _FIELDS: tuple[str, ...] = ("obs", "action", "reward", "next_obs", "done")
 
 
@@ -106,7 +109,7 @@ def make_buffer(
         gathers silently, so validate untrusted indices with :func:`check_indices` first.
     """
     check_choice("layout", layout, LAYOUTS)
-    capacity = check_int("capacity", capacity, lo=1, hi=2**31 - 1)
+    capacity = check_int("capacity", capacity, lo=1, hi=MAX_CAPACITY)
     n = check_int("num_agents", num_agents, lo=1)
     obs_dim = check_int("obs_dim", obs_dim, lo=1)
     action_dim = check_int("action_dim", action_dim, lo=1)

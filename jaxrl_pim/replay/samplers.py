@@ -32,6 +32,7 @@ from jax import Array
 
 from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.replay import sum_tree
+from jaxrl_pim.replay.buffers import MAX_CAPACITY
 
 
 class Sampler(NamedTuple):
@@ -152,7 +153,7 @@ def neighbor(num_refs: int, run_length: int, window: bool = False) -> Sampler:
 
 
 def _check_prio_args(capacity: int, alpha: float, beta: float, eps: float) -> int:
-    capacity = check_int("capacity", capacity, lo=1, hi=2**30)
+    capacity = check_int("capacity", capacity, lo=1, hi=MAX_CAPACITY)
     check_float("alpha", alpha, lo=0.0)
     check_float("beta", beta, lo=0.0)
     check_float("eps", eps, lo=0.0, lo_open=True)
