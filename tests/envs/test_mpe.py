@@ -216,7 +216,7 @@ def test_tag_contact_with_obstacle_pushes_agent_out():
                  (1.2, np.exp(0.4)), (2.0, np.exp(2.0)), (3.0, 10.0)]
 )
 def test_boundary_penalty_closed_form(x, expect):
-    got = float(mpe._boundary_penalty(jnp.float32(x)))
+    got = float(mpe.scenarios._boundary_penalty(jnp.float32(x)))
     assert got == pytest.approx(expect, rel=1e-5, abs=1e-5)
     assert ref.boundary_penalty(x) == pytest.approx(expect, rel=1e-12, abs=1e-12)
 
@@ -415,18 +415,32 @@ def test_bad_arguments_are_rejected():
                  params)
 
 
-def test_throughput_command_prints_table_and_writes_report(tmp_path, capsys):
-    import json
+def test_library_holds_no_timer_or_command():
+    with pytest.raises(AttributeError, match="benchmarks/mpe_rollout.py"):
+        mpe.measure_steps_per_second  # noqa: B018
+    with pytest.raises(AttributeError, match="benchmarks/mpe_rollout.py"):
+        mpe.main  # noqa: B018
 
-    path = tmp_path / "mpe.json"
-    argv = ["--scenarios", "spread", "--sizes", "3", "--num-envs", "2", "--num-steps", "3",
-            "--repeats", "1", "--clock", "process", "--json", str(path)]
-    assert mpe.main(argv) == 0
-    out = capsys.readouterr().out
-    assert "| spread-3 | 3 |" in out
+
+def test_throughput_benchmark_prints_table_and_writes_report(tmp_path):
+    """``benchmarks/mpe_rollout.py --smoke`` (the timer and command moved out of the library):
+    the table, the results file and its summary."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "mpe_rollout.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--smoke", "--clock", "process", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "| spread-3 | 3 |" in proc.stdout
+    path = tmp_path / "mpe_rollout_smoke.json"
     data = json.loads(path.read_text())
     assert {"system", "config", "results", "timing_s", "summary"} <= set(data)
     row = data["results"]["rows"][0]
     assert row["num_envs"] == 2 and row["num_steps"] == 3 and row["clock"] == "process"
     assert data["summary"]["spread-3_steps_per_s"] == pytest.approx(row["steps_per_s"])
     assert row["steps_per_s"] == pytest.approx(6 / row["seconds"])
+    assert path.with_suffix(".md").read_text().count("| spread-3 |") == 1
