@@ -1,21 +1,32 @@
-"""Numba CPU baselines against an independent plain-Python reference loop.
+"""Numba CPU baselines (``jaxrl_pim.testing.tabular_numba``) against independent references.
 
-The reference below re-implements the SwiftRL semantics (reference.md §1) directly from the
-definitions, with Python ints / NumPy float32 scalars and float LCG uniforms, one update at a
-time. int32 results must match exactly, fp32 to 1e-5 relative.
+* every baseline and variant against the plain NumPy/Python loop of
+  ``jaxrl_pim.testing.tabular_numpy`` (the lanes trainer's semantics with the PIM LCG):
+  int32 bit-exact, fp32 to float rounding;
+* the LCG draws, draw for draw, against the trainer's own functions (``lcg_next`` /
+  ``lcg_int`` / ``lcg_uniform``), including chunk sizes where the float32 product rounds;
+* the final tables against the JAX lanes trainer (``rng="lcg"``) for all 12 variants;
+* the block-of-lanes kernel against the per-lane kernel (bit-identical, any block size).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
+import functools
+import itertools
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-numba = pytest.importorskip("numba")
+pytest.importorskip("numba")
 
-from benchmarks import baselines_numba as bn  # noqa: E402
-from benchmarks import pim_published  # noqa: E402
+from jaxrl_pim.data.transitions import Transitions, compact  # noqa: E402
+from jaxrl_pim.tabular import TabularConfig, chunk, make_train  # noqa: E402
+from jaxrl_pim.tabular.sampling import lcg_int, lcg_next, lcg_uniform  # noqa: E402
+from jaxrl_pim.testing import tabular_numba as tn  # noqa: E402
+from jaxrl_pim.testing.tabular_numpy import train_reference  # noqa: E402
 
 S, A = 16, 4
 ROWS = 2000
@@ -24,252 +35,240 @@ SYNC = 2
 LANES = 4
 THREADS = 2
 SCALE = 10_000
+VARIANTS = list(itertools.product(tn.ALGORITHMS, tn.SAMPLINGS, tn.FORMATS))
 
 
-# ----------------------------------------------------------------------------------------------
-# Reference (independent of the module under test).
-
-
-def _lcg(x: int) -> int:
-    return (x * 1664525 + 1013904223) % 4294967296
-
-
-def _trunc_div(a: int, b: int) -> int:
-    return math.trunc(a / b)  # exact here: |a| << 2**53
-
-
-def _reference(data, *, algorithm, sampling, fmt, n_chunks, episodes=EPISODES, sync=SYNC,
-               alpha=0.1, gamma=0.95, epsilon=0.1, stride=4, max0=False, seed=42,
-               shared=False):
-    """Train like the paper: ``n_chunks`` private tables (or one shared table run chunk after
-    chunk when ``shared``), averaged every ``sync`` episodes. Returns float32 [S, A]."""
-    st = [int(x) for x in data["state"]]
-    ac = [int(x) for x in data["action"]]
-    ns = [int(x) for x in data["next_state"]]
-    tm = [bool(x) for x in data["terminated"]]
-    m = len(st) // n_chunks
-    if fmt == "fp32":
-        rw = [np.float32(x) for x in data["reward"]]
-        al, ga = np.float32(alpha), np.float32(gamma)
-        zero = np.float32(0.0)
-    else:
-        rw = [round(float(x) * SCALE) for x in data["reward"]]
-        al, ga = round(alpha * SCALE), round(gamma * SCALE)
-        zero = 0
-
-    def episode(q, start, rng):
-        """One pass; ``rng`` is one stream shared by RAN row draws and SARSA draws (per
-        update: the row draw first, then the SARSA draws)."""
-        if sampling == "seq":
-            rows = range(start, start + m)
-        elif sampling == "str":
-            rows = [start + o + stride * t for o in range(stride)
-                    for t in range(m) if o + stride * t < m]
-        else:
-            rows = [None] * m
-        for i in rows:
-            if i is None:
-                rng = _lcg(rng)
-                i = start + math.floor(rng / 2**32 * m)
-            rng = update(q, i, rng)
-        return rng
-
-    def update(q, i, rng):
-        s, a, sn = st[i], ac[i], ns[i]
-        row = q[sn]
-        if algorithm == "sarsa":
-            rng = _lcg(rng)
-            if rng / 2**32 < epsilon:
-                rng = _lcg(rng)
-                ap = math.floor(rng / 2**32 * A)
-            else:
-                ap = max(range(A), key=lambda b: (row[b], -b))  # ties -> lowest action
-            nxt = row[ap]
-        else:
-            nxt = max(row)
-            if max0:
-                nxt = max(nxt, zero)
-        if fmt == "fp32":
-            boot = zero if tm[i] else ga * nxt
-            q[s][a] = q[s][a] + al * ((rw[i] + boot) - q[s][a])
-        else:
-            boot = 0 if tm[i] else _trunc_div(ga * nxt, SCALE)
-            q[s][a] = q[s][a] + _trunc_div(al * (rw[i] + boot - q[s][a]), SCALE)
-        return rng
-
-    def mean(tables):
-        if fmt == "fp32":
-            return np.mean(np.array(tables, dtype=np.float64), axis=0).astype(np.float32)
-        total = np.sum(np.array(tables, dtype=np.int64), axis=0)
-        return np.vectorize(lambda v: _trunc_div(int(v), len(tables)))(total)
-
-    def new_table():
-        return [[zero] * A for _ in range(S)]
-
-    if shared:
-        q = new_table()
-        for c in range(n_chunks):
-            rng = seed
-            for _ in range(episodes):
-                rng = episode(q, c * m, rng)
-        final = np.array(q)
-    else:
-        tables = [new_table() for _ in range(n_chunks)]
-        rngs = [seed] * n_chunks
-        done = 0
-        while done < episodes:
-            n = min(sync, episodes - done)
-            for c in range(n_chunks):
-                for _ in range(n):
-                    rngs[c] = episode(tables[c], c * m, rngs[c])
-            done += n
-            avg = mean(tables)
-            tables = [[list(r) for r in avg] for _ in range(n_chunks)]
-        final = avg
-    if fmt == "fp32":
-        return np.asarray(final, dtype=np.float32)
-    return (np.asarray(final, dtype=np.float64) / SCALE).astype(np.float32)
-
-
-# ----------------------------------------------------------------------------------------------
+def _make_data(seed: int = 7, rows: int = ROWS) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    reward = rng.choice(np.array([-1.0, 0.0, 0.0, 0.25, 1.0], dtype=np.float32), rows)
+    return {
+        "state": rng.integers(0, S, rows, dtype=np.int32),
+        "action": rng.integers(0, A, rows, dtype=np.int32),
+        "reward": reward.astype(np.float32),
+        "next_state": rng.integers(0, S, rows, dtype=np.int32),
+        "terminated": rng.random(rows) < 0.05,
+    }
 
 
 @pytest.fixture(scope="module")
 def data():
-    rng = np.random.default_rng(7)
-    term = rng.random(ROWS) < 0.05
-    reward = rng.choice(np.array([-1.0, 0.0, 0.0, 0.25, 1.0], dtype=np.float32), ROWS)
-    return {
-        "state": rng.integers(0, S, ROWS, dtype=np.int32),
-        "action": rng.integers(0, A, ROWS, dtype=np.int32),
-        "reward": reward.astype(np.float32),
-        "next_state": rng.integers(0, S, ROWS, dtype=np.int32),
-        "terminated": term,
-    }
+    return _make_data()
 
 
 def _cfg(algorithm, sampling, fmt, **kw):
-    return bn.BaselineConfig(num_states=S, num_actions=A, algorithm=algorithm,
+    return tn.BaselineConfig(num_states=S, num_actions=A, algorithm=algorithm,
                              sampling=sampling, fmt=fmt, num_episodes=kw.pop("episodes", EPISODES),
-                             sync_period=SYNC, **kw)
+                             sync_period=kw.pop("sync", SYNC), epsilon=kw.pop("epsilon", 0.3),
+                             **kw)
+
+
+def _trainer_cfg(cfg: tn.BaselineConfig, lanes: int) -> TabularConfig:
+    return TabularConfig(S, A, algo="q" if cfg.algorithm == "q_learning" else "sarsa",
+                         sampling=cfg.sampling, dtype=cfg.fmt, num_cores=lanes,
+                         sync_period=cfg.sync_period, num_episodes=cfg.num_episodes,
+                         epsilon=cfg.epsilon, stride=cfg.stride, rng="lcg", lcg_seed=cfg.seed,
+                         compat_max0=cfg.compat_max0)
+
+
+@functools.cache
+def _reference(cfg: tn.BaselineConfig, lanes: int, rows: int = ROWS) -> np.ndarray:
+    """The NumPy/Python loop on the test data: float32 [S, A] (int32 descaled)."""
+    tcfg = _trainer_cfg(cfg, lanes)
+    chunks = chunk(tcfg, Transitions(**{k: v[:rows] for k, v in _make_data().items()}))
+    return np.asarray(train_reference(tcfg, chunks, jax.random.key(0)))
 
 
 def _assert_match(got, want, fmt):
     assert got.dtype == np.float32 and got.shape == (S, A)
     assert np.abs(want).max() > 0.05  # the reference learned something
-    if fmt == "int32":
-        np.testing.assert_array_equal(got, want)
+    if fmt == "int32":  # compare the fixed-point integers
+        np.testing.assert_array_equal(np.rint(got.astype(np.float64) * SCALE),
+                                      np.rint(np.asarray(want, np.float64) * SCALE))
     else:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-VARIANTS = [(a, s, f) for a in bn.ALGORITHMS for s in bn.SAMPLINGS for f in bn.FORMATS]
+# ----------------------------------------------------------------------------------------------
+# Against the NumPy/Python reference loop.
 
 
 @pytest.mark.parametrize("algorithm,sampling,fmt", VARIANTS)
-def test_sequential_matches_reference(data, algorithm, sampling, fmt):
-    q, sec = bn.sequential(data, _cfg(algorithm, sampling, fmt))
-    want = _reference(data, algorithm=algorithm, sampling=sampling, fmt=fmt, n_chunks=1,
-                      sync=EPISODES)
-    _assert_match(q, want, fmt)
+def test_lanes_and_block_match_reference(data, algorithm, sampling, fmt):
+    cfg = _cfg(algorithm, sampling, fmt)
+    want = _reference(cfg, LANES)
+    q_lane, sec = tn.lanes_numba(data, cfg, num_lanes=LANES)
+    _assert_match(q_lane, want, fmt)
     assert sec > 0
+    q_block, _ = tn.lanes_block_numba(data, cfg, num_lanes=LANES, block_lanes=3)
+    np.testing.assert_array_equal(q_block, q_lane)  # same updates in the same order per lane
 
 
 @pytest.mark.parametrize("algorithm,sampling,fmt", VARIANTS)
-def test_lanes_matches_reference(data, algorithm, sampling, fmt):
-    q, _ = bn.lanes_numba(data, _cfg(algorithm, sampling, fmt), num_lanes=LANES)
-    want = _reference(data, algorithm=algorithm, sampling=sampling, fmt=fmt, n_chunks=LANES)
-    _assert_match(q, want, fmt)
+def test_sequential_and_cpu_v2_match_reference(data, algorithm, sampling, fmt):
+    cfg = _cfg(algorithm, sampling, fmt)
+    q, _ = tn.sequential(data, cfg)
+    _assert_match(q, _reference(dataclasses.replace(cfg, sync_period=EPISODES), 1), fmt)
+    q2, _ = tn.cpu_v2(data, cfg, num_threads=THREADS)
+    _assert_match(q2, _reference(cfg, THREADS), fmt)
 
 
-@pytest.mark.parametrize("algorithm,sampling,fmt", VARIANTS)
-def test_cpu_v2_matches_reference(data, algorithm, sampling, fmt):
-    q, _ = bn.cpu_v2(data, _cfg(algorithm, sampling, fmt), num_threads=THREADS)
-    want = _reference(data, algorithm=algorithm, sampling=sampling, fmt=fmt, n_chunks=THREADS)
-    _assert_match(q, want, fmt)
-
-
-@pytest.mark.parametrize("fmt", bn.FORMATS)
+@pytest.mark.parametrize("fmt", tn.FORMATS)
 def test_compat_max0_matches_reference_and_differs(data, fmt):
     cfg = _cfg("q_learning", "seq", fmt, compat_max0=True)
-    q, _ = bn.lanes_numba(data, cfg, num_lanes=LANES)
-    want = _reference(data, algorithm="q_learning", sampling="seq", fmt=fmt, n_chunks=LANES,
-                      max0=True)
-    _assert_match(q, want, fmt)
-    q_true, _ = bn.lanes_numba(data, _cfg("q_learning", "seq", fmt), num_lanes=LANES)
+    q, _ = tn.lanes_block_numba(data, cfg, num_lanes=LANES)
+    _assert_match(q, _reference(cfg, LANES), fmt)
+    q_true, _ = tn.lanes_numba(data, _cfg("q_learning", "seq", fmt), num_lanes=LANES)
     assert not np.array_equal(q, q_true)  # negative rewards: max(0, .) changes the targets
+    np.testing.assert_array_equal(tn.lanes_numba(data, cfg, num_lanes=LANES)[0], q)
 
 
-@pytest.mark.parametrize("fmt", bn.FORMATS)
+@pytest.mark.parametrize("fmt", tn.FORMATS)
 def test_uneven_stride_and_partial_sync_round(data, fmt):
     # stride 3 does not divide the 500-row chunks; 5 episodes with sync 2 ends on a half round.
     cfg = _cfg("sarsa", "str", fmt, stride=3, episodes=5)
-    q, _ = bn.lanes_numba(data, cfg, num_lanes=LANES)
-    want = _reference(data, algorithm="sarsa", sampling="str", fmt=fmt, n_chunks=LANES,
-                      stride=3, episodes=5)
-    _assert_match(q, want, fmt)
+    q, _ = tn.lanes_numba(data, cfg, num_lanes=LANES)
+    _assert_match(q, _reference(cfg, LANES), fmt)
+    np.testing.assert_array_equal(tn.lanes_block_numba(data, cfg, LANES, block_lanes=4)[0], q)
+
+
+@pytest.mark.parametrize("fmt", tn.FORMATS)
+def test_remainder_rows_are_dropped(data, fmt):
+    # 2000 rows in 3 lanes: chunks of 666 rows, the last 2 rows left out (as the JAX trainer).
+    cfg = _cfg("q_learning", "ran", fmt)
+    q, _ = tn.lanes_numba(data, cfg, num_lanes=3)
+    assert tn.last_timing()["rows_used"] == 1998
+    _assert_match(q, _reference(cfg, 3), fmt)
+    np.testing.assert_array_equal(tn.lanes_block_numba(data, cfg, 3, block_lanes=2)[0], q)
+    assert tn.last_timing()["block_lanes"] == 2
+
+
+# ----------------------------------------------------------------------------------------------
+# Block-of-lanes kernel vs the per-lane kernel.
+
+
+@pytest.mark.parametrize("algorithm,sampling", list(itertools.product(tn.ALGORITHMS,
+                                                                       tn.SAMPLINGS)))
+@pytest.mark.parametrize("block", [1, 7, 0, 64])
+def test_block_kernel_equals_per_lane_kernel(algorithm, sampling, block):
+    # 40 lanes in blocks of 1, 7 (a padded last block), the default and 64 (one padded block).
+    data = tn.random_dataset(40 * 37, S, A, seed=3, goal_prob=0.1)
+    for fmt in tn.FORMATS:
+        cfg = _cfg(algorithm, sampling, fmt, episodes=5, sync=3)
+        q_lane, _ = tn.lanes_numba(data, cfg, num_lanes=40)
+        q_block, _ = tn.lanes_block_numba(data, cfg, num_lanes=40, block_lanes=block)
+        assert np.abs(q_lane).max() > 0.01
+        np.testing.assert_array_equal(q_block, q_lane)
+
+
+def test_lanes_independent_of_thread_count(data):
+    cfg = _cfg("sarsa", "ran", "fp32")
+    q1, _ = tn.lanes_numba(data, cfg, num_lanes=8, num_threads=1)
+    q2, _ = tn.lanes_numba(data, cfg, num_lanes=8, num_threads=2)
+    np.testing.assert_array_equal(q1, q2)
+    b1, _ = tn.lanes_block_numba(data, cfg, num_lanes=8, block_lanes=2, num_threads=1)
+    b2, _ = tn.lanes_block_numba(data, cfg, num_lanes=8, block_lanes=2, num_threads=2)
+    np.testing.assert_array_equal(b1, b2)
+    np.testing.assert_array_equal(b1, q1)
+
+
+# ----------------------------------------------------------------------------------------------
+# CPU-V1.
 
 
 @pytest.mark.parametrize("algorithm,sampling,fmt",
                          [("q_learning", "seq", "fp32"), ("sarsa", "ran", "int32")])
 def test_cpu_v1_one_thread_is_sequential(data, algorithm, sampling, fmt):
     cfg = _cfg(algorithm, sampling, fmt)
-    q1, _ = bn.cpu_v1(data, cfg, num_threads=1)
-    qs, _ = bn.sequential(data, cfg)
+    q1, _ = tn.cpu_v1(data, cfg, num_threads=1)
+    qs, _ = tn.sequential(data, cfg)
     np.testing.assert_array_equal(q1, qs)
-    want = _reference(data, algorithm=algorithm, sampling=sampling, fmt=fmt, n_chunks=1,
-                      shared=True)
-    _assert_match(q1, want, fmt)
 
 
-@pytest.mark.parametrize("fmt", bn.FORMATS)
+@pytest.mark.parametrize("fmt", tn.FORMATS)
 def test_cpu_v1_many_threads_plausible(data, fmt):
     # Racy by design: only bounds hold. |Q| <= max|r| / (1 - gamma), and learning happened.
-    q, _ = bn.cpu_v1(data, _cfg("q_learning", "seq", fmt), num_threads=4)
+    q, _ = tn.cpu_v1(data, _cfg("q_learning", "seq", fmt), num_threads=4)
     assert np.isfinite(q).all()
     assert np.abs(q).max() <= 1.0 / (1 - 0.95) + 1e-3
     assert np.abs(q).max() > 0.05
 
 
-@pytest.mark.parametrize("fmt", bn.FORMATS)
-def test_remainder_rows_are_dropped(data, fmt):
-    # 2000 rows in 3 lanes: chunks of 666 rows, the last 2 rows left out (as the JAX trainer).
-    cfg = _cfg("q_learning", "ran", fmt)
-    q, _ = bn.lanes_numba(data, cfg, num_lanes=3)
-    assert bn.last_timing()["rows_used"] == 1998
-    trimmed = {k: v[:1998] for k, v in data.items()}
-    want = _reference(trimmed, algorithm="q_learning", sampling="ran", fmt=fmt, n_chunks=3)
-    _assert_match(q, want, fmt)
-
-
-def test_lanes_independent_of_thread_count(data):
-    cfg = _cfg("sarsa", "ran", "fp32")
-    q1, _ = bn.lanes_numba(data, cfg, num_lanes=8, num_threads=1)
-    q2, _ = bn.lanes_numba(data, cfg, num_lanes=8, num_threads=2)
-    np.testing.assert_array_equal(q1, q2)
+# ----------------------------------------------------------------------------------------------
+# The LCG, draw for draw against the trainer's functions.
 
 
 def test_lcg_closed_form_first_values():
     # x1 = (42 * 1664525 + 1013904223) mod 2**32 = 69910050 + 1013904223 = 1083814273, ...
     expected = [1083814273, 378494188, 2479403867, 955863294, 1613448261]
-    assert bn.lcg_next(42) == 42 * 1664525 + 1013904223 == expected[0]
-    assert list(bn.lcg_sequence(42, 5)) == expected
-    x, seen = 42, []
-    for _ in range(5):
-        x = bn.lcg_next(x)
-        seen.append(x)
-    assert seen == expected
-    assert bn.lcg_next(2**32 - 1) == (2**32 - 1664525 + 1013904223) % 2**32  # wraps mod 2**32
+    assert tn.lcg_next(42) == 42 * 1664525 + 1013904223 == expected[0]
+    assert list(tn.lcg_sequence(42, 5)) == expected
+    assert tn.lcg_next(2**32 - 1) == (2**32 - 1664525 + 1013904223) % 2**32  # wraps mod 2**32
+
+
+def _trainer_draws(seed: int, n: int, m: int, ran: bool, sarsa: bool, epsilon: float):
+    """The trainer's per-update draws (``lanes.lcg_step_draws`` order) for one lane."""
+
+    def step(x, _):
+        idx = u = a = jnp.int32(-1)
+        if ran:
+            x = lcg_next(x)
+            idx = lcg_int(x, m)
+        if sarsa:
+            x = lcg_next(x)
+            u = (lcg_uniform(x) < epsilon).astype(jnp.int32)
+            x = lcg_next(x)
+            a = lcg_int(x, A)
+        return x, (idx, u, a)
+
+    x, (idx, u, a) = jax.lax.scan(step, jnp.uint32(seed), None, length=n)
+    return np.asarray(idx), np.asarray(u), np.asarray(a), int(x)
+
+
+@pytest.mark.parametrize("m", [500, 333, 3, 16_777_259, 100_000_007])
+@pytest.mark.parametrize("algorithm,sampling", [("q_learning", "ran"), ("sarsa", "seq"),
+                                                ("sarsa", "ran")])
+def test_lcg_draws_match_trainer_draw_for_draw(m, algorithm, sampling):
+    # Chunks above 2**24 rows make the float32 product u * m round: the mapping must agree.
+    n = 4000
+    cfg = tn.BaselineConfig(num_states=S, num_actions=A, algorithm=algorithm, sampling=sampling,
+                            epsilon=0.1, seed=123)
+    got = tn.lcg_draws(cfg, n, m)
+    idx, explore, rand_a, state = _trainer_draws(123, n, m, sampling == "ran",
+                                                 algorithm == "sarsa", 0.1)
+    if sampling == "ran":
+        np.testing.assert_array_equal(got["index"], idx)
+        assert 0 <= idx.min() and idx.max() < m
+    if algorithm == "sarsa":
+        np.testing.assert_array_equal(got["explore"], explore.astype(bool))
+        np.testing.assert_array_equal(got["random_action"], rand_a)
+        assert 0.05 < explore.mean() < 0.15
+    assert got["state"] == state
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3, 0.5, 1.0, 1e-7])
+def test_explore_threshold_equals_float32_comparison(epsilon):
+    t = tn.explore_threshold(epsilon)
+    ks = np.array([0, 1, t - 1, t, t + 1, 2**24 - 1], dtype=np.int64)
+    ks = ks[(ks >= 0) & (ks < 2**24)]
+    u = ks.astype(np.float32) * np.float32(2.0**-24)
+    np.testing.assert_array_equal(ks < t, u < np.float32(epsilon))
+
+
+# ----------------------------------------------------------------------------------------------
+# Against the JAX lanes trainer (rng="lcg"): the same draws, the same tables.
+
+
+@pytest.mark.parametrize("algorithm,sampling,fmt", VARIANTS)
+def test_tables_equal_jax_trainer(data, algorithm, sampling, fmt):
+    cfg = _cfg(algorithm, sampling, fmt)
+    tcfg = _trainer_cfg(cfg, LANES)
+    q_jax, _ = jax.jit(make_train(tcfg))(jax.random.key(0), chunk(tcfg, Transitions(**data)))
+    q_nb, _ = tn.lanes_block_numba(data, cfg, LANES)
+    _assert_match(q_nb, np.asarray(q_jax), fmt)
 
 
 # ----------------------------------------------------------------------------------------------
 # Validation: bad input is rejected before compute, with the field named.
-
-
-def _bad(data, **changes):
-    out = dict(data)
-    out.update(changes)
-    return out
 
 
 @pytest.mark.parametrize(
@@ -282,95 +281,47 @@ def _bad(data, **changes):
         ({"terminated": None}, "data is missing field 'terminated'"),
     ],
 )
-def test_bad_data_rejected(data, changes, match):
-    bad = _bad(data, **changes)
+@pytest.mark.parametrize("baseline", ["lanes_numba", "lanes_block_numba"])
+def test_bad_data_rejected(data, changes, match, baseline):
+    bad = {**data, **changes}
     if changes.get("terminated", 0) is None:
         del bad["terminated"]
     with pytest.raises(ValueError, match=match):
-        bn.lanes_numba(bad, _cfg("q_learning", "seq", "fp32"), num_lanes=LANES)
+        tn.run_baseline(baseline, bad, _cfg("q_learning", "seq", "fp32"), num_lanes=LANES)
 
 
 def test_bad_sizes_and_options_rejected(data):
     cfg = _cfg("q_learning", "seq", "fp32")
     with pytest.raises(ValueError, match="2001 chunks exceed the dataset size 2000"):
-        bn.lanes_numba(data, cfg, num_lanes=2001)
+        tn.lanes_block_numba(data, cfg, num_lanes=2001)
     with pytest.raises(ValueError, match="num_lanes must be >= 1"):
-        bn.lanes_numba(data, cfg, num_lanes=0)
+        tn.lanes_numba(data, cfg, num_lanes=0)
+    with pytest.raises(ValueError, match="block_lanes must be >= 0"):
+        tn.lanes_block_numba(data, cfg, num_lanes=4, block_lanes=-1)
     with pytest.raises(ValueError, match="num_threads must be >= 1"):
-        bn.cpu_v1(data, cfg, num_threads=0)
+        tn.cpu_v1(data, cfg, num_threads=0)
     with pytest.raises(ValueError, match="sampling must be one of"):
-        bn.BaselineConfig(num_states=S, num_actions=A, sampling="random")
+        tn.BaselineConfig(num_states=S, num_actions=A, sampling="random")
     with pytest.raises(ValueError, match="compat_max0 applies to algorithm='q_learning'"):
-        bn.BaselineConfig(num_states=S, num_actions=A, algorithm="sarsa", compat_max0=True)
+        tn.BaselineConfig(num_states=S, num_actions=A, algorithm="sarsa", compat_max0=True)
     with pytest.raises(ValueError, match="gamma must round below 1"):
-        bn.BaselineConfig(num_states=S, num_actions=A, fmt="int32", gamma=1.0)
-    big = _bad(data, reward=np.full(ROWS, 20_000.0, dtype=np.float32))
+        tn.BaselineConfig(num_states=S, num_actions=A, fmt="int32", gamma=1.0)
+    with pytest.raises(ValueError, match="baseline must be one of"):
+        tn.run_baseline("gpu", data, cfg, num_lanes=4)
+    big = {**data, "reward": np.full(ROWS, 20_000.0, dtype=np.float32)}
     with pytest.raises(ValueError, match="int32 fixed point at scale 10000 could overflow"):
-        bn.sequential(big, _cfg("q_learning", "seq", "int32"))
-
-
-def test_published_figures_consistent():
-    ma = pim_published.MULTI_AGENT
-    assert ma["xeon_seconds_2000_agents"] == 1943.78
-    assert ma["xeon_seconds_1000_agents"] == 996.52
-    # reference.md: PIM takes about 88.7 s for 2,000 agents (1,943.78 s / 21.92).
-    assert abs(ma["pim_seconds_2000_agents_derived"] - 88.7) < 0.05
-    head = pim_published.HEADLINE
-    assert (head["int32_over_fp32_speedup_on_pim"], head["pim_over_rtx_3090_speedup"]) == (
-        8.16, 4.84)
-    for name, group in pim_published.PUBLISHED.items():
-        assert "source" in group, name
-
-
-def test_benchmark_script_writes_report(tmp_path):
-    import json
-
-    rc = bn.main(["--quick", "--rows", "400", "--lanes", "4", "--episodes", "2",
-                  "--algorithms", "sarsa", "--samplings", "str", "--out", str(tmp_path)])
-    assert rc == 0
-    rep = json.loads((tmp_path / "baselines_numba_quick.json").read_text())
-    assert set(rep) >= {"system", "config", "results", "timing_s", "summary"}
-    rows = rep["results"]["rows"]
-    assert [(r["baseline"], r["fmt"]) for r in rows] == [
-        (b, f) for f in bn.FORMATS for b in bn.BASELINES]
-    assert all(r["updates"] == 800 and r["updates_per_s"] > 0 for r in rows)
-    assert rep["summary"]["gpu"] is None and rep["summary"]["extrapolated"] is True
-    assert (tmp_path / "baselines_numba_quick.md").read_text().count("| sarsa | str |") == 8
-    assert (tmp_path / "baselines_numba_quick.png").stat().st_size > 0
-
-
-def test_benchmark_script_rejects_bad_options(capsys):
-    assert bn.cli(["--formats", "fp16"]) == 2
-    assert "--formats must be one of 'fp32', 'int32'; got 'fp16'" in capsys.readouterr().err
+        tn.sequential(big, _cfg("q_learning", "seq", "int32"))
 
 
 def test_accepts_library_transitions_with_compact_dtypes(data):
-    # The lead's scaling benchmark passes jaxrl_pim.data.Transitions (uint8 states/actions).
-    transitions = pytest.importorskip("jaxrl_pim.data.transitions")
-    t = transitions.compact(transitions.Transitions(**data), S)
+    t = compact(Transitions(**data), S)
     assert t.action.dtype == np.uint8
     cfg = _cfg("sarsa", "seq", "int32")
-    q, _ = bn.run_baseline("lanes_numba", t, cfg, num_lanes=LANES)
-    np.testing.assert_array_equal(q, bn.lanes_numba(data, cfg, num_lanes=LANES)[0])
+    q, _ = tn.run_baseline("lanes_block_numba", t, cfg, num_lanes=LANES)
+    np.testing.assert_array_equal(q, tn.lanes_numba(data, cfg, num_lanes=LANES)[0])
 
 
-@pytest.mark.parametrize("sampling,fmt,max0", [("seq", "int32", False), ("str", "fp32", True)])
-def test_lanes_agrees_with_jax_trainer(data, sampling, fmt, max0):
-    # Q-learning over SEQ/STR uses no random numbers, so the JAX lanes trainer and lanes_numba
-    # run the same algorithm: identical int32 tables, fp32 equal up to summation order.
-    trainer = pytest.importorskip("jaxrl_pim.tabular.trainer")
-    import jax
-
-    from jaxrl_pim.data.transitions import Transitions
-
-    tcfg = trainer.TabularConfig(num_states=S, num_actions=A, algo="q", sampling=sampling,
-                                 dtype=fmt, num_cores=LANES, sync_period=SYNC,
-                                 num_episodes=EPISODES, rng="lcg", compat_max0=max0)
-    q_jax, _ = jax.jit(trainer.make_train(tcfg))(jax.random.key(0),
-                                                 trainer.chunk(tcfg, Transitions(**data)))
-    q_jax = np.asarray(q_jax, dtype=np.float64)
-    q_nb, _ = bn.lanes_numba(data, _cfg("q_learning", sampling, fmt, compat_max0=max0), LANES)
-    if fmt == "int32":  # compare the fixed-point integers (the descaling roundings differ)
-        np.testing.assert_array_equal(np.rint(q_jax * SCALE), np.rint(q_nb * np.float64(SCALE)))
-    else:
-        np.testing.assert_allclose(q_nb, q_jax, rtol=1e-5, atol=1e-6)
+def test_updates_of_counts_dropped_rows():
+    cfg = _cfg("q_learning", "seq", "fp32", episodes=3)
+    assert tn.updates_of("lanes_block_numba", cfg, 2000, 3) == 1998 * 3
+    assert tn.updates_of("sequential", cfg, 2000, 3) == 2000 * 3
