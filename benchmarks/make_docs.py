@@ -76,7 +76,7 @@ BLOCK_START = re.compile(r"^\s*<!--\s*generated:\s*(?P<spec>.*?)\s*-->\s*$")
 BLOCK_END = re.compile(r"^\s*<!--\s*end generated\s*-->\s*$")
 VALUE = re.compile(r"<!--\s*value:\s*(?P<spec>[^>]*?)\s*-->(?P<text>.*?)<!--\s*end value\s*-->")
 TABLE_MARK = re.compile(r"^\s*<!--\s*table:\s*(paper|defaults)\s*-->\s*$")
-SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 # ---------------------------------------------------------------------------------------------

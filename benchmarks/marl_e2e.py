@@ -4,70 +4,86 @@ Part 1 (time): MADDPG with the original defaults (1 env, faithful per-agent samp
 per-agent layout, 1e6 buffer, batch 1,024, update every 100 steps after 25,600 transitions).
 The run is timed in two pieces after compilation: the warm-up episodes before the first update
 (``ceil(25,600 / 25) = 1,024`` episodes, env steps and buffer writes only), then
-``measure_episodes`` further episodes with updates. The 60,000-episode time is EXTRAPOLATED
-linearly: ``t_warm + (60,000 - 1,024) / measure_episodes * t_measure`` (compile excluded).
-CPU: 3 agents (spread and tag); GPU: 3, 6, 12, 24 agents.
+``measured_episodes`` further episodes with updates. The 60,000-episode time is EXTRAPOLATED
+linearly, ``t_warm + (60,000 - 1,024) / measured_episodes * t_measured`` (compile excluded);
+each record says from how many episodes (``extrapolated_from_episodes``). CPU: 3 agents
+(spread and tag); GPU: 3, 6, 12, 24 agents.
 
 Part 2 (quality): MADDPG on cooperative navigation with 3 agents in a short-but-sufficient
 setting (32 vmapped envs, an update round after every vectorised step, i.e. one round per 32
 transitions instead of per 100), with uniform, neighbour and information-prioritised
 sampling. The metric is the mean per-agent episode return over the last 10 % of episodes,
-compared with a uniform-random policy in the same env (the better of: Gumbel-softmax of zero
-logits, uniformly random one-hot actions): ``improvement = (R - R_rand) / |R_rand|``.
+compared with a uniform-random policy measured in the same run and env (the better of:
+Gumbel-softmax of zero logits, uniformly random one-hot actions):
+``improvement = (R - R_rand) / |R_rand|``.
 
 Part 3 (fast mode): the same quality setting (uniform sampler) in ``faithful`` mode (every
 agent draws its own indices, target actions recomputed per drawing agent, as the original)
 and in ``fast`` mode (one index set per round shared by all agents, target actions computed
-once), each over several seeds vmapped in ONE jitted call (seed ``s`` uses
-``PRNGKey(s)``, so both modes start from the same networks and envs). Reported: final
-return mean and sample standard deviation over seeds, the relative difference
-``fast_mode_return_delta = (mean_fast - mean_faithful) / |mean_faithful|`` (positive: fast
-mode ends with a higher return), its standard error, and the compile and run time of each
-mode (all seeds together).
+once), each over several seeds vmapped in ONE jitted call (seed ``s`` uses ``PRNGKey(s)``,
+so both modes start from the same networks and envs). Summary: final return mean over seeds
+per mode, ``fast_mode_return_delta = (mean_fast - mean_faithful) / |mean_faithful|``
+(positive: fast mode ends higher), its standard error, and the run-time ratio. The sampler
+speed-up of the fast mode itself is measured by ``benchmarks/marl_sampling.py``.
 
-    python benchmarks/marl_e2e.py            # full
-    python benchmarks/marl_e2e.py --quick    # a few minutes on 2 CPU cores
-    python benchmarks/marl_e2e.py --skip-timing --skip-quality --reuse   # part 3 only
-
-``--reuse`` keeps the parts that are skipped from the existing ``marl_e2e.json`` (their
-provenance -- device and date -- is recorded in ``results.provenance``), so one part can be
-re-run without losing the others.
+    python benchmarks/marl_e2e.py [--publish]   # full
+    python benchmarks/marl_e2e.py --quick       # a few minutes on 2 CPU cores
+    python benchmarks/marl_e2e.py --smoke       # test sizes, parts 1-2 (a minute)
+    python benchmarks/marl_e2e.py --parts fast_mode   # one part only (others absent)
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import dataclasses
 import math
-import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import harness
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim import report
-from jaxrl_pim.marl.maddpg import (
-    MARLConfig,
-    make_init,
-    make_train,
-    make_train_from,
-    random_policy_return,
-)
+from jaxrl_pim.marl import MARLConfig, make_init, make_train, make_train_from, random_policy_return
 
-# Paper Table I: 60k-episode MADDPG on RTX 3090 + Ryzen 3975WX, seconds.
+#: Paper Table I: 60k-episode MADDPG on RTX 3090 + Ryzen 3975WX, seconds (published figures).
 PAPER_S = {
     "tag": {3: 3365.99, 6: 8504.99, 12: 23406.16, 24: 82768.15},
     "spread": {3: 2403.64, 6: 5888.64, 12: 15722.43, 24: 52421.81},
 }
 FULL_EPISODES = 60_000
+PARTS = ("timing", "quality", "fast_mode")
+SAMPLERS = ("uniform", "neighbor", "info_prioritized")
 
 
-def time_maddpg(env: str, agents: int, measure_episodes: int) -> dict:
+def sizes(mode: str, gpu: bool) -> dict[str, Any]:
+    """Sizes of every part for a mode (full, quick, smoke) and backend."""
+    if mode == "smoke":
+        return {"timing_envs": ["spread"], "timing_agents": [3], "measure_episodes": 4,
+                "timing_overrides": {"buffer_capacity": 4_096, "learning_starts": 256,
+                                     "batch_size": 64},
+                "quality_episodes": 10, "samplers": ["uniform"], "seeds": 2,
+                "fast_mode_episodes": 10,
+                "quality_overrides": {"num_envs": 4, "buffer_capacity": 2_048,
+                                      "batch_size": 32, "learning_starts": 128, "num_refs": 4},
+                "random_episodes": 5}
+    agents = [3, 6, 12, 24] if gpu else [3]
+    quick = mode == "quick"
+    return {"timing_envs": ["spread", "tag"], "timing_agents": agents[:2] if quick else agents,
+            "measure_episodes": 2000 if gpu else (200 if quick else 1000),
+            "timing_overrides": {}, "quality_episodes": 300 if quick else 400,
+            "samplers": list(SAMPLERS), "seeds": 8 if gpu else (4 if quick else 6),
+            "fast_mode_episodes": 150 if quick else 400, "quality_overrides": {},
+            "random_episodes": 50}
+
+
+def time_maddpg(env: str, agents: int, measure_episodes: int,
+                overrides: dict[str, Any]) -> dict[str, Any]:
     """Warm-up + measured piece of an original-defaults MADDPG run; extrapolated to 60k."""
-    cfg = MARLConfig(env=env, num_agents=agents, num_episodes=FULL_EPISODES)
+    cfg = MARLConfig(env=env, num_agents=agents, num_episodes=FULL_EPISODES, **overrides)
     warm = math.ceil(cfg.learning_starts / (cfg.episode_length * cfg.num_envs))
     state = jax.jit(make_init(cfg))(jax.random.PRNGKey(0))
     warm_fn = jax.jit(make_train_from(cfg, warm))
@@ -85,44 +101,44 @@ def time_maddpg(env: str, agents: int, measure_episodes: int) -> dict:
     state, metrics = meas_c(state)
     jax.block_until_ready(state)
     t_meas = time.perf_counter() - t0
-    est = t_warm + (FULL_EPISODES - warm) / measure_episodes * t_meas
     return {
         "env": env,
         "agents": agents,
+        "config": cfg,
         "warmup_episodes": warm,
         "warmup_s": t_warm,
         "measured_episodes": measure_episodes,
         "measured_s": t_meas,
         "measured_update_rounds": int(state.num_updates) - updates0,
         "compile_s": compile_s,
-        "estimated_60k_s": est,
-        "extrapolated": True,
+        "extrapolated_from_episodes": warm + measure_episodes,
+        "extrapolated_60k_s": t_warm + (FULL_EPISODES - warm) / measure_episodes * t_meas,
         "paper_60k_s": PAPER_S[env].get(agents),
-        "speedup_vs_paper": PAPER_S[env][agents] / est if agents in PAPER_S[env] else None,
         "final_return": float(np.asarray(metrics["episode_return"])[-100:, 0].mean()),
     }
 
 
-def quality_config(sampler: str, episodes: int, sampling_mode: str = "fast") -> MARLConfig:
+def quality_config(sampler: str, episodes: int, sampling_mode: str = "fast",
+                   overrides: dict[str, Any] | None = None) -> MARLConfig:
     """The short-but-sufficient spread-3 setting of parts 2 and 3."""
-    return MARLConfig(
+    base = MARLConfig(
         env="spread", num_agents=3, num_envs=32, num_episodes=episodes, update_every=1,
         sampling_mode=sampling_mode, sampler=sampler, buffer_capacity=100_000, batch_size=256,
         learning_starts=6400, num_refs=16,
     )
+    return dataclasses.replace(base, **(overrides or {}))
 
 
-def quality_run(sampler: str, episodes: int, seed: int) -> dict:
-    """Short MADDPG run on spread-3; returns the learning curve and the final return."""
-    cfg = quality_config(sampler, episodes)
+def quality_run(cfg: MARLConfig, seed: int) -> dict[str, Any]:
+    """Short MADDPG run; returns the learning curve and the final return."""
     t0 = time.perf_counter()
     state, metrics = jax.jit(make_train(cfg))(jax.random.PRNGKey(seed))
     returns = np.asarray(metrics["episode_return"])[:, 0]
     wall = time.perf_counter() - t0
-    tail = max(1, episodes // 10)
+    tail = max(1, cfg.num_episodes // 10)
     return {
         "config": cfg,
-        "sampler": sampler,
+        "sampler": cfg.sampler,
         "seed": seed,
         "wall_s_incl_compile": wall,
         "update_rounds": int(state.num_updates),
@@ -132,14 +148,13 @@ def quality_run(sampler: str, episodes: int, seed: int) -> dict:
     }
 
 
-def mode_run(mode: str, episodes: int, seeds: int) -> dict[str, Any]:
-    """Part 3: one sampling mode (uniform sampler) over ``seeds`` seeds in one vmapped call.
+def mode_run(cfg: MARLConfig, seeds: int) -> dict[str, Any]:
+    """Part 3: one sampling mode over ``seeds`` seeds in one vmapped call.
 
     Returns per-seed final returns (mean per-agent return over the last 10 % of episodes),
-    their mean and sample standard deviation (``ddof = 1``), the seed-mean learning curve
-    ``[episodes]``, and ``compile_s`` / ``run_s`` (wall seconds for all seeds together).
+    the seed-mean learning curve ``[episodes]`` and its std, and ``compile_s`` / ``run_s``
+    (wall seconds for all seeds together).
     """
-    cfg = quality_config("uniform", episodes, sampling_mode=mode)
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
     fn = jax.jit(jax.vmap(make_train(cfg)))
     t0 = time.perf_counter()
@@ -150,276 +165,160 @@ def mode_run(mode: str, episodes: int, seeds: int) -> dict[str, Any]:
     jax.block_until_ready((state, metrics))
     run_s = time.perf_counter() - t0
     returns = np.asarray(metrics["episode_return"])[:, :, 0]  # [seeds, episodes]
-    tail = max(1, episodes // 10)
+    tail = max(1, cfg.num_episodes // 10)
     finals = returns[:, -tail:].mean(axis=1)
     return {
         "config": cfg,
-        "sampling_mode": mode,
+        "sampling_mode": cfg.sampling_mode,
         "seeds": list(range(seeds)),
         "vmapped_over_seeds": True,
         "compile_s": compile_s,
         "run_s": run_s,
-        "run_s_per_seed": run_s / seeds,
         "update_rounds": int(np.asarray(state.num_updates).reshape(-1)[0]),
         "final_window_episodes": tail,
         "final_return_per_seed": finals.tolist(),
-        "final_return_mean": float(finals.mean()),
-        "final_return_std": float(finals.std(ddof=1)) if seeds > 1 else None,
         "curve_mean": returns.mean(axis=0).tolist(),
         "curve_std": returns.std(axis=0).tolist(),
     }
 
 
-def fast_mode_study(episodes: int, seeds: int) -> dict[str, Any]:
-    """Part 3: faithful vs fast sampling mode, same settings and seeds."""
-    runs = {}
+def fast_mode_stats(fast_mode: dict[str, Any]) -> dict[str, Any]:
+    """Mean, sample std (``ddof=1``; None for one seed) per mode, the relative difference
+    of the means, its standard error (independent means, relative to |faithful|), the
+    paired per-seed differences and the run-time ratio."""
+    out: dict[str, Any] = {}
     for mode in ("faithful", "fast"):
-        runs[mode] = r = mode_run(mode, episodes, seeds)
-        std = "n/a" if r["final_return_std"] is None else f"{r['final_return_std']:.2f}"
-        print(f"[fast-mode] {mode}: final return {r['final_return_mean']:.2f} +- {std} "
-              f"over {seeds} seeds; run {r['run_s']:.1f} s, compile {r['compile_s']:.1f} s",
-              flush=True)
-    fa, fs = runs["faithful"], runs["fast"]
-    delta = (fs["final_return_mean"] - fa["final_return_mean"]) / abs(fa["final_return_mean"])
-    diffs = np.asarray(fs["final_return_per_seed"]) - np.asarray(fa["final_return_per_seed"])
-    se = None
-    paired_std = None
-    if seeds > 1:
-        # Standard error of the difference of two independent means, relative to |faithful|.
-        se = float(np.sqrt(fa["final_return_std"] ** 2 / seeds + fs["final_return_std"] ** 2
-                           / seeds) / abs(fa["final_return_mean"]))
-        paired_std = float(diffs.std(ddof=1))
-    return {
-        "runs": runs,
-        "return_delta": delta,
-        "return_delta_se": se,
-        "return_diff_per_seed": diffs.tolist(),
-        "return_diff_paired_std": paired_std,
-        "time_ratio_faithful_over_fast": fa["run_s"] / fs["run_s"],
-    }
+        x = np.asarray(fast_mode[mode]["final_return_per_seed"], np.float64)
+        out[mode] = {"mean": float(x.mean()),
+                     "std": float(x.std(ddof=1)) if len(x) > 1 else None, "n": len(x)}
+    fa, fs = out["faithful"], out["fast"]
+    out["return_delta"] = (fs["mean"] - fa["mean"]) / abs(fa["mean"])
+    out["return_delta_se"] = None
+    if fa["std"] is not None and fs["std"] is not None:
+        out["return_delta_se"] = float(np.sqrt(fa["std"] ** 2 / fa["n"] + fs["std"] ** 2
+                                               / fs["n"]) / abs(fa["mean"]))
+    out["return_diff_per_seed"] = (
+        np.asarray(fast_mode["fast"]["final_return_per_seed"])
+        - np.asarray(fast_mode["faithful"]["final_return_per_seed"])).tolist()
+    out["time_ratio_faithful_over_fast"] = (fast_mode["faithful"]["run_s"]
+                                            / fast_mode["fast"]["run_s"])
+    return out
 
 
-def load_previous(path: Path) -> dict[str, Any] | None:
-    """The existing report at ``path`` (``None`` when there is none or it does not parse)."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+def _improvement(quality: dict[str, Any], sampler: str) -> float | None:
+    run = quality["runs"].get(sampler)
+    if run is None:
         return None
+    rand = quality["random_return"]
+    return (run["final_return"] - rand) / abs(rand)
 
 
-def sampler_speedup(out: Path) -> tuple[float | None, str | None]:
-    """``sampler_speedup_vs_numpy_24`` from the sampling benchmark's report in ``out``."""
-    rep = load_previous(out / "marl_sampling.json")
-    if rep is None:
-        return None, None
-    summ = rep.get("summary", {})
-    src = (f"marl_sampling.json ({summ.get('device')}, "
-           f"{rep.get('system', {}).get('time_utc')})")
-    return summ.get("sampler_speedup_vs_numpy_24"), src
+def _gap(quality: dict[str, Any], sampler: str) -> float | None:
+    run, base = quality["runs"].get(sampler), quality["runs"].get("uniform")
+    if run is None or base is None:
+        return None
+    return abs(run["final_return"] - base["final_return"]) / abs(base["final_return"])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default="benchmarks/results")
-    ap.add_argument("--skip-timing", action="store_true")
-    ap.add_argument("--skip-quality", action="store_true")
-    ap.add_argument("--skip-fast-mode", action="store_true")
-    ap.add_argument("--seeds", type=int, default=None,
-                    help="seeds of part 3 (default CPU 6, --quick 2, GPU 8)")
-    ap.add_argument("--reuse", action="store_true",
-                    help="keep skipped parts from the existing marl_e2e.json in --out")
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    backend = jax.default_backend()
-    gpu = backend != "cpu"
-    timer: dict[str, float] = {}
-    previous = load_previous(out / "marl_e2e.json") if args.reuse else None
-    here = {"device": report.device_label(), "time_utc": report.system_info()["time_utc"],
-            "load_average_1min_start": os.getloadavg()[0], "reused": False}
-    provenance: dict[str, dict] = {}
-
-    def reused(part: str, empty: Any) -> Any:
-        """The part from the previous report (``empty`` without one)."""
-        if previous is None or not previous.get("results", {}).get(part):
-            return empty
-        old = previous["results"].get("provenance", {}).get(part) or {
-            "device": previous.get("summary", {}).get("device"),
-            "time_utc": previous.get("system", {}).get("time_utc"),
-        }
-        provenance[part] = {**old, "reused": True}
-        for k, v in previous.get("timing_s", {}).items():
-            if k.startswith(part):
-                timer[k] = v
-        return previous["results"][part]
-
-    timing_rows: list[dict] = []
-    if not args.skip_timing:
-        t0 = time.perf_counter()
-        sizes = [3, 6, 12, 24] if gpu else [3]
-        if args.quick:
-            sizes = sizes[:2]
-        measure = 2000 if gpu else (200 if args.quick else 1000)
-        for env in ("spread", "tag"):
-            for n in sizes:
-                row = time_maddpg(env, n, measure)
-                print(f"[time] {env} N={n}: ~{row['estimated_60k_s']:.0f} s for 60k episodes "
-                      f"(paper {row['paper_60k_s']})", flush=True)
-                timing_rows.append(row)
-        timer["timing_runs"] = time.perf_counter() - t0
-        provenance["timing"] = here
-    else:
-        timing_rows = reused("timing", [])
-
-    quality: dict = {}
-    if not args.skip_quality:
-        t0 = time.perf_counter()
-        episodes = 300 if args.quick else 400
-        samplers = ["uniform", "neighbor", "info_prioritized"]
-        cfg0 = MARLConfig(env="spread", num_agents=3, num_envs=32)
-        key = jax.random.PRNGKey(123)
-        rand_gumbel = float(random_policy_return(cfg0, key, 50)[0])
-        rand_onehot = float(random_policy_return(cfg0, key, 50, one_hot=True)[0])
-        rand = max(rand_gumbel, rand_onehot)
-        runs = {}
-        for s in samplers:
-            runs[s] = quality_run(s, episodes, seed=0)
-            print(f"[quality] {s}: final return {runs[s]['final_return']:.2f} "
-                  f"(random {rand:.2f})", flush=True)
-        base = runs["uniform"]["final_return"]
-        quality = {
-            "random_return_gumbel": rand_gumbel,
-            "random_return_one_hot": rand_onehot,
-            "random_return": rand,
-            "runs": runs,
-            "improvement_vs_random": {s: (r["final_return"] - rand) / abs(rand)
-                                      for s, r in runs.items()},
-            "relative_gap_vs_uniform": {s: abs(r["final_return"] - base) / abs(base)
-                                        for s, r in runs.items()},
-        }
-        timer["quality_runs"] = time.perf_counter() - t0
-        provenance["quality"] = here
-    else:
-        quality = reused("quality", {})
-
-    fast_mode: dict = {}
-    if not args.skip_fast_mode:
-        t0 = time.perf_counter()
-        seeds = args.seeds or (8 if gpu else (2 if args.quick else 6))
-        fast_mode = fast_mode_study(150 if args.quick else 400, seeds)
-        timer["fast_mode_runs"] = time.perf_counter() - t0
-        provenance["fast_mode"] = here
-    else:
-        fast_mode = reused("fast_mode", {})
-
-    speedup, speedup_src = sampler_speedup(out)
-    summary = {
-        "device": report.device_label(),
-        "sampler_speedup_vs_numpy_24": speedup,
-        "sampler_speedup_source": speedup_src,
+def summarize(report_: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers from the stored records (see the module docstring)."""
+    system, res = report_["system"], report_["results"]
+    quality, fast_mode, timing = res.get("quality"), res.get("fast_mode"), res.get("timing")
+    summary: dict[str, Any] = {
+        "device": f"{system['backend']}: {system['device_count']} x {system['device_kind']}",
+        "mode": report_["config"]["mode"],
         "maddpg_spread3_improvement_vs_random": (
-            quality["improvement_vs_random"]["uniform"] if quality else None),
-        "fast_mode_return_delta": fast_mode["return_delta"] if fast_mode else None,
-        "fast_mode_return_delta_se": fast_mode["return_delta_se"] if fast_mode else None,
-        "fast_mode_time_ratio_faithful_over_fast": (
-            fast_mode["time_ratio_faithful_over_fast"] if fast_mode else None),
-        "neighbor_gap_vs_uniform": (
-            quality["relative_gap_vs_uniform"]["neighbor"] if quality else None),
+            _improvement(quality, "uniform") if quality else None),
+        "neighbor_gap_vs_uniform": _gap(quality, "neighbor") if quality else None,
         "info_prioritized_gap_vs_uniform": (
-            quality["relative_gap_vs_uniform"]["info_prioritized"] if quality else None),
-        "estimated_60k_s": {f"{r['env']}{r['agents']}": r["estimated_60k_s"]
-                            for r in timing_rows},
-        "gpu_note": None if gpu else (
-            "no GPU in this run: GPU timings (3-24 agents) are null; rerun this script on a "
-            "GPU host, sizes are chosen from jax.default_backend()"),
+            _gap(quality, "info_prioritized") if quality else None),
     }
-    if not gpu:
-        summary["gpu_estimated_60k_s"] = None
-    config = {"quick": args.quick, "backend": backend, "reuse": args.reuse}
-    results = {"timing": timing_rows, "quality": quality, "fast_mode": fast_mode,
-               "provenance": provenance}
-    rep = report.make_report(config, results, timer, summary)
-    report.write_json(out / "marl_e2e.json", rep)
-    md = markdown(timing_rows, quality, fast_mode, summary, provenance)
-    report.atomic_save(out / "marl_e2e.md", lambda tmp: Path(tmp).write_text(md))
-    if quality or fast_mode:
-        plot_curves(quality, fast_mode, out / "marl_e2e.png")
-    print(f"wrote {out / 'marl_e2e.json'}")
+    if fast_mode:
+        st = fast_mode_stats(fast_mode)
+        summary.update(
+            fast_mode_seeds=st["fast"]["n"],
+            faithful_final_return_mean=st["faithful"]["mean"],
+            fast_final_return_mean=st["fast"]["mean"],
+            fast_mode_return_delta=st["return_delta"],
+            fast_mode_return_delta_se=st["return_delta_se"],
+            fast_mode_time_ratio_faithful_over_fast=st["time_ratio_faithful_over_fast"],
+        )
+    else:
+        summary.update(fast_mode_seeds=None, fast_mode_return_delta=None,
+                       fast_mode_return_delta_se=None)
+    rows = timing or []
+    summary["extrapolated_60k_s"] = {f"{r['env']}{r['agents']}": r["extrapolated_60k_s"]
+                                     for r in rows}
+    summary["extrapolated_speedup_vs_paper"] = {
+        f"{r['env']}{r['agents']}": r["paper_60k_s"] / r["extrapolated_60k_s"]
+        for r in rows if r["paper_60k_s"]}
+    return summary
 
 
-def markdown(timing_rows: list[dict], quality: dict, fast_mode: dict, summary: dict,
-             provenance: dict) -> str:
-    """Tables for docs/marl.md (each part names the device and date it was measured on)."""
-
-    def measured(part: str) -> str:
-        p = provenance.get(part, {})
-        load = p.get("load_average_1min_start")
-        return (f"Measured on {p.get('device', '?')}, {p.get('time_utc', '?')}"
-                + ("" if load is None else f", 1-min load average {load:.1f} at start")
-                + (" (kept from an earlier run with --reuse)" if p.get("reused") else "") + ".")
-
-    lines = [f"Device of this file: {summary['device']}", ""]
-    if timing_rows:
+def render_markdown(report_: dict[str, Any]) -> str:
+    """Tables of the three parts (from the stored report)."""
+    res, summary = report_["results"], report_["summary"]
+    timing, quality, fast_mode = res.get("timing"), res.get("quality"), res.get("fast_mode")
+    lines = [f"Device: {summary['device']}; mode {summary['mode']}.", ""]
+    if timing:
         lines += [
-            measured("timing"),
+            "MADDPG with the original defaults; the 60k-episode time is extrapolated from the "
+            "episodes run (warm-up + measured). Paper: published RTX 3090 figures.",
             "",
-            "| env | agents | warm-up (1,024 eps) s | measured eps | measured s | "
-            "est. 60k eps s (extrapolated) | paper 60k s (RTX 3090) |",
-            "|---|---|---|---|---|---|---|",
+            "| env | agents | warm-up eps | warm-up s | measured eps | measured s | "
+            "extrapolated from eps | 60k eps s (extrapolated) | paper 60k s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for r in timing_rows:
+        for r in timing:
             lines.append(
-                f"| {r['env']} | {r['agents']} | {r['warmup_s']:.1f} | {r['measured_episodes']} "
-                f"| {r['measured_s']:.1f} | {r['estimated_60k_s']:.0f} | {r['paper_60k_s']} |")
+                f"| {r['env']} | {r['agents']} | {r['warmup_episodes']:,} | {r['warmup_s']:.1f} "
+                f"| {r['measured_episodes']:,} | {r['measured_s']:.1f} | "
+                f"{r['extrapolated_from_episodes']:,} | {r['extrapolated_60k_s']:.0f} | "
+                f"{'' if r['paper_60k_s'] is None else r['paper_60k_s']} |")
         lines.append("")
     if quality:
         lines += [
-            measured("quality"),
-            "",
-            f"Random policy return: {quality['random_return']:.2f} (Gumbel zero-logits "
-            f"{quality['random_return_gumbel']:.2f}, one-hot "
-            f"{quality['random_return_one_hot']:.2f})",
+            f"Random policy return (same env, this run): {quality['random_return']:.2f} "
+            f"(Gumbel zero-logits {quality['random_return_gumbel']:.2f}, one-hot "
+            f"{quality['random_return_one_hot']:.2f}).",
             "",
             "| sampler | update rounds | final return | improvement vs random | gap vs uniform |",
-            "|---|---|---|---|---|",
+            "|---|---:|---:|---:|---:|",
         ]
         for s, r in quality["runs"].items():
+            gap = _gap(quality, s)
             lines.append(
-                f"| {s} | {r['update_rounds']} | {r['final_return']:.2f} | "
-                f"{quality['improvement_vs_random'][s] * 100:.1f} % | "
-                f"{quality['relative_gap_vs_uniform'][s] * 100:.1f} % |")
+                f"| {s} | {r['update_rounds']:,} | {r['final_return']:.2f} | "
+                f"{_improvement(quality, s) * 100:.1f} % | "
+                f"{'' if gap is None else f'{gap * 100:.1f} %'} |")
         lines.append("")
     if fast_mode:
-        runs = fast_mode["runs"]
-        n_seeds = len(runs["faithful"]["seeds"])
+        st = fast_mode_stats(fast_mode)
+        n = st["fast"]["n"]
         lines += [
-            measured("fast_mode"),
-            "",
-            f"Faithful vs fast sampling mode (uniform sampler, same setting as above, seeds "
-            f"0-{n_seeds - 1} vmapped in one call; final return = mean over the last "
-            f"{runs['fast']['final_window_episodes']} episodes; mean +- sample std over seeds; "
-            "times for all seeds together):",
+            f"Faithful vs fast sampling mode (uniform sampler, seeds 0-{n - 1} vmapped in one "
+            f"call; final return = mean over the last "
+            f"{fast_mode['fast']['final_window_episodes']} episodes; mean +- sample std over "
+            "seeds; times for all seeds together):",
             "",
             "| mode | update rounds | final return | per seed | run s | compile s |",
-            "|---|---|---|---|---|---|",
+            "|---|---:|---|---|---:|---:|",
         ]
-        for m, r in runs.items():
-            std = "" if r["final_return_std"] is None else f" +- {r['final_return_std']:.2f}"
+        for m in ("faithful", "fast"):
+            r, s = fast_mode[m], st[m]
+            std = "" if s["std"] is None else f" +- {s['std']:.2f}"
             per = ", ".join(f"{x:.1f}" for x in r["final_return_per_seed"])
-            lines.append(f"| {m} | {r['update_rounds']} | {r['final_return_mean']:.2f}{std} | "
-                         f"{per} | {r['run_s']:.1f} | {r['compile_s']:.1f} |")
-        se = fast_mode["return_delta_se"]
+            lines.append(f"| {m} | {r['update_rounds']:,} | {s['mean']:.2f}{std} | {per} | "
+                         f"{r['run_s']:.1f} | {r['compile_s']:.1f} |")
+        se = st["return_delta_se"]
         lines += [
             "",
             f"Fast minus faithful, relative to the faithful return: "
-            f"{fast_mode['return_delta'] * 100:+.1f} %"
+            f"{st['return_delta'] * 100:+.1f} %"
             + ("" if se is None else f" (standard error {se * 100:.1f} %)")
             + f"; faithful run time / fast run time: "
-            f"{fast_mode['time_ratio_faithful_over_fast']:.2f}x.",
+            f"{st['time_ratio_faithful_over_fast']:.2f}x.",
         ]
-    if summary.get("gpu_note"):
-        lines += ["", summary["gpu_note"]]
     return "\n".join(lines) + "\n"
 
 
@@ -430,7 +329,7 @@ def _smooth(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(len(sm)) + k - 1, sm
 
 
-def plot_curves(quality: dict, fast_mode: dict, path: Path) -> None:
+def plot_curves(quality: dict[str, Any], fast_mode: dict[str, Any], path: Path) -> None:
     """Learning curves vs the random policy: samplers (part 2) and sampling modes (part 3)."""
     import matplotlib
 
@@ -448,7 +347,8 @@ def plot_curves(quality: dict, fast_mode: dict, path: Path) -> None:
         ax.set_title("samplers (fast mode, seed 0)")
     if fast_mode:
         ax = axes.pop(0)
-        for m, r in fast_mode["runs"].items():
+        for m in ("faithful", "fast"):
+            r = fast_mode[m]
             x, mean = _smooth(np.asarray(r["curve_mean"]))
             _, std = _smooth(np.asarray(r["curve_std"]))
             ax.plot(x, mean, label=f"{m} (mean of {len(r['seeds'])} seeds)")
@@ -457,7 +357,7 @@ def plot_curves(quality: dict, fast_mode: dict, path: Path) -> None:
             ax.axhline(quality["random_return"], color="k", ls="--", label="random policy")
         ax.set_title("faithful vs fast sampling mode (uniform; band: +- std over seeds)")
     for ax in fig.axes:
-        ax.set_xlabel("episode (per env; 32 envs)")
+        ax.set_xlabel("episode (per env)")
         ax.set_ylabel("mean per-agent episode return")
         ax.legend(fontsize=8)
     fig.suptitle("MADDPG, cooperative navigation, 3 agents", fontsize=10)
@@ -466,5 +366,77 @@ def plot_curves(quality: dict, fast_mode: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def main(argv: list[str] | None = None) -> int:
+    ap = harness.parser(__doc__)
+    ap.add_argument("--parts", nargs="+", choices=PARTS, default=None,
+                    help="parts to run; the others are absent from the file (default: all; "
+                    "--smoke: timing and quality, part 3 being part 2's trainer vmapped "
+                    "over seeds, whose compile alone takes most of a minute)")
+    ap.add_argument("--seeds", type=int, default=None,
+                    help="seeds of part 3 (default CPU 6, --quick 4, GPU 8, --smoke 2)")
+    args = ap.parse_args(argv)
+    run = report.RunRecord()
+    gpu = jax.default_backend() != "cpu"
+    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    size = sizes(mode, gpu)
+    seeds = args.seeds or size["seeds"]
+    args.parts = args.parts or (["timing", "quality"] if args.smoke else list(PARTS))
+    out = harness.output_path(args, "marl_e2e")
+    timer: dict[str, float] = {}
+    results: dict[str, Any] = {}
+
+    if "timing" in args.parts:
+        t0 = time.perf_counter()
+        rows = []
+        for env in size["timing_envs"]:
+            for n in size["timing_agents"]:
+                row = time_maddpg(env, n, size["measure_episodes"], size["timing_overrides"])
+                print(f"[time] {env} N={n}: ~{row['extrapolated_60k_s']:.0f} s for 60k episodes "
+                      f"(extrapolated from {row['extrapolated_from_episodes']:,}; paper "
+                      f"{row['paper_60k_s']})", flush=True)
+                rows.append(row)
+        results["timing"] = rows
+        timer["timing"] = time.perf_counter() - t0
+
+    if "quality" in args.parts:
+        t0 = time.perf_counter()
+        cfg0 = quality_config("uniform", size["quality_episodes"],
+                              overrides=size["quality_overrides"])
+        key = jax.random.PRNGKey(123)
+        rand_gumbel = float(random_policy_return(cfg0, key, size["random_episodes"])[0])
+        rand_onehot = float(random_policy_return(cfg0, key, size["random_episodes"],
+                                                 one_hot=True)[0])
+        runs = {}
+        for s in size["samplers"]:
+            runs[s] = quality_run(quality_config(s, size["quality_episodes"],
+                                                 overrides=size["quality_overrides"]), seed=0)
+            print(f"[quality] {s}: final return {runs[s]['final_return']:.2f} (random "
+                  f"{max(rand_gumbel, rand_onehot):.2f})", flush=True)
+        results["quality"] = {"random_return_gumbel": rand_gumbel,
+                              "random_return_one_hot": rand_onehot,
+                              "random_return": max(rand_gumbel, rand_onehot), "runs": runs}
+        timer["quality"] = time.perf_counter() - t0
+
+    if "fast_mode" in args.parts:
+        t0 = time.perf_counter()
+        fast_mode = {}
+        for m in ("faithful", "fast"):
+            cfg = quality_config("uniform", size["fast_mode_episodes"], sampling_mode=m,
+                                 overrides=size["quality_overrides"])
+            fast_mode[m] = r = mode_run(cfg, seeds)
+            print(f"[fast-mode] {m}: final returns {np.round(r['final_return_per_seed'], 2)}; "
+                  f"run {r['run_s']:.1f} s, compile {r['compile_s']:.1f} s", flush=True)
+        results["fast_mode"] = fast_mode
+        timer["fast_mode"] = time.perf_counter() - t0
+
+    config = {"mode": mode, "parts": list(args.parts), "seeds": seeds, "sizes": size}
+    harness.write(out, run=run, config=config, results=results, timing_s=timer,
+                  summarize=summarize, markdown=render_markdown)
+    if results.get("quality") or results.get("fast_mode"):
+        plot_curves(results.get("quality", {}), results.get("fast_mode", {}),
+                    out.with_suffix(".png"))
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,16 +5,16 @@ evaluates fake-quantized copies (fp16, int8 and a 16..2-bit sweep with the paper
 quantizer); the QAT part trains with fake quantization after a delay of half of training and
 compares with PTQ at the same bits; the gap part trains each DQN task with the plain and the
 advantage-learning target from the same seeds and compares their int8 policies. Writes
+``quant_ptq[_quick].json`` (summary: ``int8_min_return_ratio`` = worst int8/fp32 return
+ratio over the PTQ tasks, its mean, the worst fp16 ratio, the largest int8 KL, the tasks
+missing the 5 % target, QAT and PTQ worst ratios per bit width, the gap ablation's int8
+ratios), its ``.md`` (Table-2 style PTQ table, bit sweep, QAT table, diagnosis of misses,
+action-gap ablation table) and ``_bits.png`` / ``_qat.png`` plots.
 
-* ``benchmarks/results/quant_ptq.json`` (system, config, results, timing_s, summary with
-  ``int8_min_return_ratio`` = worst int8/fp32 return ratio over the PTQ tasks, and ``device``),
-* ``quant_ptq.md`` (Table-2 style PTQ table, bit sweep, QAT table, diagnosis of misses,
-  action-gap ablation table),
-* ``quant_ptq_bits.png`` (return and KL vs bits) and ``quant_ptq_qat.png`` (PTQ vs QAT).
-
+    python benchmarks/quant_ptq.py [--publish]      # 9 tasks, QAT on 2 tasks at 6..2 bits
     python benchmarks/quant_ptq.py --quick          # 3 PTQ tasks, QAT on Pendulum at 4/3 bits
-    python benchmarks/quant_ptq.py                  # 9 tasks, QAT on 2 tasks at 6..2 bits
-    python benchmarks/quant_ptq.py --parts qat      # re-run one part, keep the others' results
+    python benchmarks/quant_ptq.py --smoke          # one tiny DQN task, PTQ part (seconds)
+    python benchmarks/quant_ptq.py --parts qat      # one part only (the others are absent)
 
 Sizes are picked by ``jax.default_backend()`` (more seeds and episodes on GPU/TPU); the code
 runs unmodified on any backend. The study measures returns, not speed, so no timing is
@@ -23,19 +23,16 @@ device specific beyond ``timing_s``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
+import harness
 import jax
 
 from jaxrl_pim.actorq import ptq, qat
-from jaxrl_pim.report import device_label, make_report, write_json
+from jaxrl_pim.report import RunRecord
 
-RESULTS = Path(__file__).resolve().parent / "results"
 PARTS = ("ptq", "qat", "gap")
 TARGET_RATIO = 0.95
 
@@ -44,17 +41,23 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def sizes(quick: bool) -> dict[str, Any]:
-    """Study sizes for the current backend."""
+def sizes(mode: str) -> dict[str, Any]:
+    """Study sizes for a mode (full, quick, smoke) on the current backend."""
     accel = jax.default_backend() != "cpu"
-    if quick:
+    if mode == "smoke":
+        return {"ptq_tasks": ("dqn-cartpole",), "qat_tasks": ("dqn-cartpole",),
+                "qat_bits": (4,), "bits": (8, 4), "seeds": 2, "episodes": 2,
+                "timesteps_scale": 0.001, "parts": ["ptq"]}
+    if mode == "quick":
         return {
             "ptq_tasks": ptq.QUICK_TASKS, "qat_tasks": qat.QUICK_QAT_TASKS,
-            "qat_bits": (4, 3), "seeds": 4 if accel else 3, "episodes": 16 if accel else 8,
+            "qat_bits": (4, 3), "bits": ptq.DEFAULT_BITS, "seeds": 4 if accel else 3,
+            "episodes": 16 if accel else 8, "timesteps_scale": 1.0, "parts": list(PARTS),
         }
     return {
         "ptq_tasks": ptq.FULL_TASKS, "qat_tasks": qat.FULL_QAT_TASKS,
-        "qat_bits": (6, 5, 4, 3, 2), "seeds": 8 if accel else 5, "episodes": 32 if accel else 16,
+        "qat_bits": (6, 5, 4, 3, 2), "bits": ptq.DEFAULT_BITS, "seeds": 8 if accel else 5,
+        "episodes": 32 if accel else 16, "timesteps_scale": 1.0, "parts": list(PARTS),
     }
 
 
@@ -78,14 +81,14 @@ def diagnose(name: str, r: dict[str, Any]) -> str:
     )
 
 
-def summarize(ptq_results: dict[str, Any] | None, qat_results: dict[str, Any] | None,
-              quick: bool) -> dict[str, Any]:
-    """The headline numbers."""
-    summary: dict[str, Any] = {"device": device_label(), "mode": "quick" if quick else "full",
-                               "gpu": None,
-                               "gpu_note": "returns do not depend on the device; no GPU run "
-                               "was made for these results" if jax.default_backend() == "cpu"
-                               else None}
+def summarize(report: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers from the stored records (see the module docstring)."""
+    system, results = report["system"], report["results"]
+    ptq_results, qat_results = results.get("ptq"), results.get("qat")
+    summary: dict[str, Any] = {
+        "device": f"{system['backend']}: {system['device_count']} x {system['device_kind']}",
+        "mode": report["config"]["mode"],
+    }
     if ptq_results:
         ratios = {n: r["formats"]["int8"]["return_ratio"] for n, r in ptq_results.items()}
         fp16 = [r["formats"]["fp16"]["return_ratio"] for r in ptq_results.values()]
@@ -108,18 +111,27 @@ def summarize(ptq_results: dict[str, Any] | None, qat_results: dict[str, Any] | 
                     if str(b) in r["bits"] and ptq.is_number(r["bits"][str(b)]["ptq"][
                         "return_ratio"])), default=math.nan) for b in bits
         }
+    if results.get("gap"):
+        summary["gap_ablation_int8_ratio"] = {
+            name: {v: r[v]["formats"]["int8"]["return_ratio"] for v in r}
+            for name, r in results["gap"].items()
+        }
     return summary
 
 
-def markdown(report: dict[str, Any]) -> str:
-    """The results as Markdown (tables generated from the JSON)."""
+def _stem(mode: str) -> str:
+    return "quant_ptq" if mode == "full" else f"quant_ptq_{mode}"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The results as Markdown (tables generated from the stored report)."""
     sysinfo, summary = report["system"], report["summary"]
+    stem = _stem(summary["mode"])
     lines = [
         "# PTQ and QAT on gymnax tasks",
         "",
         f"Device: {summary['device']} ({sysinfo['cpu']}), jax {sysinfo['jax']}, "
-        f"mode {summary['mode']}. Generated by `python benchmarks/quant_ptq.py"
-        f"{' --quick' if summary['mode'] == 'quick' else ''}`.",
+        f"mode {summary['mode']}. Generated by `{sysinfo['command']}`.",
         "",
     ]
     pres = report["results"].get("ptq")
@@ -148,7 +160,7 @@ def markdown(report: dict[str, Any]) -> str:
             "",
         ]
         lines += [f"* {diagnose(n, r)}" for n, r in pres.items()]
-        lines += ["", "![return and KL vs bits](quant_ptq_bits.png)", ""]
+        lines += ["", f"![return and KL vs bits]({stem}_bits.png)", ""]
     qres = report["results"].get("qat")
     if qres:
         cfg = report["config"]["qat"]
@@ -162,7 +174,7 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             qat.qat_table(qres),
             "",
-            "![PTQ vs QAT](quant_ptq_qat.png)",
+            f"![PTQ vs QAT]({stem}_qat.png)",
             "",
         ]
     gres = report["results"].get("gap")
@@ -180,65 +192,52 @@ def markdown(report: dict[str, Any]) -> str:
             ptq.gap_table(gres),
             "",
         ]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
-    parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--episodes", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS / "quant_ptq.json")
+    parser = harness.parser(__doc__)
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=None,
+                        help="parts to run; the others are absent from the file (default: "
+                        "all; --smoke: ptq)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds per task (default CPU 5, --quick 3, GPU 8 / 4)")
+    parser.add_argument("--episodes", type=int, default=None,
+                        help="greedy evaluation episodes per seed (default CPU 16, --quick 8, "
+                        "GPU 32 / 16)")
     args = parser.parse_args(argv)
-    size = sizes(args.quick)
+    run = RunRecord()
+    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    size = sizes(mode)
+    parts = args.parts or size["parts"]
     seeds = args.seeds or size["seeds"]
     episodes = args.episodes or size["episodes"]
-
-    # A part that is not re-run keeps its previous results (same output file).
-    old: dict[str, Any] = {}
-    if args.out.exists():
-        old = json.loads(args.out.read_text())
-    results = dict(old.get("results", {}))
-    config = dict(old.get("config", {}))
-    timing = dict(old.get("timing_s", {}))
-    for part in PARTS:
-        if part in args.parts:
-            results.pop(part, None)
-            config.pop(part, None)
-            timing.pop(part, None)
-
-    if "ptq" in args.parts:
-        cfg = ptq.PTQConfig(tasks=size["ptq_tasks"], num_seeds=seeds, eval_episodes=episodes)
+    out = harness.output_path(args, "quant_ptq")
+    results: dict[str, Any] = {}
+    config: dict[str, Any] = {"mode": mode, "parts": parts}
+    timing: dict[str, Any] = {}
+    scale = size["timesteps_scale"]
+    if "ptq" in parts:
+        cfg = ptq.PTQConfig(tasks=size["ptq_tasks"], num_seeds=seeds, eval_episodes=episodes,
+                            bits=size["bits"], timesteps_scale=scale)
         results["ptq"], timing["ptq"] = ptq.run_ptq(cfg, log=_log)
         config["ptq"] = cfg
-        ptq.plot_bits(results["ptq"], str(args.out.with_name("quant_ptq_bits.png")))
-    if "qat" in args.parts:
+    if "qat" in parts:
         cfg = qat.QATStudyConfig(tasks=size["qat_tasks"], bits=size["qat_bits"],
-                                 num_seeds=seeds, eval_episodes=episodes)
+                                 num_seeds=seeds, eval_episodes=episodes, timesteps_scale=scale)
         results["qat"], timing["qat"] = qat.run_qat(cfg, log=_log)
         config["qat"] = cfg
-        qat.plot_qat(results["qat"], str(args.out.with_name("quant_ptq_qat.png")))
-
-    if "gap" in args.parts:
+    if "gap" in parts:
         cfg = ptq.PTQConfig(tasks=ptq.gap_ablation_tasks(size["ptq_tasks"]), num_seeds=seeds,
-                            eval_episodes=episodes, bits=())
+                            eval_episodes=episodes, bits=(), timesteps_scale=scale)
         results["gap"], timing["gap"] = ptq.run_gap_ablation(cfg, log=_log)
         config["gap"] = cfg
-
-    summary = summarize(results.get("ptq"), results.get("qat"), args.quick)
-    if results.get("gap"):
-        summary["gap_ablation_int8_ratio"] = {
-            name: {v: r[v]["formats"]["int8"]["return_ratio"] for v in r}
-            for name, r in results["gap"].items()
-        }
-    report = make_report(config, results, timing, summary)
-    write_json(args.out, report)
-    md = markdown(json.loads(args.out.read_text()))
-    md_path = args.out.with_suffix(".md")
-    md_path.write_text(md + "\n")
-    print(md)
-    _log(f"wrote {args.out} and {md_path}")
+    harness.write(out, run=run, config=config, results=results, timing_s=timing,
+                  summarize=summarize, markdown=render_markdown)
+    if results.get("ptq"):
+        ptq.plot_bits(results["ptq"], str(out.with_name(f"{out.stem}_bits.png")))
+    if results.get("qat"):
+        qat.plot_qat(results["qat"], str(out.with_name(f"{out.stem}_qat.png")))
     return 0
 
 

@@ -2,31 +2,34 @@
 
 For each setting: collect a uniform-random dataset, train with 2,000 lanes (sync period 50
 unless stated), evaluate the greedy policy over 1,000 episodes and compare with the optimal
-policy from value iteration. Writes ``benchmarks/results/tabular_quality.json`` (with a
-``summary``) and ``tabular_quality.md``.
+policy from value iteration (same evaluation episodes). The paper column holds the figures
+published for SwiftRL on UPMEM PIM (not measured here).
 
-    python benchmarks/tabular_quality.py            # full: FrozenLake 1M and Taxi 5M
-    python benchmarks/tabular_quality.py --quick    # smaller datasets and fewer episodes
+    python benchmarks/tabular_quality.py [--publish]   # full: FrozenLake and CliffWalking 1M
+                                                       # rows, Taxi 5M, 2,000 episodes
+    python benchmarks/tabular_quality.py --quick       # datasets / 10, 300 episodes
+    python benchmarks/tabular_quality.py --smoke       # one tiny setting (seconds)
+
+Summary: ``<env>_q_seq_int32_return`` and ``<env>_optimal_return`` (sync period 50),
+``max_gap_to_optimal`` (largest ``optimal - greedy`` return over all settings).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
+from typing import Any
 
+import harness
 import jax
 
 from jaxrl_pim import data as data_lib
 from jaxrl_pim import envs
-from jaxrl_pim.report import device_label, make_report, write_json
+from jaxrl_pim.report import RunRecord
 from jaxrl_pim.tabular import TabularConfig, evaluate, value_iteration
 from jaxrl_pim.tabular.runner import describe, run
 
-RESULTS = Path(__file__).resolve().parent / "results"
-
-# (env, rows, algo, dtype, sync_period) ; paper figures from reference.md section 1
+# (env, rows, algo, dtype, sync_period)
 FULL = [
     ("frozenlake", 1_000_000, "q", "int32", 50),
     ("frozenlake", 1_000_000, "q", "fp32", 50),
@@ -37,6 +40,8 @@ FULL = [
     ("taxi", 5_000_000, "sarsa", "int32", 50),
     ("cliffwalking", 1_000_000, "q", "int32", 50),
 ]
+SMOKE = [("frozenlake", 10_000, "q", "int32", 10)]
+#: Published SwiftRL (PIM) greedy returns for (env, algo, sync period): paper figures.
 PAPER = {
     ("frozenlake", "q", 10): 0.74, ("frozenlake", "q", 25): 0.7295,
     ("frozenlake", "q", 50): 0.70, ("frozenlake", "sarsa", 50): 0.71,
@@ -44,33 +49,79 @@ PAPER = {
 }
 
 
+def sizes(mode: str) -> dict[str, Any]:
+    """Settings, episodes, lanes and evaluation episodes of a mode (full, quick, smoke)."""
+    if mode == "smoke":
+        return {"settings": SMOKE, "episodes": 20, "lanes": 50, "eval_episodes": 100}
+    if mode == "quick":
+        return {"settings": [(e, r // 10, a, d, t) for e, r, a, d, t in FULL], "episodes": 300,
+                "lanes": 2000, "eval_episodes": 1000}
+    return {"settings": FULL, "episodes": 2000, "lanes": 2000, "eval_episodes": 1000}
+
+
+def summarize(report: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers from the stored records (see the module docstring)."""
+    system, runs = report["system"], report["results"]["runs"]
+    summary: dict[str, Any] = {
+        "device": f"{system['backend']}: {system['device_count']} x {system['device_kind']}",
+        "mode": report["config"]["mode"],
+    }
+    for r in runs:
+        if r["variant"] == "Q-SEQ-INT32" and r["sync_period"] == 50:
+            summary[f"{r['env']}_q_seq_int32_return"] = r["mean_return"]
+            summary[f"{r['env']}_optimal_return"] = r["optimal_mean_return"]
+    summary["max_gap_to_optimal"] = max(
+        (r["optimal_mean_return"] - r["mean_return"] for r in runs), default=None)
+    return summary
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The results table (from the stored report)."""
+    cfg, runs = report["config"], report["results"]["runs"]
+    lines = [
+        f"Device: {report['summary']['device']}; {cfg['episodes']:,} episodes, "
+        f"{cfg['lanes']:,} lanes, greedy returns over {cfg['eval_episodes']:,} evaluation "
+        "episodes (the same episodes for the optimal policy). Paper: figures published for "
+        "SwiftRL on PIM, not measured here.",
+        "",
+        "| env | variant | tau | rows | greedy return | optimal | paper |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        paper = "" if r["paper"] is None else f"{r['paper']}"
+        lines.append(f"| {r['env']} | {r['variant']} | {r['sync_period']} | {r['rows']:,} | "
+                     f"{r['mean_return']:.4f} | {r['optimal_mean_return']:.4f} | {paper} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--episodes", type=int, default=None)
-    parser.add_argument("--only", default=None, help="run only settings of this env")
-    parser.add_argument("--out", type=Path, default=RESULTS / "tabular_quality.json")
+    parser = harness.parser(__doc__)
+    parser.add_argument("--only", default=None, metavar="ENV",
+                        help="run only the settings of this env (default: all)")
     args = parser.parse_args(argv)
-    episodes = args.episodes or (300 if args.quick else 2000)
-    rows_scale = 10 if args.quick else 1
+    run_record = RunRecord()
+    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    size = sizes(mode)
+    out = harness.output_path(args, "tabular_quality")
     records = []
-    for env_name, rows, algo, dtype, tau in FULL:
+    t_all = time.perf_counter()
+    for env_name, rows, algo, dtype, tau in size["settings"]:
         if args.only and env_name != args.only:
             continue
-        rows //= rows_scale
         env, params = envs.make(env_name)
         model = envs.tabular_model(env)
         cfg = TabularConfig(model.num_states, model.num_actions, algo=algo, dtype=dtype,
-                            num_cores=2000, sync_period=tau, num_episodes=episodes)
-        key = jax.random.key(0)
+                            num_cores=size["lanes"], sync_period=tau,
+                            num_episodes=size["episodes"])
         t0 = time.perf_counter()
-        data = data_lib.collect(env, params, key, rows)
+        data = data_lib.collect(env, params, jax.random.key(0), rows)
         res = run(cfg, data, jax.random.key(1))
-        ev = evaluate(env, params, res.q_table, jax.random.key(2), 1000)
-        opt = evaluate(env, params, value_iteration(model, cfg.gamma), jax.random.key(2), 1000)
+        ev = evaluate(env, params, res.q_table, jax.random.key(2), size["eval_episodes"])
+        opt = evaluate(env, params, value_iteration(model, cfg.gamma), jax.random.key(2),
+                       size["eval_episodes"])
         rec = {
             **describe(cfg), "env": env_name, "rows": rows, "sync_period": tau,
-            "episodes": episodes, "mean_return": ev.mean_return,
+            "episodes": size["episodes"], "mean_return": ev.mean_return,
             "success_rate": ev.success_rate, "optimal_mean_return": opt.mean_return,
             "paper": PAPER.get((env_name, algo, tau)), "updates_per_s": res.updates_per_s,
             "timing_s": res.timing_s, "wall_s": time.perf_counter() - t0,
@@ -79,23 +130,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{env_name:12s} {rec['variant']:16s} tau={tau:3d} rows={rows:>9,d} "
               f"return={ev.mean_return:8.4f} optimal={opt.mean_return:8.4f} "
               f"paper={rec['paper']} ({rec['wall_s']:.0f} s)", flush=True)
-    summary = {"device": device_label(), "quick": args.quick}
-    for r in records:
-        if r["variant"] == "Q-SEQ-INT32" and r["sync_period"] == 50:
-            summary[f"{r['env']}_q_seq_int32_return"] = r["mean_return"]
-            summary[f"{r['env']}_optimal_return"] = r["optimal_mean_return"]
-    out = args.out
-    write_json(out, make_report({"episodes": episodes, "quick": args.quick, "lanes": 2000},
-                                {"runs": records}, {}, summary))
-    lines = ["| env | variant | tau | rows | greedy return | optimal | paper |",
-             "|---|---|---:|---:|---:|---:|---:|"]
-    for r in records:
-        paper = "" if r["paper"] is None else f"{r['paper']}"
-        lines.append(f"| {r['env']} | {r['variant']} | {r['sync_period']} | {r['rows']:,} | "
-                     f"{r['mean_return']:.4f} | {r['optimal_mean_return']:.4f} | {paper} |")
-    header = f"Device: {device_label()}; {episodes} episodes, 2,000 lanes.\n\n"
-    out.with_suffix(".md").write_text(header + "\n".join(lines) + "\n")
-    print(f"wrote {out}")
+    config = {"mode": mode, "episodes": size["episodes"], "lanes": size["lanes"],
+              "eval_episodes": size["eval_episodes"], "only": args.only,
+              "settings": [dict(zip(("env", "rows", "algo", "dtype", "sync_period"), s,
+                                    strict=True)) for s in size["settings"]]}
+    harness.write(out, run=run_record, config=config, results={"runs": records},
+                  timing_s={"total": time.perf_counter() - t_all}, summarize=summarize,
+                  markdown=render_markdown)
     return 0
 
 
