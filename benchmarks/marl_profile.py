@@ -16,7 +16,9 @@ run cut short by a time limit keeps what it measured; it is removed when the run
 
 Summary: for the largest agent count, the share of training time in the update-round phases
 (sampling, target-Q, critic, actor, target update) and in sampling alone, per env and
-configuration.
+configuration. The shares are ESTIMATED from the per-call times of the separately jitted
+phases weighted by how often each runs (a fused training step is not timed phase by phase),
+hence the ``estimated_`` in their names.
 """
 
 from __future__ import annotations
@@ -92,8 +94,8 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
         if r["agents"] != summary["largest_agents"]:
             continue
         tag = f"{r['env']}_largest_{'original' if r['mode'] == 'original' else 'fast'}"
-        summary[f"update_share_{tag}"] = _share(r, UPDATE_PHASES)
-        summary[f"sampling_share_{tag}"] = _share(r, ("sampling",))
+        summary[f"estimated_update_share_{tag}"] = _share(r, UPDATE_PHASES)
+        summary[f"estimated_sampling_share_{tag}"] = _share(r, ("sampling",))
     summary["capacity_by_run"] = {f"{r['env']}-{r['agents']}-{r['mode']}": r["capacity"]
                                   for r in rows}
     return summary
@@ -108,7 +110,8 @@ def render_markdown(report_: dict[str, Any]) -> str:
            "the JSON)")
     return "\n".join([
         f"Device: {report_['summary']['device']}; buffer capacity {cap}; per-call times "
-        f"(best of {cfg['repeats']}) and share of training time weighted by call frequency"
+        f"(best of {cfg['repeats']}) and the share of training time they imply (estimated: "
+        "per-call times weighted by call frequency)"
         + ("" if report_["results"]["complete"] else "; INCOMPLETE run") + ".",
         "",
         format_table(rows),
