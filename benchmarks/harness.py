@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,13 @@ def output_path(args: argparse.Namespace, name: str) -> Path:
             raise ValueError("--smoke results are never published; use --out DIR")
     if getattr(args, "publish", False):
         folder = RESULTS / device_dir()
+        state = report.git_state(ROOT / "benchmarks")
+        if state["dirty"] or state["commit"] is None:
+            print("warning: publishing from "
+                  + ("outside a git checkout" if state["commit"] is None else
+                     "uncommitted code (" + ", ".join(state["dirty_paths"][:5]) + ")")
+                  + ": make_docs.py --check will reject this results file; commit first",
+                  file=sys.stderr, flush=True)
     elif args.out is not None:
         folder = Path(args.out)
     else:
