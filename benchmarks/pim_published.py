@@ -1,8 +1,9 @@
 """Published SwiftRL (UPMEM PIM) figures, for printing beside numbers measured here.
 
-Nothing in this module is measured by jaxrl_pim: every value is copied from the paper's
-reported results as summarised in the project's reference notes (``/work/shared/reference.md``
-section 1). Each group carries a ``source`` note; keys name the unit. Use :data:`PUBLISHED` (all
+Nothing in this module is measured by jaxrl_pim: every value is a figure reported in
+"SwiftRL: Towards Efficient Reinforcement Learning on Real Processing-In-Memory Systems"
+(K. Gogineni et al., ISPASS 2024). Each group carries a ``source`` note; keys name the unit.
+This is a data module imported by the tabular benchmark scripts (not a script itself). Use :data:`PUBLISHED` (all
 groups) or one group dict directly, e.g. ``MULTI_AGENT["xeon_seconds_2000_agents"]``.
 """
 
@@ -11,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 SOURCE = (
-    "SwiftRL paper (offline tabular Q-learning / SARSA on UPMEM PIM), as summarised in "
-    "reference.md section 1; published values, not measured by jaxrl_pim"
+    "SwiftRL: Towards Efficient Reinforcement Learning on Real Processing-In-Memory Systems "
+    "(Gogineni et al., ISPASS 2024; offline tabular Q-learning / SARSA on UPMEM PIM); "
+    "published values, not measured by jaxrl_pim"
 )
 
 HEADLINE: dict[str, Any] = {
