@@ -1,13 +1,16 @@
-"""Fused lane kernel with Pallas: one program runs a whole episode for a block of lanes.
+"""One-hot fused lane kernel (``kernel="pallas_onehot"``; ``"pallas"`` is its deprecated
+name): one program runs a whole episode for a block of lanes.
 
 The ``lax.scan`` path (:func:`jaxrl_pim.tabular.lanes.run_episodes`) returns to XLA after
 every transition. Here one ``pallas_call`` per episode runs all ``m`` updates of a block of
 ``lanes_per_block`` lanes inside the kernel, with the block's Q-tables ``[BL, S*A]`` loaded
 once into a kernel-local value (registers / on-chip memory on GPU and TPU) and written back
-once at the end.
+once at the end. On GPUs ``kernel="auto"`` prefers the lane-per-thread kernel of
+:mod:`jaxrl_pim.tabular.pallas_gpu` (``O(A)`` indexed access, one launch per sync round) and
+falls back to this one when that does not compile.
 
-To use only operations every Pallas backend lowers (iota, compare, select, reductions, no
-gathers or scatters), table reads and writes are one-hot selections over the ``S*A``
+To use only element-wise operations and reductions (iota, compare, select, sums; no gathers
+or scatters), table reads and writes are one-hot selections over the ``S*A``
 entries of each lane's table: exact (a sum of one value and zeros, a max over a masked row),
 so results are bit-identical to the scan path. The work per update is ``O(S*A)`` instead of
 ``O(A)``, which is cheap for small tables (FrozenLake: 64 entries) and the price of keeping
@@ -21,7 +24,6 @@ rows of the scan path. On CPU the kernel runs in Pallas interpret mode (tests on
 from __future__ import annotations
 
 import functools
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -178,32 +180,12 @@ def run_episodes_pallas(
     return q_tab[:num_lanes, :num_s * num_a].reshape(q.shape), lcg_state
 
 
-@functools.cache
 def pallas_supported(spec: LaneSpec, backend: str) -> bool:
-    """Whether the fused kernel for ``spec`` compiles on ``backend`` (probed once, cached).
+    """Whether this kernel for ``spec`` compiles on ``backend`` (probed once, cached).
 
-    ``kernel="auto"`` uses this so a backend whose Pallas lowering rejects the kernel falls
-    back to the scan path with a warning instead of failing the user's program.
+    Kept for existing callers; :func:`jaxrl_pim.tabular.pallas_select.kernel_compiles` probes
+    every kernel by name.
     """
-    if backend == "cpu":
-        return False
-    num_lanes, m = 2, 4
-    q = jnp.zeros((num_lanes, spec.num_states, spec.num_actions), spec.fmt.storage)
-    idx_s = jnp.zeros((m, num_lanes), jnp.int32)
-    data = LaneData(idx_s, idx_s, jnp.zeros((m, num_lanes), jnp.int32 if spec.fmt.is_fixed_point
-                                            else jnp.float32), jnp.zeros((m, num_lanes), bool))
-    if spec.sampling == "ran":
-        data = LaneData(*(x.T for x in data))
-    keys = jax.random.split(jax.random.key(0), num_lanes)
-    lcg = jnp.zeros((num_lanes,), jnp.uint32)
-    try:
-        fn = jax.jit(functools.partial(run_episodes_pallas, spec, num_episodes=1,
-                                       lanes_per_block=2, interpret=False, platform=backend))
-        fn.lower(q, data, keys, lcg, jnp.int32(0)).compile()
-        return True
-    except Exception as err:  # noqa: BLE001 - any lowering failure means "use the scan path"
-        warnings.warn(
-            f"Pallas lane kernel does not compile on {backend} ({type(err).__name__}: "
-            f"{str(err).splitlines()[0][:200]}); using the lax.scan path",
-            RuntimeWarning, stacklevel=2)
-        return False
+    from jaxrl_pim.tabular.pallas_select import kernel_compiles
+
+    return kernel_compiles("pallas_onehot", spec, backend)

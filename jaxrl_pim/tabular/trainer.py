@@ -18,6 +18,7 @@ the last possibly shorter). With a ``mesh`` the lanes are split over its single 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 
 import jax
@@ -29,13 +30,19 @@ from jax.sharding import PartitionSpec as P
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.data.transitions import Transitions, validate
 from jaxrl_pim.tabular import formats
-from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, run_episodes, to_lane_data
-from jaxrl_pim.tabular.pallas_lanes import pallas_supported, run_episodes_pallas
+from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, to_lane_data
+from jaxrl_pim.tabular.pallas_select import (
+    DEPRECATED_KERNELS,
+    KERNEL_NAMES,
+    choose_kernel,
+    get_kernel,
+    kernel_fits,
+)
 from jaxrl_pim.tabular.sampling import LCG_SEED, SAMPLINGS, stride_order
 
 ALGOS = ("q", "sarsa")
 RNGS = ("jax", "lcg")
-KERNELS = ("auto", "scan", "pallas")
+KERNELS = ("auto", *KERNEL_NAMES, *DEPRECATED_KERNELS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,13 +63,18 @@ class TabularConfig:
       rng: ``"jax"`` (threefry PRNG) or ``"lcg"`` (the PIM generator, seed ``lcg_seed``).
       independent: one lane per agent with its own dataset and no averaging.
       compat_max0: Q-learning bootstraps with ``max(0, max Q)`` like the published C code.
-      kernel: ``"auto"`` (the fused Pallas kernel on GPU/TPU, ``lax.scan`` elsewhere),
-        ``"scan"`` or ``"pallas"`` (on CPU it runs in Pallas interpret mode: for tests).
+      kernel: ``"auto"`` (a fused Pallas kernel on GPU/TPU when it compiles there,
+        ``lax.scan`` elsewhere; see :mod:`jaxrl_pim.tabular.pallas_select`), ``"scan"``,
+        ``"pallas_lane"`` (lane per GPU thread), ``"pallas_onehot"`` (one-hot GPU kernel;
+        ``"pallas"`` is its deprecated name) or ``"pallas_tpu"``. On CPU the Pallas kernels
+        run in interpret mode: for tests.
       unroll: steps per ``lax.scan`` iteration in the scan path (speed only).
       lanes_per_block: lanes one Pallas program handles (speed only); 0 (default) picks
-        about one program per 128 lanes of a device, at most 128 lanes per program (the loop
-        over rows is sequential, so more programs keep more of the GPU busy: on an H100,
-        2,000 FrozenLake lanes ran 5.7x faster with 8 lanes per program than with 128).
+        about ``lanes / 128`` per program (the loop over rows is sequential, so more programs
+        keep more of the GPU busy: on an H100, 2,000 FrozenLake lanes ran 5.7x faster in the
+        one-hot kernel with 8 lanes per program than with 128), at most 128 for
+        ``pallas_onehot`` and 32 (one warp) for ``pallas_lane``; ``pallas_tpu`` rounds it up
+        to a multiple of 128.
     """
 
     num_states: int
@@ -101,6 +113,14 @@ class TabularConfig:
         check_choice("rng", self.rng, RNGS)
         check_int("lcg_seed", self.lcg_seed, 0, 2**32 - 1)
         check_choice("kernel", self.kernel, KERNELS)
+        if self.kernel in DEPRECATED_KERNELS:
+            warnings.warn(f"kernel={self.kernel!r} is deprecated; it means "
+                          f"{DEPRECATED_KERNELS[self.kernel]!r}", DeprecationWarning, stacklevel=3)
+        if not kernel_fits(self.kernel, self.num_states, self.num_actions):
+            raise ValueError(
+                f"kernel={self.kernel!r} packs s*A+a and s' into 31 bits; num_states="
+                f"{self.num_states} x num_actions={self.num_actions} does not fit: use "
+                "kernel='scan' or 'pallas_onehot'")
         check_int("unroll", self.unroll, 1, 64)
         check_int("lanes_per_block", self.lanes_per_block, 0)
         if self.compat_max0 and self.algo != "q":
@@ -126,19 +146,15 @@ class TabularConfig:
         )
 
     def resolved_kernel(self, backend: str | None = None, probe: bool = False) -> str:
-        """``"scan"`` or ``"pallas"``: what ``kernel="auto"`` means on ``backend``.
+        """The kernel that runs on ``backend`` (one of ``KERNEL_NAMES``; aliases resolved).
 
-        ``auto`` means Pallas on GPU/TPU; with ``probe`` (as ``make_train`` does) only if the
-        kernel for this variant actually compiles there, else the scan path with a warning.
+        ``auto`` means, on GPUs, ``pallas_lane`` then ``pallas_onehot``, on TPUs
+        ``pallas_tpu``; with ``probe`` (as ``make_train`` does) each only if it compiles
+        there for this variant (a failure warns), and the scan path last or elsewhere.
         """
         if self.kernel != "auto":
-            return self.kernel
-        backend = backend or jax.default_backend()
-        if backend not in ("gpu", "cuda", "rocm", "tpu"):
-            return "scan"
-        if probe and not pallas_supported(self.lane_spec(), backend):
-            return "scan"
-        return "pallas"
+            return DEPRECATED_KERNELS.get(self.kernel, self.kernel)
+        return choose_kernel(self.lane_spec(), backend or jax.default_backend(), probe)
 
 
 def chunk(config: TabularConfig, transitions: Transitions) -> Transitions:
@@ -249,17 +265,15 @@ def make_train(
     axis = mesh.axis_names[0] if mesh is not None else None
     full_rounds, rest = divmod(config.num_episodes, config.sync_period)
     kernel = config.resolved_kernel(probe=True)
+    impl = get_kernel(kernel)
 
     def lane_mean(q: jax.Array) -> jax.Array:
         return _lane_mean(q, fmt, c, axis)
 
     def local_round(q, data, keys, lcg, first_episode, num_episodes):
         before = fmt.decode(q[0])  # every lane holds the last mean (zeros at the start)
-        if kernel == "pallas":
-            q, lcg = run_episodes_pallas(spec, q, data, keys, lcg, first_episode, num_episodes,
-                                         config.lanes_per_block)
-        else:
-            q, lcg = run_episodes(spec, q, data, keys, lcg, first_episode, num_episodes)
+        q, lcg = impl.run(spec, q, data, keys, lcg, first_episode, num_episodes,
+                          config.lanes_per_block)
         if config.independent:
             return q, lcg, jnp.zeros((), jnp.float32)
         mean = lane_mean(q)
@@ -274,15 +288,15 @@ def make_train(
         if mesh is None:
             return fn
         lanes = P(axis)
-        data_spec = LaneData(*([P(None, axis)] * 4)) if spec.sampling != "ran" else LaneData(
-            *([lanes] * 4))
-        # pallas_call outputs carry no varying-axes type, so the Pallas path opts out of
+        # a prefix spec for the kernel's prepared rows (lanes on axis 1 when time-major)
+        data_spec = P(None, axis) if impl.time_major or spec.sampling != "ran" else lanes
+        # pallas_call outputs carry no varying-axes type, so the Pallas paths opt out of
         # shard_map's varying-axes check (every output here is split over the lane axis).
         return jax.shard_map(
             fn, mesh=mesh,
             in_specs=(lanes, data_spec, lanes, lanes, P()),
             out_specs=(lanes, lanes, lanes),
-            check_vma=kernel != "pallas",
+            check_vma=kernel == "scan",
         )
 
     round_full = make_round(config.sync_period)
@@ -296,6 +310,7 @@ def make_train(
             m = data.sa.shape[1]
             order = jnp.arange(m) if spec.sampling == "seq" else stride_order(m, config.stride)
             data = LaneData(*(x[:, order].T for x in data))  # time-major [m, C]
+        data = impl.prepare(spec, data)  # the kernel's row layout, once per run
         keys = jax.random.split(key, c)
         lcg = jnp.full((c,), config.lcg_seed, jnp.uint32)
         q = jnp.zeros((c, config.num_states, config.num_actions), fmt.storage)

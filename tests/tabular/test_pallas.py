@@ -1,4 +1,5 @@
-"""The fused Pallas lane kernel (interpret mode on CPU) equals the lax.scan path bit for bit."""
+"""The one-hot Pallas kernel (``pallas_onehot``, interpret mode on CPU) equals the lax.scan
+path bit for bit; its block sizes; its lowering for NVIDIA GPUs."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ VARIANTS += [("sarsa", "ran", "int32", "lcg"), ("q", "ran", "fp32", "lcg"),
 def test_pallas_kernel_matches_scan(algo, sampling, dtype, rng):
     data = random_dataset(5 * 13 + 2, seed=7)
     tables = []
-    for kernel in ("scan", "pallas"):
+    for kernel in ("scan", "pallas_onehot"):
         cfg = TabularConfig(S, A, algo=algo, sampling=sampling, dtype=dtype, num_cores=5,
                             sync_period=2, num_episodes=3, rng=rng, kernel=kernel,
                             lanes_per_block=2)  # 3 programs, one padded lane
@@ -32,27 +33,13 @@ def test_pallas_kernel_matches_scan(algo, sampling, dtype, rng):
     np.testing.assert_array_equal(tables[0], tables[1])  # bit-exact, fp32 included
 
 
-def test_auto_kernel_choice_and_block_sizes():
-    cfg = TabularConfig(S, A)
-    assert cfg.resolved_kernel("cpu") == "scan"
-    assert cfg.resolved_kernel("gpu") == "pallas" and cfg.resolved_kernel("tpu") == "pallas"
+def test_block_sizes():
     assert TabularConfig(S, A, kernel="scan").resolved_kernel("gpu") == "scan"
     assert block_lanes(128, 64, 2000) == 128  # FrozenLake: 128 tables of 64 entries
     assert block_lanes(128, 3000, 2000) == 8  # Taxi: capped by the on-chip budget
     assert block_lanes(128, 64, 5) == 8  # never more than the lanes (rounded up to 2^k)
     assert block_lanes(0, 64, 2000) == 8  # auto: ~128+ programs (2,000 lanes: 250)
     assert block_lanes(0, 64, 65536) == 128 and block_lanes(0, 64, 100) == 1
-    with pytest.raises(ValueError, match="kernel must be one of"):
-        TabularConfig(S, A, kernel="cuda")
-
-
-def test_auto_falls_back_to_scan_when_the_kernel_does_not_compile():
-    # On a CPU host a non-interpret Pallas kernel cannot compile, which stands in for a GPU
-    # whose lowering rejects the kernel: auto must warn and choose the scan path.
-    cfg = TabularConfig(S, A, algo="sarsa", sampling="ran", dtype="int32")
-    with pytest.warns(RuntimeWarning, match="using the lax.scan path"):
-        assert cfg.resolved_kernel("gpu", probe=True) == "scan"
-    assert TabularConfig(S, A, kernel="pallas").resolved_kernel("gpu", probe=True) == "pallas"
 
 
 @pytest.mark.parametrize("num_states,num_actions,algo,sampling,dtype", [
