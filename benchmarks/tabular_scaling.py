@@ -1,60 +1,154 @@
-"""Speed of the tabular lanes trainer: Numba baselines side by side, scaling, multi-agent,
-memory traffic. Writes ``benchmarks/results/tabular_scaling[_quick].json`` (design schema,
-with a ``summary``), a Markdown table and PNG plots.
+"""Speed of the tabular lanes trainer: Numba side by side, scaling, multi-agent, memory traffic.
 
-    python benchmarks/tabular_scaling.py --quick     # a few minutes on a 2-core CPU
-    python benchmarks/tabular_scaling.py             # CPU: reduced episodes, extrapolated
-    python benchmarks/tabular_scaling.py             # GPU: the full 2,000-episode workloads
+Every section below runs in ONE invocation and is written to one results file
+(``tabular_scaling[_quick].{json,md}`` plus PNG plots; see ``benchmarks/harness.py``).
 
-On CPU every JAX run spreads its lanes over all host CPU devices through the mesh (the
-script sets ``--xla_force_host_platform_device_count`` to the core count before jax loads),
-and Numba runs on all cores, so both use the same cores. Throughput (updates/s) does not
-depend on the episode count, so CPU runs use few episodes and times for 2,000 episodes are
-extrapolated (``compute`` and ``sync`` scale with episodes, transfers do not); each record
-says whether it was measured in full or extrapolated.
+* ``numba`` (CPU only) -- like for like against Numba: FrozenLake, 1M rows, 2,000 lanes, sync
+  period 50, the PIM LCG on both sides (``TabularConfig(rng="lcg")`` and
+  :mod:`jaxrl_pim.testing.tabular_numba`, which make the same draws: the final tables are
+  compared and recorded). For each of the 12 variants (Q / SARSA x SEQ / RAN / STR x FP32 /
+  INT32) the JAX trainer and the two Numba lanes baselines (``lanes_block_numba``: blocks of
+  lanes interleaved per row like the XLA scan; ``lanes_numba``: one lane's chain at a time)
+  run the same number of episodes, chosen so that the fastest of them takes at least
+  ``--min-seconds``; then ``--rounds`` rounds alternate JAX, block, lane, JAX, ...; each
+  side's best round is its figure. Ratio = JAX / best Numba; the summary gives its minimum
+  and median over the variants.
+* ``strong`` -- lanes 250-2,000 (CPU; 125-65,536 on GPU) on FrozenLake 1M and Taxi 5M.
+* ``weak`` -- updates/s vs dataset size (Q-SEQ-FP32, 2,000 lanes).
+* ``multiagent`` -- independent agents (1,000 and 2,000) x 10,000 transitions each.
+* ``roofline`` -- the copy bandwidth measured in this run against the streamed traffic of the
+  ``numba`` section's JAX runs.
+* ``kernels`` (not run by default) -- the fused Pallas kernel against the scan path.
+
+Devices: on a CPU the script sets ``--xla_force_host_platform_device_count`` to the core
+count inside ``main`` (before jax starts its backends), every JAX run splits its lanes over
+all of those devices and Numba uses all cores; lane counts must divide by the device count
+(it is stated in each section). Times for 2,000 episodes are measured when a section runs
+2,000 episodes and otherwise extrapolated from the episodes run (``compute`` and ``sync``
+scale with episodes, transfers do not): such records carry ``extrapolated_from_episodes``,
+tables say "extrapolated", and summary keys holding such times end in ``_extrapolated``.
+
+    python benchmarks/tabular_scaling.py            # full (CPU: about 20 min)
+    python benchmarks/tabular_scaling.py --quick    # 100k-row datasets, short runs
+    python benchmarks/tabular_scaling.py --smoke    # seconds; numbers meaningless
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import math
 import os
+import statistics
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
-if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_"
-                               f"device_count={os.cpu_count() or 1}").strip()
+import harness
+import jax
+import numpy as np
 
-import argparse  # noqa: E402
-import itertools  # noqa: E402
-import math  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+from jaxrl_pim import report
+from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from jaxrl_pim import data as data_lib  # noqa: E402
-from jaxrl_pim import envs  # noqa: E402
-from jaxrl_pim.report import device_label, make_report, write_json  # noqa: E402
-from jaxrl_pim.tabular import TabularConfig  # noqa: E402
-from jaxrl_pim.tabular.lanes import index_dtype  # noqa: E402
-from jaxrl_pim.tabular.runner import describe, run  # noqa: E402
-from jaxrl_pim.timing import time_call  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
 VARIANTS = list(itertools.product(("q", "sarsa"), ("seq", "ran", "str"), ("fp32", "int32")))
 FULL_EPISODES = 2000
 ENV_ROWS = {"frozenlake": 1_000_000, "taxi": 5_000_000}
+SECTIONS = ("numba", "strong", "weak", "multiagent", "roofline", "kernels")
+DEFAULT_SECTIONS = "numba,strong,weak,multiagent,roofline"
+NUMBA_CONTENDERS = ("lanes_block_numba", "lanes_numba")
+# Sizes per mode: rows divisor, lanes, numba rounds / min seconds, episodes per section.
+MODES = {
+    "full": {"scale": 1, "lanes": 2000, "rounds": 5, "min_seconds": 1.0, "strong_episodes": 500,
+             "weak_episodes": 100, "multiagent_episodes": 200, "agents": [1000, 2000],
+             "sizes": [1, 4, 16], "strong_lanes": [250, 500, 1000, 2000],
+             "strong_variants": ["q-seq-fp32", "q-seq-int32"], "envs": ["frozenlake", "taxi"],
+             "multiagent_rows": 10_000},
+    "quick": {"scale": 10, "lanes": 2000, "rounds": 3, "min_seconds": 0.3, "strong_episodes": 100,
+              "weak_episodes": 50, "multiagent_episodes": 50, "agents": [1000],
+              "sizes": [1, 2], "strong_lanes": [250, 1000, 2000],
+              "strong_variants": ["q-seq-fp32", "q-seq-int32"], "envs": ["frozenlake"],
+              "multiagent_rows": 10_000},
+    "smoke": {"scale": 250, "lanes": 40, "rounds": 1, "min_seconds": 0.0, "strong_episodes": 4,
+              "weak_episodes": 2, "multiagent_episodes": 2, "agents": [8],
+              "sizes": [1], "strong_lanes": [20, 40], "strong_variants": ["q-seq-fp32"],
+              "envs": ["frozenlake"], "multiagent_rows": 100},
+}
+
+
+def _variant_name(algo: str, sampling: str, dtype: str) -> str:
+    return f"{algo.upper()}-{sampling.upper()}-{dtype.upper()}"
 
 
 def on_gpu() -> bool:
     return jax.default_backend() in ("gpu", "cuda", "rocm", "tpu")
 
 
+# ----------------------------------------------------------------------------- summary
+
+
+def summarize(rep: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers, computed from the stored sections (see the module docstring)."""
+    sections = rep["results"]["sections"]
+    out: dict[str, Any] = {
+        "device": rep["results"]["device"],
+        "devices_used": rep["results"]["devices_used"],
+        "mode": rep["config"]["mode"],
+        "cpu_ratio_vs_best_numba_min": None,
+        "cpu_ratio_vs_best_numba_min_variant": None,
+        "cpu_ratio_vs_best_numba_median": None,
+        "cpu_ratio_target": 0.5,
+        "cpu_ratio_by_variant": None,
+        "numba_tables_identical_int32": None,
+        "numba_tables_max_abs_diff_fp32": None,
+        "frozenlake_2000_lanes_q_seq_fp32_s": None,
+        "frozenlake_2000_lanes_q_seq_fp32_s_extrapolated": None,
+        "multiagent_2000_agents_s": None,
+        "multiagent_2000_agents_s_extrapolated": None,
+        "copy_bandwidth_GB_per_s": None,
+    }
+    rows = sections.get("numba", {}).get("rows", [])
+    if rows:
+        table = {r["variant"]: {"jax_updates_per_s": r["jax_updates_per_s"],
+                                "best_numba": r["best_numba"],
+                                "best_numba_updates_per_s": r["numba_updates_per_s"][
+                                    r["best_numba"]],
+                                "ratio": r["ratio_vs_best_numba"]} for r in rows}
+        ratios = {k: v["ratio"] for k, v in table.items()}
+        worst = min(ratios, key=ratios.get)
+        out.update(cpu_ratio_vs_best_numba_min=ratios[worst],
+                   cpu_ratio_vs_best_numba_min_variant=worst,
+                   cpu_ratio_vs_best_numba_median=statistics.median(ratios.values()),
+                   cpu_ratio_by_variant=table)
+        ints = [r["tables_identical"] for r in rows if r["variant"].endswith("INT32")]
+        floats = [r["max_abs_q_diff"] for r in rows if r["variant"].endswith("FP32")]
+        out["numba_tables_identical_int32"] = all(ints) if ints else None
+        out["numba_tables_max_abs_diff_fp32"] = max(floats) if floats else None
+    for r in sections.get("strong", {}).get("rows", []):
+        if r["env"] == "frozenlake" and r["lanes"] == 2000 and r["variant"] == "Q-SEQ-FP32":
+            key = "frozenlake_2000_lanes_q_seq_fp32_s"
+            out[key + ("_extrapolated" if r["extrapolated_from_episodes"] else "")] = (
+                r["timing_2000_episodes_s"]["total"])
+    for r in sections.get("multiagent", {}).get("rows", []):
+        if r["agents"] == 2000:
+            key = "multiagent_2000_agents_s"
+            out[key + ("_extrapolated" if r["extrapolated_from_episodes"] else "")] = (
+                r["timing_2000_episodes_s"]["total"])
+    roof = sections.get("roofline")
+    if roof:
+        out["copy_bandwidth_GB_per_s"] = roof["copy_bandwidth_B_per_s"] / 1e9
+    return out
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
 def dataset(env_name: str, rows: int, cache: dict) -> tuple:
+    """``(transitions, model)``: ``rows`` uniform-random transitions of ``env_name``."""
+    from jaxrl_pim import data as data_lib
+    from jaxrl_pim import envs
+
     if (env_name, rows) not in cache:
         env, params = envs.make(env_name)
         model = envs.tabular_model(env)
@@ -62,80 +156,165 @@ def dataset(env_name: str, rows: int, cache: dict) -> tuple:
     return cache[(env_name, rows)]
 
 
-def jax_run(model, transitions, algo, sampling, dtype, lanes, episodes, sync, **kw) -> dict:
+def check_lanes(lanes: int, n_dev: int, section: str) -> None:
+    if lanes % n_dev:
+        raise ValueError(f"{section}: {lanes} lanes do not divide over the {n_dev} devices "
+                         "every record of this section uses; choose lane counts divisible "
+                         f"by {n_dev}")
+
+
+def jax_run(model, transitions, algo, sampling, dtype, lanes, episodes, sync, n_dev,
+            **kw) -> dict:
+    """One timed run of the trainer (``runner.run``) with its phase breakdown, plus the time
+    of 2,000 episodes (measured when ``episodes`` is 2,000, else extrapolated)."""
+    from jaxrl_pim.tabular import TabularConfig
+    from jaxrl_pim.tabular.runner import describe, run
+
     cfg = TabularConfig(model.num_states, model.num_actions, algo=algo, sampling=sampling,
                         dtype=dtype, num_cores=lanes, sync_period=sync, num_episodes=episodes,
                         **kw)
-    res = run(cfg, transitions, jax.random.key(1))  # all devices that divide the lanes
+    res = run(cfg, transitions, jax.random.key(1), num_devices=n_dev)
     t = res.timing_s
     factor = FULL_EPISODES / episodes
-    full = {
-        "transfer_in": t["transfer_in"], "compute": t["compute"] * factor,
-        "sync": t["sync"] * factor, "transfer_out": t["transfer_out"],
-    }
+    full = {"transfer_in": t["transfer_in"], "compute": t["compute"] * factor,
+            "sync": t["sync"] * factor, "transfer_out": t["transfer_out"]}
     full["total"] = sum(full.values())
     return {
-        **describe(cfg), "lanes": lanes, "episodes_measured": episodes, "devices": res.num_devices,
-        "kernel": cfg.resolved_kernel(), "updates_per_s": res.updates_per_s,
-        "timing_s": t, "timing_2000_episodes_s": full,
-        "extrapolated": episodes != FULL_EPISODES,
+        **describe(cfg), "lanes": lanes, "episodes_measured": episodes,
+        "devices": res.num_devices, "kernel": cfg.resolved_kernel(), "rng": cfg.rng,
+        "updates_per_s": res.updates_per_s, "timing_s": t, "timing_2000_episodes_s": full,
+        "extrapolated_from_episodes": None if episodes == FULL_EPISODES else episodes,
     }
 
 
 # ----------------------------------------------------------------------------- sections
 
+
+class _JaxLanes:
+    """The lanes trainer compiled once for a fixed episode count, called for timed runs."""
+
+    def __init__(self, model, transitions, algo, sampling, dtype, lanes, episodes, sync,
+                 n_dev):
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        from jaxrl_pim.tabular import TabularConfig, chunk, make_train
+        from jaxrl_pim.tabular.trainer import make_mesh
+
+        self.cfg = TabularConfig(model.num_states, model.num_actions, algo=algo,
+                                 sampling=sampling, dtype=dtype, num_cores=lanes,
+                                 sync_period=sync, num_episodes=episodes, rng="lcg")
+        mesh = make_mesh(n_dev)
+        chunks = chunk(self.cfg, transitions)
+        self.updates = chunks.num_rows * episodes
+        self.chunks = jax.block_until_ready(
+            jax.device_put(chunks, NamedSharding(mesh, P(mesh.axis_names[0]))))
+        self.key = jax.random.key(1)
+        t0 = time.perf_counter()
+        train = jax.jit(make_train(self.cfg, mesh if n_dev > 1 else None))
+        self.fn = train.lower(self.key, self.chunks).compile()
+        self.compile_s = time.perf_counter() - t0
+
+    def __call__(self) -> tuple[np.ndarray, float]:
+        t0 = time.perf_counter()
+        q, _ = jax.block_until_ready(self.fn(self.key, self.chunks))
+        return np.asarray(q), time.perf_counter() - t0
+
+
 def section_numba(args, cache) -> dict:
-    """JAX lanes vs the Numba baselines on FrozenLake 1M, 2,000 lanes, every variant."""
-    import baselines_numba as nb
+    """JAX lanes vs the Numba lanes baselines, every variant, alternating best-of rounds."""
+    from jaxrl_pim.testing import tabular_numba as tn
 
     transitions, model = dataset("frozenlake", ENV_ROWS["frozenlake"] // args.scale, cache)
-    episodes = args.episodes
-    nb.warm_up()
+    lanes, sync, n_dev = args.numba_lanes, 50, args.n_dev
+    check_lanes(lanes, n_dev, "numba")
     rows = []
-    variants = VARIANTS if not args.quick else [v for v in VARIANTS if v[1] != "str"]
-    for algo, sampling, dtype in variants:
-        rec = jax_run(model, transitions, algo, sampling, dtype, 2000, episodes,
-                      min(50, episodes))
-        cfg = nb.BaselineConfig(
-            num_states=16, num_actions=4, algorithm="q_learning" if algo == "q" else "sarsa",
-            sampling=sampling, fmt=dtype, num_episodes=episodes, sync_period=min(50, episodes))
-        updates = (transitions.num_rows // 2000) * 2000 * episodes
-        numba = {}
-        for name in ("lanes_numba", "cpu_v2", "cpu_v1", "sequential"):
-            _, secs = nb.run_baseline(name, transitions, cfg, num_lanes=2000)
-            n_upd = transitions.num_rows * episodes if name != "lanes_numba" else updates
-            numba[name] = n_upd / secs
-        best = max(numba, key=numba.get)
-        rows.append({**rec, "numba_updates_per_s": numba, "best_numba": best,
-                     "ratio_vs_best_numba": rec["updates_per_s"] / numba[best]})
-        print(f"[numba] {rec['variant']:16s} jax {rec['updates_per_s']:.3e}/s  best numba "
-              f"({best}) {numba[best]:.3e}/s  ratio {rows[-1]['ratio_vs_best_numba']:.2f}",
-              flush=True)
-    return {"rows": rows, "episodes": episodes, "threads": os.cpu_count()}
+    for algo, sampling, dtype in selected_variants(args, "numba"):
+        name = _variant_name(algo, sampling, dtype)
+        bcfg = tn.BaselineConfig(
+            num_states=model.num_states, num_actions=model.num_actions,
+            algorithm="q_learning" if algo == "q" else "sarsa", sampling=sampling, fmt=dtype,
+            num_episodes=sync, sync_period=sync)
+        # Calibrate: one sync round (50 episodes) per contender, then every side runs the
+        # episodes the fastest needs for min_seconds (a multiple of the sync period).
+        cal = _JaxLanes(model, transitions, algo, sampling, dtype, lanes, sync, sync, n_dev)
+        cal()  # first call: allocation
+        rates = {"jax": cal.updates / cal()[1]}
+        for b in NUMBA_CONTENDERS:
+            tn.run_baseline(b, transitions, bcfg, lanes)  # compiles outside the timed region
+            _, sec = tn.run_baseline(b, transitions, bcfg, lanes)
+            rates[b] = tn.updates_of(b, bcfg, transitions.num_rows, lanes) / sec
+        per_episode = cal.updates / sync
+        episodes = max(sync, sync * math.ceil(
+            1.1 * args.min_seconds * max(rates.values()) / per_episode / sync))
+        jax_fn = cal if episodes == sync else _JaxLanes(
+            model, transitions, algo, sampling, dtype, lanes, episodes, sync, n_dev)
+        run_cfg = dataclasses.replace(bcfg, num_episodes=episodes)
+        seconds: dict[str, list[float]] = {"jax": [], **{b: [] for b in NUMBA_CONTENDERS}}
+        tables: dict[str, np.ndarray] = {}
+        for _ in range(args.rounds):
+            tables["jax"], sec = jax_fn()
+            seconds["jax"].append(sec)
+            for b in NUMBA_CONTENDERS:
+                tables[b], sec = tn.run_baseline(b, transitions, run_cfg, lanes)
+                seconds[b].append(sec)
+        updates = jax_fn.updates
+        best = {k: min(v) for k, v in seconds.items()}
+        numba_rates = {b: updates / best[b] for b in NUMBA_CONTENDERS}
+        best_numba = max(numba_rates, key=numba_rates.get)
+        diff = max(float(np.max(np.abs(tables["jax"] - tables[b]))) for b in NUMBA_CONTENDERS)
+        if dtype == "int32":  # compare the fixed-point integers (descaling rounds differently)
+            fixed = {k: np.rint(v.astype(np.float64) * 10_000) for k, v in tables.items()}
+            identical = all(np.array_equal(fixed["jax"], fixed[b]) for b in NUMBA_CONTENDERS)
+        else:
+            identical = all(np.array_equal(tables["jax"], tables[b]) for b in NUMBA_CONTENDERS)
+        rec = {
+            "variant": name, "lanes": lanes, "devices": n_dev, "numba_threads": args.threads,
+            "sync_period": sync, "episodes": episodes, "updates": updates, "rng": "lcg",
+            "calibration_updates_per_s": rates, "seconds_by_round": seconds,
+            "jax_compile_s": jax_fn.compile_s, "jax_updates_per_s": updates / best["jax"],
+            "numba_updates_per_s": numba_rates, "best_numba": best_numba,
+            "ratio_vs_best_numba": (updates / best["jax"]) / numba_rates[best_numba],
+            "max_abs_q_diff": diff, "tables_identical": bool(identical),
+        }
+        rows.append(rec)
+        print(f"[numba] {name:16s} {episodes} ep x {args.rounds} rounds: jax "
+              f"{rec['jax_updates_per_s']:.3e}/s  best numba ({best_numba}) "
+              f"{numba_rates[best_numba]:.3e}/s  ratio {rec['ratio_vs_best_numba']:.2f}  "
+              f"max|dQ| {diff:.1e}", flush=True)
+    return {"rows": rows, "lanes": lanes, "devices": n_dev, "numba_threads": args.threads,
+            "rows_per_dataset": transitions.num_rows, "rounds": args.rounds,
+            "min_seconds": args.min_seconds, "contenders": ["jax", *NUMBA_CONTENDERS],
+            "setup": f"{lanes} lanes on {n_dev} XLA device(s) for JAX, {lanes} lanes on "
+                     f"{args.threads} Numba thread(s); same episodes on both sides"}
 
 
 def section_kernels(args, cache) -> dict:
     """The fused Pallas lane kernel against the ``lax.scan`` path, every variant, same inputs.
 
-    FrozenLake 1M, 2,000 lanes. Each variant runs with ``kernel="scan"`` and ``kernel="pallas"``
-    on the same dataset and key; the record gives both throughputs and the largest absolute
-    difference between the two final Q-tables (int32 variants must agree exactly). A variant
-    whose Pallas lowering fails on this backend is recorded with its error, not skipped.
+    Each variant runs with ``kernel="scan"`` and ``kernel="pallas"`` on the same dataset and
+    key; the record gives both throughputs and the largest absolute difference between the two
+    final Q-tables (int32 variants must agree exactly). A variant whose Pallas lowering fails
+    on this backend is recorded with its error, not skipped.
     """
+    from jaxrl_pim.tabular import TabularConfig
+    from jaxrl_pim.tabular.runner import run
+
     transitions, model = dataset("frozenlake", ENV_ROWS["frozenlake"] // args.scale, cache)
-    episodes = args.kernel_episodes
+    episodes, lanes = args.kernel_episodes, args.numba_lanes
+    check_lanes(lanes, args.n_dev, "kernels")
     rows = []
-    for algo, sampling, dtype in selected_variants(args):
-        rec: dict = {"variant": f"{algo.upper()}-{sampling.upper()}-{dtype.upper()}",
-                     "episodes_measured": episodes}
+    for algo, sampling, dtype in selected_variants(args, "kernels"):
+        rec: dict = {"variant": _variant_name(algo, sampling, dtype),
+                     "episodes_measured": episodes, "lanes": lanes, "devices": args.n_dev}
         tables = {}
         for kernel in ("scan", "pallas"):
             cfg = TabularConfig(model.num_states, model.num_actions, algo=algo,
-                                sampling=sampling, dtype=dtype, num_cores=2000,
+                                sampling=sampling, dtype=dtype, num_cores=lanes,
                                 sync_period=min(50, episodes), num_episodes=episodes,
                                 kernel=kernel)
             try:
-                res = run(cfg, transitions, jax.random.key(1))
+                res = run(cfg, transitions, jax.random.key(1), num_devices=args.n_dev)
             except Exception as err:  # a lowering this backend lacks: record it, go on
                 rec[f"{kernel}_error"] = f"{type(err).__name__}: {str(err)[:300]}"
                 continue
@@ -147,113 +326,119 @@ def section_kernels(args, cache) -> dict:
             rec["pallas_over_scan"] = rec["pallas_updates_per_s"] / rec["scan_updates_per_s"]
         rows.append(rec)
         print(f"[kernels] {rec['variant']:16s} scan {rec.get('scan_updates_per_s', 0):.3e}/s "
-              f"pallas {rec.get('pallas_updates_per_s', 0):.3e}/s "
-              f"max|dQ| {rec.get('max_abs_diff', float('nan')):.2e} "
-              f"{rec.get('pallas_error', '')}", flush=True)
-    return {"rows": rows, "episodes": episodes, "backend": jax.default_backend()}
+              f"pallas {rec.get('pallas_updates_per_s', 0):.3e}/s", flush=True)
+    return {"rows": rows, "episodes": episodes, "backend": jax.default_backend(),
+            "lanes": lanes, "devices": args.n_dev}
 
 
-def selected_variants(args) -> list[tuple[str, str, str]]:
-    """``VARIANTS`` filtered by ``--variants`` (names like ``q-seq-fp32``)."""
-    if not args.variants:
+def selected_variants(args, section: str) -> list[tuple[str, str, str]]:
+    """``VARIANTS`` filtered by ``--variants`` (``numba``/``kernels``) or the strong-scaling
+    list (names like ``q-seq-fp32``)."""
+    names = args.variants if section != "strong" else args.strong_variants
+    if not names:
         return VARIANTS
-    wanted = {v.lower() for v in args.variants}
+    wanted = {v.lower() for v in names}
     unknown = wanted - {"-".join(v) for v in VARIANTS}
     if unknown:
-        raise SystemExit(f"unknown variants {sorted(unknown)}; choose from "
+        raise ValueError(f"unknown variants {sorted(unknown)}; choose from "
                          f"{['-'.join(v) for v in VARIANTS]}")
     return [v for v in VARIANTS if "-".join(v) in wanted]
 
 
 def section_strong(args, cache) -> dict:
-    """Strong scaling over lanes on FrozenLake 1M and Taxi 5M, sync period 50."""
-    lanes = [125, 250, 500, 1000, 2000]
-    if on_gpu():
-        lanes += [4096, 8192, 16384, 32768, 65536]
-    else:  # a 2-core CPU cannot afford 120 compilations in one sitting
-        lanes = [125, 500, 2000]
-    if args.lanes:
-        lanes = args.lanes
-    variants = selected_variants(args)
-    envs_ = tuple(args.envs)
-    if args.quick:
-        lanes, variants, envs_ = [125, 500, 2000], [("q", "seq", "fp32"), ("q", "str", "int32")], \
-            ("frozenlake",)
+    """Strong scaling over lanes, sync period 50, the same devices for every record."""
+    for n in args.strong_lanes:
+        check_lanes(n, args.n_dev, "strong")
     rows = []
-    # throughput does not depend on the episode count: on CPU measure fewer episodes per run
-    episodes = args.episodes if on_gpu() else max(2, args.episodes // 5)
-    for env_name in envs_:
+    episodes = args.strong_episodes
+    for env_name in args.envs:
         transitions, model = dataset(env_name, ENV_ROWS[env_name] // args.scale, cache)
-        for (algo, sampling, dtype), n in itertools.product(variants, lanes):
+        for (algo, sampling, dtype), n in itertools.product(
+                selected_variants(args, "strong"), args.strong_lanes):
             rec = jax_run(model, transitions, algo, sampling, dtype, n, episodes,
-                          min(50, episodes))
-            rows.append({"env": env_name, **rec})
+                          min(50, episodes), args.n_dev)
+            rows.append({"env": env_name, "rows": transitions.num_rows, **rec})
             print(f"[strong] {env_name:10s} {rec['variant']:16s} lanes {n:6d} "
-                  f"{rec['updates_per_s']:.3e}/s  2000-episode total "
-                  f"{rec['timing_2000_episodes_s']['total']:.2f} s", flush=True)
-    return {"rows": rows, "lanes": lanes}
+                  f"{rec['updates_per_s']:.3e}/s", flush=True)
+    return {"rows": rows, "lanes": args.strong_lanes, "devices": args.n_dev,
+            "episodes": episodes}
 
 
 def section_weak(args, cache) -> dict:
-    """Time per update vs dataset size (Q-SEQ-FP32, 2,000 lanes)."""
-    sizes = [1, 4, 16, 64] if on_gpu() else ([1, 2] if args.quick else [1, 4, 16])
-    sizes = args.sizes or sizes
+    """Updates/s vs dataset size (Q-SEQ-FP32, 2,000 lanes)."""
+    lanes = args.numba_lanes
+    check_lanes(lanes, args.n_dev, "weak")
     rows = []
-    for millions in sizes:
+    for millions in args.sizes:
         transitions, model = dataset("frozenlake", millions * 1_000_000 // args.scale, {})
-        rec = jax_run(model, transitions, "q", "seq", "fp32", 2000, max(2, args.episodes // 4),
-                      50)
+        rec = jax_run(model, transitions, "q", "seq", "fp32", lanes, args.weak_episodes,
+                      min(50, args.weak_episodes), args.n_dev)
         rows.append({"rows": transitions.num_rows, **rec})
-        print(f"[weak] {transitions.num_rows:>10,d} rows  {rec['updates_per_s']:.3e}/s", flush=True)
-    return {"rows": rows}
+        print(f"[weak] {transitions.num_rows:>10,d} rows  {rec['updates_per_s']:.3e}/s",
+              flush=True)
+    return {"rows": rows, "lanes": lanes, "devices": args.n_dev,
+            "episodes": args.weak_episodes}
 
 
 def section_multiagent(args, cache) -> dict:
-    """Independent agents x 10,000 transitions x 2,000 episodes (paper: 1,000 and 2,000)."""
+    """Independent agents x 10,000 transitions (paper: 1,000 and 2,000 agents, 2,000
+    episodes), Q-SEQ-INT32, no averaging."""
+    from jaxrl_pim import data as data_lib
+    from jaxrl_pim import envs
+
     env, params = envs.make("frozenlake")
     rows = []
-    agents = [1000, 2000] if not args.quick else [1000]
-    episodes = FULL_EPISODES if on_gpu() else max(2, args.episodes // 2)
-    for k in agents:
-        per_agent = data_lib.collect_per_agent(env, params, jax.random.key(3), k, 10_000)
-        rec = jax_run(envs.tabular_model(env), per_agent, "q", "seq", "int32", k, episodes,
-                      50, independent=True)
-        rows.append({"agents": k, **rec})
-        print(f"[multiagent] {k} agents  {rec['updates_per_s']:.3e}/s  2000-episode total "
-              f"{rec['timing_2000_episodes_s']['total']:.2f} s", flush=True)
-    return {"rows": rows}
+    for k in args.agents:
+        check_lanes(k, args.n_dev, "multiagent")
+    for k in args.agents:
+        per_agent = data_lib.collect_per_agent(env, params, jax.random.key(3), k,
+                                               args.multiagent_rows)
+        rec = jax_run(envs.tabular_model(env), per_agent, "q", "seq", "int32", k,
+                      args.multiagent_episodes, 50, args.n_dev, independent=True)
+        rows.append({"agents": k, "rows_per_agent": args.multiagent_rows, **rec})
+        print(f"[multiagent] {k} agents  {rec['updates_per_s']:.3e}/s", flush=True)
+    return {"rows": rows, "devices": args.n_dev, "episodes": args.multiagent_episodes}
 
 
 def bytes_per_update(num_states: int, num_actions: int, sampling: str, algo: str
                      ) -> tuple[int, int]:
     """Bytes the scan path touches per update: ``(streamed, table)``.
 
-    Streamed bytes (the row ``sa``, ``s'``, reward and flag, plus random draws) come from the
-    dataset in main memory once per update; table bytes (``Q[s, a]`` read and write, the
-    ``A``-entry bootstrap row) hit the lanes' tables, which stay cache-resident while they fit
-    (2,000 FrozenLake tables: 512 KB).
+    Streamed bytes (the row ``sa``, ``s'``, reward and flag) come from the dataset in main
+    memory once per update (the LCG draws are computed, not read); table bytes (``Q[s, a]``
+    read and write, the ``A``-entry bootstrap row) hit the lanes' tables, which stay
+    cache-resident while they fit (2,000 FrozenLake tables: 512 KB).
     """
+    from jaxrl_pim.tabular.lanes import index_dtype
+
+    del sampling, algo
     sa = np.dtype(index_dtype(num_states * num_actions)).itemsize
     s2 = np.dtype(index_dtype(num_states)).itemsize
-    streamed = sa + s2 + 4 + 1 + (4 if sampling == "ran" else 0) + (4 if algo == "sarsa" else 0)
-    table = 4 + 4 * num_actions + 4
-    return streamed, table
+    return sa + s2 + 4 + 1, 4 + 4 * num_actions + 4
+
+
+def copy_bandwidth() -> float:
+    """Read + write bytes per second of a 256 MiB float32 scale-copy (best of 10)."""
+    import jax.numpy as jnp
+
+    from jaxrl_pim.timing import time_call
+
+    x = jnp.ones((64 * 1024 * 1024,), jnp.float32)
+    copy = jax.jit(lambda v: v * 1.0001)
+    return 2 * x.nbytes / time_call(lambda: copy(x), repeats=10)
 
 
 def section_roofline(args, numba_rows) -> dict:
-    """Streamed bandwidth of each JAX run against the measured copy bandwidth."""
-    x = jnp.ones((64 * 1024 * 1024,), jnp.float32)
-    copy = jax.jit(lambda v: v * 1.0001)
-    secs = time_call(lambda: copy(x), repeats=10)
-    copy_bw = 2 * x.nbytes / secs
+    """Streamed bandwidth of each ``numba`` section JAX run against this run's copy bandwidth."""
+    copy_bw = copy_bandwidth()
     rows = []
     for r in numba_rows:
         algo, sampling = r["variant"].split("-")[0].lower(), r["variant"].split("-")[1].lower()
-        streamed, table = bytes_per_update(16, 4, sampling, "q" if algo == "q" else "sarsa")
-        bw = streamed * r["updates_per_s"]
+        streamed, table = bytes_per_update(16, 4, sampling, algo)
+        bw = streamed * r["jax_updates_per_s"]
         rows.append({"variant": r["variant"], "streamed_bytes_per_update": streamed,
                      "table_bytes_per_update": table, "streamed_B_per_s": bw,
-                     "table_B_per_s": table * r["updates_per_s"],
+                     "table_B_per_s": table * r["jax_updates_per_s"],
                      "fraction_of_copy_bw": bw / copy_bw})
     worst = max((r["fraction_of_copy_bw"] for r in rows), default=0.0)
     bound = ("memory bandwidth (streamed data)" if worst > 0.5 else
@@ -264,7 +449,8 @@ def section_roofline(args, numba_rows) -> dict:
 
 # ----------------------------------------------------------------------------- output
 
-def plots(out: Path, sections: dict) -> list[str]:
+
+def plots(path: Path, sections: dict, device: str) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -288,22 +474,23 @@ def plots(out: Path, sections: dict) -> list[str]:
                 bottom += vals
             ax.set_xticks(x, [str(r["lanes"]) for r in rs], fontsize=7)
             ax.set_title(f"{env_name} {variant}", fontsize=8)
-            ax.set_ylabel("s (2,000 episodes)", fontsize=7)
+            ext = " (extrapolated)" if rs and rs[0]["extrapolated_from_episodes"] else ""
+            ax.set_ylabel(f"s (2,000 episodes{ext})", fontsize=7)
         for ax in list(axes.flat)[len(groups):]:
             ax.axis("off")
         axes.flat[0].legend(fontsize=6)
-        fig.suptitle(f"Strong scaling, time breakdown ({device_label()})", fontsize=9)
+        fig.suptitle(f"Strong scaling, time breakdown ({device})", fontsize=9)
         fig.tight_layout()
-        path = out.with_name(out.stem + "_strong.png")
-        fig.savefig(path, dpi=110)
+        out = path.with_name(path.stem + "_strong.png")
+        report.atomic_save(out, lambda p: fig.savefig(p, dpi=110))
         plt.close(fig)
-        files.append(path.name)
+        files.append(out.name)
     roof = sections.get("roofline")
     if roof and roof["rows"]:
         fig, ax = plt.subplots(figsize=(7, 3.5))
         names = [r["variant"] for r in roof["rows"]]
         ax.bar(names, [r["streamed_B_per_s"] / 1e9 for r in roof["rows"]],
-               label="streamed (dataset rows, draws)")
+               label="streamed (dataset rows)")
         ax.bar(names, [r["table_B_per_s"] / 1e9 for r in roof["rows"]],
                bottom=[r["streamed_B_per_s"] / 1e9 for r in roof["rows"]], alpha=0.5,
                label="table accesses (cache)")
@@ -311,30 +498,45 @@ def plots(out: Path, sections: dict) -> list[str]:
         ax.set_ylabel("GB/s")
         ax.tick_params(axis="x", rotation=60, labelsize=7)
         ax.legend(fontsize=7)
-        ax.set_title("Memory traffic of the lanes trainer (FrozenLake, 2,000 lanes)", fontsize=9)
+        ax.set_title("Memory traffic of the lanes trainer (FrozenLake)", fontsize=9)
         fig.tight_layout()
-        path = out.with_name(out.stem + "_roofline.png")
-        fig.savefig(path, dpi=110)
+        out = path.with_name(path.stem + "_roofline.png")
+        report.atomic_save(out, lambda p: fig.savefig(p, dpi=110))
         plt.close(fig)
-        files.append(path.name)
+        files.append(out.name)
     return files
 
 
+def _ext(r: dict) -> str:
+    e = r.get("extrapolated_from_episodes")
+    return f" (extrapolated from {e} ep.)" if e else ""
+
+
 def markdown(sections: dict, summary: dict) -> str:
-    lines = [f"Device: {summary['device']}. Times for 2,000 episodes; CPU figures are "
-             "extrapolated from fewer episodes (see JSON).", ""]
+    lines = [f"Device: {summary['device']} ({summary['devices_used']} device(s) used by every "
+             f"JAX run); mode {summary['mode']}.", ""]
     if "numba" in sections:
-        lines += ["### JAX lanes vs Numba baselines (FrozenLake 1M, 2,000 lanes, all cores)", "",
-                  "| variant | JAX updates/s | best Numba | Numba updates/s | ratio |",
-                  "|---|---:|---|---:|---:|"]
-        for r in sections["numba"]["rows"]:
+        s = sections["numba"]
+        lines += [f"### JAX lanes vs Numba lanes baselines (FrozenLake {s['rows_per_dataset']:,}"
+                  f" rows, {s['setup']}; PIM LCG on both sides; best of {s['rounds']} "
+                  "alternating rounds)", "",
+                  "| variant | episodes | JAX updates/s | best Numba | Numba updates/s | "
+                  "ratio | max abs dQ |", "|---|---:|---:|---|---:|---:|---:|"]
+        for r in s["rows"]:
             b = r["best_numba"]
-            lines.append(f"| {r['variant']} | {r['updates_per_s']:.3e} | {b} | "
-                         f"{r['numba_updates_per_s'][b]:.3e} | {r['ratio_vs_best_numba']:.2f} |")
+            lines.append(f"| {r['variant']} | {r['episodes']} | {r['jax_updates_per_s']:.3e} | "
+                         f"{b} | {r['numba_updates_per_s'][b]:.3e} | "
+                         f"{r['ratio_vs_best_numba']:.2f} | {r['max_abs_q_diff']:.1e} |")
+        if summary["cpu_ratio_vs_best_numba_min"] is not None:
+            lines += ["", "Ratio over the variants: min "
+                      f"{summary['cpu_ratio_vs_best_numba_min']:.2f}"
+                      f" ({summary['cpu_ratio_vs_best_numba_min_variant']}), median "
+                      f"{summary['cpu_ratio_vs_best_numba_median']:.2f} (target >= "
+                      f"{summary['cpu_ratio_target']})."]
         lines.append("")
     if "kernels" in sections:
         k = sections["kernels"]
-        lines += [f"### Pallas lane kernel vs scan path (FrozenLake 1M, 2,000 lanes, "
+        lines += [f"### Pallas lane kernel vs scan path (FrozenLake, {k['lanes']} lanes, "
                   f"{k['episodes']} episodes, backend {k['backend']})", "",
                   "| variant | scan updates/s | Pallas updates/s | Pallas / scan | max abs dQ |",
                   "|---|---:|---:|---:|---:|"]
@@ -349,34 +551,46 @@ def markdown(sections: dict, summary: dict) -> str:
                              f"failed: {err[:80]} | | |")
         lines.append("")
     if "strong" in sections:
-        lines += ["### Strong scaling (time for 2,000 episodes, s)", "",
+        s = sections["strong"]
+        lines += [f"### Strong scaling ({s['devices']} device(s), {s['episodes']} episodes "
+                  "measured; time for 2,000 episodes, s)", "",
                   "| env | variant | lanes | transfer_in | compute | sync | transfer_out | "
                   "total | updates/s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in sections["strong"]["rows"]:
+        for r in s["rows"]:
             t = r["timing_2000_episodes_s"]
             lines.append(f"| {r['env']} | {r['variant']} | {r['lanes']} | {t['transfer_in']:.3f} "
                          f"| {t['compute']:.2f} | {t['sync']:.3f} | {t['transfer_out']:.4f} | "
-                         f"{t['total']:.2f} | {r['updates_per_s']:.3e} |")
+                         f"{t['total']:.2f}{_ext(r)} | {r['updates_per_s']:.3e} |")
         lines.append("")
     if "weak" in sections:
-        lines += ["### Cost vs dataset size (Q-SEQ-FP32, 2,000 lanes)", "",
-                  "| rows | updates/s |", "|---:|---:|"]
-        lines += [f"| {r['rows']:,} | {r['updates_per_s']:.3e} |" for r in sections["weak"]["rows"]]
+        s = sections["weak"]
+        lines += [f"### Cost vs dataset size (Q-SEQ-FP32, {s['lanes']} lanes, {s['devices']} "
+                  f"device(s), {s['episodes']} episodes)", "", "| rows | updates/s |",
+                  "|---:|---:|"]
+        lines += [f"| {r['rows']:,} | {r['updates_per_s']:.3e} |" for r in s["rows"]]
         lines.append("")
     if "multiagent" in sections:
-        lines += ["### Independent multi-agent (10,000 transitions each, 2,000 episodes)", "",
-                  "| agents | updates/s | time (s) | paper Xeon (s) | paper PIM (s) |",
-                  "|---:|---:|---:|---:|---:|"]
-        paper = {1000: (996.52, 996.52 / 11.23), 2000: (1943.78, 1943.78 / 21.92)}
-        for r in sections["multiagent"]["rows"]:
-            x, p = paper[r["agents"]]
-            lines.append(f"| {r['agents']} | {r['updates_per_s']:.3e} | "
-                         f"{r['timing_2000_episodes_s']['total']:.2f} | {x} | {p:.1f} |")
+        s = sections["multiagent"]
+        lines += [f"### Independent multi-agent (Q-SEQ-INT32, {s['devices']} device(s); time "
+                  "for 2,000 episodes)", "",
+                  "| agents | rows/agent | updates/s | time (s) | paper Xeon (s) | "
+                  "paper PIM (s) |", "|---:|---:|---:|---:|---:|---:|"]
+        from pim_published import MULTI_AGENT as ma
+
+        paper = {1000: (ma["xeon_seconds_1000_agents"],
+                        ma["xeon_seconds_1000_agents"] / ma["pim_speedup_1000_agents"]),
+                 2000: (ma["xeon_seconds_2000_agents"],
+                        ma["xeon_seconds_2000_agents"] / ma["pim_speedup_2000_agents"])}
+        for r in s["rows"]:
+            x, p = paper.get(r["agents"], ("-", "-"))
+            p = p if isinstance(p, str) else f"{p:.1f}"
+            lines.append(f"| {r['agents']} | {r['rows_per_agent']:,} | {r['updates_per_s']:.3e} "
+                         f"| {r['timing_2000_episodes_s']['total']:.2f}{_ext(r)} | {x} | {p} |")
         lines.append("")
     if "roofline" in sections:
         roof = sections["roofline"]
         lines += [f"### Memory traffic (copy bandwidth {roof['copy_bandwidth_B_per_s'] / 1e9:.1f}"
-                  f" GB/s; bound: {roof['bound']})", "",
+                  f" GB/s measured in this run; bound: {roof['bound']})", "",
                   "| variant | streamed B/update | table B/update | streamed GB/s | "
                   "fraction of copy BW |", "|---|---:|---:|---:|---:|"]
         lines += [f"| {r['variant']} | {r['streamed_bytes_per_update']} | "
@@ -386,79 +600,119 @@ def markdown(sections: dict, summary: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few minutes on a 2-core CPU")
-    parser.add_argument("--episodes", type=int, default=None,
-                        help="episodes measured per run (default: 2,000 on GPU, 50 on CPU)")
-    parser.add_argument("--sections", default="numba,strong,weak,multiagent,roofline")
-    parser.add_argument("--lanes", type=int, nargs="+", default=None,
-                        help="strong-scaling lane counts (default: 125-2,000 on CPU at 3 points, "
-                        "125-65,536 on GPU)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=None,
-                        help="weak-scaling dataset sizes in millions of rows (default: 1 4 16 on "
-                        "CPU, 1 4 16 64 on GPU)")
-    parser.add_argument("--variants", nargs="+", default=None,
-                        help="strong-scaling and kernel variants, e.g. q-seq-fp32 sarsa-str-int32 "
-                        "(default: all 12)")
-    parser.add_argument("--envs", nargs="+", default=["frozenlake", "taxi"],
-                        choices=sorted(ENV_ROWS), help="strong-scaling datasets")
-    parser.add_argument("--kernel-episodes", type=int, default=None,
-                        help="episodes per run in the kernels section (default: 200 on GPU, 4 "
-                        "on CPU, where Pallas runs in interpret mode)")
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--reuse", type=Path, default=None,
-                        help="take the sections not re-run from this earlier results file")
-    args = parser.parse_args(argv)
-    args.scale = 10 if args.quick else 1
-    if args.episodes is None:
-        args.episodes = FULL_EPISODES if on_gpu() else (10 if args.quick else 50)
-    if args.kernel_episodes is None:
-        args.kernel_episodes = 200 if on_gpu() else 4
-    out = args.out or RESULTS / f"tabular_scaling{'_quick' if args.quick else ''}.json"
-    wanted = args.sections.split(",")
+    p = harness.parser(__doc__)
+    p.add_argument("--sections", default=DEFAULT_SECTIONS,
+                   help=f"comma-separated, from {', '.join(SECTIONS)} (default "
+                        f"{DEFAULT_SECTIONS})")
+    p.add_argument("--variants", nargs="+", default=None,
+                   help="numba/kernels variants, e.g. q-seq-fp32 sarsa-str-int32 (default all "
+                        "12)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="alternating timed rounds per side in the numba section (default 5; "
+                        "--quick 3)")
+    p.add_argument("--min-seconds", type=float, default=None,
+                   help="shortest timed run of the fastest side in the numba section "
+                        "(default 1.0 s; --quick 0.3)")
+    p.add_argument("--strong-lanes", type=int, nargs="+", default=None,
+                   help="strong-scaling lane counts, divisible by the device count (default "
+                        "CPU 250 500 1000 2000; GPU 125 ... 65536)")
+    p.add_argument("--strong-variants", nargs="+", default=None,
+                   help="strong-scaling variants (default CPU q-seq-fp32 q-seq-int32; GPU all)")
+    p.add_argument("--strong-episodes", type=int, default=None,
+                   help="episodes per strong-scaling run (default GPU 2000, CPU 500)")
+    p.add_argument("--envs", nargs="+", default=None, choices=sorted(ENV_ROWS),
+                   help="strong-scaling datasets (default frozenlake taxi)")
+    p.add_argument("--sizes", type=int, nargs="+", default=None,
+                   help="weak-scaling dataset sizes in millions of rows (default CPU 1 4 16, "
+                        "GPU 1 4 16 64)")
+    p.add_argument("--kernel-episodes", type=int, default=None,
+                   help="episodes per run in the kernels section (default GPU 200, CPU 4: "
+                        "Pallas runs in interpret mode there)")
+    args = p.parse_args(argv)
+    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    # Before the first jax computation: one XLA CPU device per core (lanes split over them).
+    os.environ["XLA_FLAGS"] = with_flags(
+        os.environ.get("XLA_FLAGS", ""),
+        f"--xla_force_host_platform_device_count={os.cpu_count() or 1}", *CPU_WORKAROUND_FLAGS)
+    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    m = MODES[mode]
+    gpu = on_gpu()
+    args.scale = m["scale"]
+    args.numba_lanes = m["lanes"]
+    args.rounds = args.rounds or m["rounds"]
+    args.min_seconds = m["min_seconds"] if args.min_seconds is None else args.min_seconds
+    args.strong_episodes = args.strong_episodes or (
+        FULL_EPISODES if gpu and mode == "full" else m["strong_episodes"])
+    args.weak_episodes = FULL_EPISODES if gpu and mode == "full" else m["weak_episodes"]
+    args.multiagent_episodes = (FULL_EPISODES if gpu and mode == "full"
+                                else m["multiagent_episodes"])
+    args.multiagent_rows = m["multiagent_rows"]
+    args.agents = m["agents"]
+    args.sizes = args.sizes or ([1, 4, 16, 64] if gpu and mode == "full" else m["sizes"])
+    args.envs = args.envs or m["envs"]
+    args.strong_lanes = args.strong_lanes or (
+        [125, 250, 500, 1000, 2000, 4096, 8192, 16384, 32768, 65536] if gpu and mode == "full"
+        else m["strong_lanes"])
+    args.strong_variants = args.strong_variants or (
+        None if gpu and mode == "full" else m["strong_variants"])
+    if mode == "smoke" and args.variants is None:
+        args.variants = ["sarsa-ran-int32"]  # each variant compiles Numba kernels: one
+    args.kernel_episodes = args.kernel_episodes or (200 if gpu else 4)
+    wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = set(wanted) - set(SECTIONS)
+    if unknown:
+        raise ValueError(f"unknown sections {sorted(unknown)}; choose from {SECTIONS}")
+    if args.rounds < 1 or args.min_seconds < 0:
+        raise ValueError("--rounds must be >= 1 and --min-seconds >= 0")
+    for name in ("variants", "strong_variants"):
+        if getattr(args, name):
+            selected_variants(args, "numba" if name == "variants" else "strong")
+    path = harness.output_path(args, "tabular_scaling")
+
+    import numba
+
+    args.n_dev = len(jax.devices())
+    args.threads = numba.get_num_threads()
     cache: dict = {}
     sections: dict = {}
-    if args.reuse is not None:
-        import json
-
-        old = json.loads(args.reuse.read_text())["results"]["sections"]
-        sections.update({k: v for k, v in old.items() if k not in wanted})
     t0 = time.perf_counter()
-    if "numba" in wanted and not on_gpu():
+    timing: dict[str, float] = {}
+    if "numba" in wanted and not gpu:
         sections["numba"] = section_numba(args, cache)
-    if "kernels" in wanted:
-        sections["kernels"] = section_kernels(args, cache)
-    if "strong" in wanted:
-        sections["strong"] = section_strong(args, cache)
-    if "weak" in wanted:
-        sections["weak"] = section_weak(args, cache)
-    if "multiagent" in wanted:
-        sections["multiagent"] = section_multiagent(args, cache)
+    for name, fn in (("kernels", section_kernels), ("strong", section_strong),
+                     ("weak", section_weak), ("multiagent", section_multiagent)):
+        if name in wanted:
+            t = time.perf_counter()
+            sections[name] = fn(args, cache)
+            timing[name] = time.perf_counter() - t
     if "roofline" in wanted and "numba" in sections:
         sections["roofline"] = section_roofline(args, sections["numba"]["rows"])
-    summary = {"device": device_label(), "quick": args.quick, "cpu_ratio_vs_best_numba": None,
-               "gpu_multiagent_2000_s": None, "gpu_frozenlake_2000_lanes_s": None}
-    for r in sections.get("numba", {}).get("rows", []):
-        if r["variant"] == "Q-SEQ-FP32":
-            summary["cpu_ratio_vs_best_numba"] = r["ratio_vs_best_numba"]
-    if on_gpu():
-        for r in sections.get("multiagent", {}).get("rows", []):
-            if r["agents"] == 2000:
-                summary["gpu_multiagent_2000_s"] = r["timing_2000_episodes_s"]["total"]
-        for r in sections.get("strong", {}).get("rows", []):
-            if r["env"] == "frozenlake" and r["lanes"] == 2000 and r["variant"] == "Q-SEQ-FP32":
-                summary["gpu_frozenlake_2000_lanes_s"] = r["timing_2000_episodes_s"]["total"]
-    else:
-        summary["gpu_note"] = "no GPU was used for this file: GPU fields are null"
+    timing["total"] = time.perf_counter() - t0
     from pim_published import PUBLISHED
 
-    report = make_report(vars(args) | {"out": str(out)}, {"sections": sections,
-                         "published": PUBLISHED}, {"benchmark": time.perf_counter() - t0},
-                         summary)
-    report["plots"] = plots(out, sections)
-    write_json(out, report)
-    out.with_suffix(".md").write_text(markdown(sections, summary))
-    print(f"wrote {out} ({time.perf_counter() - t0:.0f} s)")
+    device = report.device_label()
+    results = {"device": device, "devices_used": args.n_dev, "sections": sections,
+               "published": PUBLISHED}
+    config = {"mode": mode, "sections": wanted, "rounds": args.rounds,
+              "min_seconds": args.min_seconds, "lanes": args.numba_lanes,
+              "rows_divisor": args.scale, "variants": args.variants,
+              "strong_lanes": args.strong_lanes, "strong_variants": args.strong_variants,
+              "strong_episodes": args.strong_episodes, "envs": args.envs,
+              "weak_sizes_millions": args.sizes, "weak_episodes": args.weak_episodes,
+              "multiagent_agents": args.agents, "multiagent_episodes": args.multiagent_episodes,
+              "multiagent_rows_per_agent": args.multiagent_rows,
+              "kernel_episodes": args.kernel_episodes, "numba_threads": args.threads,
+              "xla_flags": os.environ.get("XLA_FLAGS", "")}
+    summary = summarize({"config": config, "results": report.to_jsonable(results)})
+    md = markdown(report.to_jsonable(sections), summary)
+    harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                  summarize=summarize, markdown=md)
+    try:
+        files = plots(path, sections, device)
+        print("plots: " + ", ".join(files))
+    except Exception as err:  # a missing plotting backend must not lose the measurements
+        print(f"plots skipped: {err}", file=sys.stderr)
+    print(md)
     return 0
 
 
