@@ -629,7 +629,10 @@ def _device_heading(folder: str, files: list[Path]) -> str:
 
 def section(path: Path, page: Path, root: Path = ROOT) -> str:
     """The docs section of one results file."""
-    data = _load_json(path)
+    try:
+        data = _load_json(path)
+    except (OSError, ValueError):
+        return f"### `{path.stem}`\n\nUnreadable results file `{_rel(path, root)}`.\n"
     system = data.get("system", {}) if isinstance(data.get("system"), dict) else {}
     script = system.get("script") or f"benchmarks/{path.stem.removesuffix('_quick')}.py"
     title = script_title(root / script) if (root / script).is_file() else ""
