@@ -1,0 +1,485 @@
+"""Tabular lanes on an accelerator: the lane kernels against the floor of one dependent step.
+
+Every lane is a chain of dependent updates (update ``j + 1`` may read the entry update ``j``
+wrote), and lanes are independent, so a run takes ``steps per lane x time of one step``; the
+figure that matters is ``ns_per_dependent_step = run seconds / (rows per lane x episodes)``,
+printed next to a floor *estimate* computed below from stated constants (see
+:func:`floor_estimate_ns`; ``benchmarks/NOTES.md`` shows the arithmetic).
+
+Sections (one invocation, one results file ``tabular_gpu[_quick|_smoke].{json,md}``):
+
+* ``frozenlake``: FrozenLake 4x4, 1M uniform-random rows, 2,000 lanes, sync period 50, 2,000
+  episodes, all 12 variants (Q / SARSA x SEQ / RAN / STR x FP32 / INT32) with the new kernel
+  (``pallas_lane`` on GPUs, ``pallas_tpu`` on TPUs).
+* ``compare``: the same inputs, every variant, the scan path, the one-hot kernel
+  (``pallas_onehot``, GPUs) and the new kernel side by side for ``--compare-episodes``
+  episodes (default 50: one sync round); each kernel's table against the scan path's (int32
+  must be identical).
+* ``multiagent``: 2,000 independent agents x 10,000 FrozenLake rows x 2,000 episodes,
+  Q-SEQ FP32 and INT32, new kernel; then all kernels at ``--compare-episodes``.
+* ``taxi``: Taxi, 5M rows, 2,000 lanes, 2,000 episodes, Q-SEQ INT32 and FP32, new kernel;
+  then all kernels at ``--compare-episodes``.
+* ``scaling``: strong scaling, FrozenLake 1M rows over 125 ... 65,536 lanes (the published
+  125 -> 2,000 curve extended), Q-SEQ-FP32, all kernels side by side on the same inputs for
+  200 episodes (the scan path at 125 lanes walks 8,000 rows per episode; 200 episodes keep
+  its run under half a minute).
+
+Compile time (first call: tracing, XLA and Pallas compilation) is recorded apart from run
+time (median of ``--repeats`` blocked calls of the compiled trainer). Summary:
+``gpu_frozenlake_2000_lanes_s`` (worst over the 12 variants, and ``_median``),
+``gpu_multiagent_2000_s`` (worst of FP32 / INT32), ``gpu_vs_pim_multiagent_speedup`` (the
+published PIM time for 2,000 agents over ours; see ``PIM_MULTIAGENT_2000_S``); on a TPU the
+``tpu_`` keys instead; null with a note elsewhere.
+
+On a GPU (the results go to ``benchmarks/results/<device>/``)::
+
+    python benchmarks/tabular_gpu.py --publish
+
+Sizes: full as above (the default); ``--quick``: 100k FrozenLake rows, 200 episodes, 200
+agents x 1,000 rows, Taxi 500k rows, 4 lane counts and 20 scaling episodes, 10 compare
+episodes; ``--smoke``: test sizes (the kernels run in Pallas interpret mode on a CPU;
+numbers meaningless). On a CPU only ``--smoke`` runs: the kernels are GPU / TPU kernels.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import sys
+import time
+from typing import Any
+
+import harness
+import pim_published
+
+VARIANTS = [f"{a}-{s}-{d}" for a, s, d in itertools.product(("q", "sarsa"),
+                                                             ("seq", "ran", "str"),
+                                                             ("fp32", "int32"))]
+SECTIONS = ("frozenlake", "compare", "multiagent", "taxi", "scaling")
+ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
+
+#: Published PIM time for 2,000 independent agents (10,000 FrozenLake rows each, 2,000
+#: episodes): the Xeon time divided by the PIM speed-up, both as published in "SwiftRL:
+#: Towards Efficient Reinforcement Learning on Real Processing-In-Memory Systems" (Gogineni et
+#: al., ISPASS 2024); see ``pim_published.MULTI_AGENT``.
+PIM_MULTIAGENT_2000_S = pim_published.MULTI_AGENT["pim_seconds_2000_agents_derived"]
+PIM_SOURCE = pim_published.SOURCE
+
+# Floor estimate constants (estimates, not measurements; benchmarks/NOTES.md has the
+# reasoning). One lane is one GPU thread; a warp runs up to 32 lanes in lockstep.
+#: SM clock the estimate assumes (an H100 SXM sustains about 1.7 GHz under load).
+FLOOR_CLOCK_HZ = 1.7e9
+#: Cycles from one dependent FP32 / INT32 instruction to the next (Hopper ALU latency).
+DEPENDENT_LATENCY_CYCLES = 4
+#: Instructions one warp scheduler issues per cycle; H100 SMs and schedulers per SM.
+ISSUE_PER_CYCLE = 1.0
+GPU_SMS = 132
+SCHEDULERS_PER_SM = 4
+
+MODES: dict[str, dict[str, Any]] = {
+    "full": dict(rows=1_000_000, lanes=2000, episodes=2000, sync=50, variants=VARIANTS,
+                 compare_variants=VARIANTS, agents=2000, agent_rows=10_000,
+                 pair_variants=["q-seq-fp32", "q-seq-int32"], taxi_rows=5_000_000,
+                 scaling_lanes=[125, 250, 500, 1000, 2000, 4096, 8192, 16384, 32768, 65536],
+                 scaling_episodes=200, compare_episodes=50, repeats=3),
+    "quick": dict(rows=100_000, lanes=2000, episodes=200, sync=50, variants=VARIANTS,
+                  compare_variants=VARIANTS, agents=200, agent_rows=1000,
+                  pair_variants=["q-seq-fp32", "q-seq-int32"], taxi_rows=500_000,
+                  scaling_lanes=[125, 500, 2000, 8192], scaling_episodes=20,
+                  compare_episodes=10, repeats=2),
+    # test sizes: one variant per section, and the one-hot kernel left out of the side by
+    # side runs (each interpret-mode kernel costs seconds of compilation on a CPU)
+    "smoke": dict(rows=480, lanes=8, episodes=4, sync=2, variants=["q-seq-int32"],
+                  compare_variants=["sarsa-ran-fp32"], agents=4, agent_rows=30,
+                  pair_variants=["q-seq-int32"], taxi_rows=160, scaling_lanes=[8],
+                  scaling_episodes=2, compare_episodes=2, repeats=1),
+}
+
+
+# ------------------------------------------------------------------------- floor estimate
+
+
+def chain_ops(algo: str, dtype: str, num_actions: int) -> int:
+    """Dependent instructions from one update's new value to the next one's (estimate).
+
+    The next update's table entries are loaded before this one is stored and the value just
+    written is forwarded by a select, so the chain holds no memory access: the forward
+    select, the bootstrap over the ``A`` entries (Q: a max chain of ``A - 1``; SARSA: a
+    first-argmax chain of compare+select pairs, the exploration select and a select chain
+    of ``A - 1``), and the TD update (float: multiply-add, subtract, multiply-add, plus a
+    rounding convert for 16-bit storage; int32 fixed point: the gamma product
+    ``19 x / 20`` as divide-by-constant (3), multiply-subtract, multiply, divide (3), add;
+    the terminal select; two adds; alpha as divide-by-ten (3); the final add).
+    """
+    boot = num_actions - 1 if algo == "q" else 2 * (num_actions - 1) + 1 + (num_actions - 1)
+    if dtype == "int32":
+        update = 9 + 1 + 2 + 3 + 1
+    else:
+        update = 3 + (1 if dtype in ("fp16", "bf16") else 0)
+    return 1 + boot + update
+
+
+def issued_ops(algo: str, sampling: str, dtype: str, rng: str, num_actions: int) -> int:
+    """Instructions one lane's thread issues per update (estimate): row loads and decode,
+    ``A + 1`` table loads with their addresses, forwarding compares and selects, the store,
+    loop bookkeeping, the update's own instructions and the random draws."""
+    entries = num_actions + 1
+    base = 2 + 4 + 2 * entries + 2 * entries + 2 + 3
+    if algo == "q":
+        update = num_actions - 1
+    else:
+        update = 3 * (num_actions - 1) + 2 + 2 * (num_actions - 1)
+    update += 19 if dtype == "int32" else 3
+    draws = 0
+    if algo == "sarsa":
+        draws += 6 if rng == "jax" else 11
+    if sampling == "ran" and rng == "lcg":
+        draws += 8
+    return base + update + draws
+
+
+def floor_estimate_ns(variant: str, num_actions: int, lanes: int, lanes_per_block: int,
+                      rng: str = "jax") -> dict[str, float]:
+    """Estimated ns per dependent step: the larger of the dependent chain's latency and the
+    issue time of the warps sharing one scheduler (``ceil(warps / (SMs x 4))`` of them, each
+    program of ``lanes_per_block <= 32`` lanes being one warp)."""
+    algo, sampling, dtype = variant.split("-")
+    chain = chain_ops(algo, dtype, num_actions) * DEPENDENT_LATENCY_CYCLES
+    warps = -(-lanes // max(1, lanes_per_block))
+    per_scheduler = -(-warps // (GPU_SMS * SCHEDULERS_PER_SM))
+    issue = per_scheduler * issued_ops(algo, sampling, dtype, rng, num_actions) / ISSUE_PER_CYCLE
+    cycles = max(chain, issue)
+    return {"floor_estimate_ns_per_step": cycles / FLOOR_CLOCK_HZ * 1e9,
+            "floor_estimate_chain_cycles": chain, "floor_estimate_issue_cycles": issue}
+
+
+# ------------------------------------------------------------------------------- summary
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def _worst(rows: list[dict], **match) -> tuple[float | None, float | None]:
+    times = [r["run_s"] for r in rows
+             if all(r.get(k) == v for k, v in match.items()) and r.get("run_s") is not None]
+    if not times:
+        return None, None
+    return max(times), statistics.median(times)
+
+
+def summarize(report: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers from the stored records (see the module docstring)."""
+    res, cfg = report["results"], report["config"]
+    backend = res["backend"]
+    out: dict[str, Any] = {
+        "device": res["device"], "mode": cfg["mode"], "new_kernel": res["new_kernel"],
+        "gpu_frozenlake_2000_lanes_s": None, "gpu_frozenlake_2000_lanes_s_median": None,
+        "gpu_multiagent_2000_s": None, "gpu_vs_pim_multiagent_speedup": None,
+        "tpu_frozenlake_2000_lanes_s": None, "tpu_frozenlake_2000_lanes_s_median": None,
+        "tpu_multiagent_2000_s": None, "tpu_vs_pim_multiagent_speedup": None,
+        "pim_multiagent_2000_s": res["pim_multiagent_2000_s"], "pim_source": res["pim_source"],
+        "note": None,
+    }
+    if backend not in ACCELERATORS:
+        out["note"] = ("measured on a CPU host (kernels in Pallas interpret mode): the GPU and "
+                       "TPU figures are not measured")
+        return out
+    if cfg["mode"] != "full":
+        out["note"] = f"{cfg['mode']} sizes: the headline keys need the full sizes"
+        return out
+    prefix = "tpu" if backend == "tpu" else "gpu"
+    sections = res["sections"]
+    fl = sections.get("frozenlake", [])
+    worst, median = _worst(fl, kernel=res["new_kernel"])
+    n_ok = sum(1 for r in fl if r.get("run_s") is not None)
+    if worst is not None and n_ok == len(VARIANTS) and sorted(cfg["variants"]) == sorted(VARIANTS):
+        out[f"{prefix}_frozenlake_2000_lanes_s"] = worst
+        out[f"{prefix}_frozenlake_2000_lanes_s_median"] = median
+    ma = [r for r in sections.get("multiagent", []) if r["episodes"] == cfg["episodes"]]
+    worst_ma, _ = _worst(ma, kernel=res["new_kernel"])
+    n_ma = len([r for r in ma if r.get("run_s") is not None])
+    if worst_ma is not None and n_ma == len(cfg["pair_variants"]):
+        out[f"{prefix}_multiagent_2000_s"] = worst_ma
+        out[f"{prefix}_vs_pim_multiagent_speedup"] = res["pim_multiagent_2000_s"] / worst_ma
+    missing = [k for k in (f"{prefix}_frozenlake_2000_lanes_s", f"{prefix}_multiagent_2000_s")
+               if out[k] is None]
+    if missing:
+        out["note"] = f"not measured (section not run or a run failed): {', '.join(missing)}"
+    return out
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """Tables of a stored report: one per section, then the summary."""
+    res, cfg = report["results"], report["config"]
+    summary = summarize(report)
+    lines = [f"Device: {res['device']} ({cfg['mode']} sizes); new kernel "
+             f"`{res['new_kernel']}`. Run time is the median of the timed calls after the "
+             "compiling call; ns/step = run time / (rows per lane x episodes); the floor is an "
+             "estimate (see the script's docstring).", ""]
+    head = ("| section | env | variant | kernel | lanes | rows/lane | episodes | compile s | "
+            "run s | ns/step | floor ns (est.) | vs scan |")
+    for name in SECTIONS:
+        rows = res["sections"].get(name)
+        if not rows:
+            continue
+        lines += [f"### {name}", "", head, "|" + "---|" * 12]
+        for r in rows:
+            if r.get("error"):
+                lines.append(f"| {name} | {r['env']} | {r['variant']} | {r['kernel']} | "
+                             f"{r['lanes']} | {r['rows_per_lane']} | {r['episodes']} | "
+                             f"failed: {r['error'][:80]} | | | | |")
+                continue
+            diff = r.get("max_abs_diff_vs_scan")
+            vs = "" if diff is None else ("identical" if diff == 0 else f"{diff:.1e}")
+            lines.append(
+                f"| {name} | {r['env']} | {r['variant']} | {r['kernel']} | {r['lanes']} | "
+                f"{r['rows_per_lane']} | {r['episodes']} | {r['compile_s']:.1f} | "
+                f"{r['run_s']:.4g} | {r['ns_per_dependent_step']:.1f} | "
+                f"{_num(r['floor_estimate_ns_per_step'], '.1f')} | {vs} |")
+        lines.append("")
+    lines += ["### summary", "", "| key | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in summary.items()]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+def _split(variant: str) -> dict[str, str]:
+    algo, sampling, dtype = variant.split("-")
+    return {"algo": algo, "sampling": sampling, "dtype": dtype}
+
+
+#: XLA options of every compile: ``--smoke`` compiles at -O0 (the interpret-mode kernels of a
+#: CPU host compile about twice as fast; smoke numbers mean nothing anyway).
+COMPILER_OPTIONS: dict[str, Any] = {}
+
+
+def timed_run(cfg, chunks, repeats: int, reference=None) -> tuple[dict[str, Any], Any]:
+    """Compile and time ``make_train(cfg)`` on ``chunks``: ``(record, table)``."""
+    import jax
+    import numpy as np
+
+    from jaxrl_pim.tabular import make_train
+
+    key = jax.random.key(1)
+    data = jax.device_put(chunks)
+    train = jax.jit(make_train(cfg), compiler_options=COMPILER_OPTIONS or None)
+    t0 = time.perf_counter()
+    compiled = train.lower(key, data).compile()
+    compile_s = time.perf_counter() - t0
+    times, q = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        q, _ = jax.block_until_ready(compiled(key, data))
+        times.append(time.perf_counter() - t0)
+    q = np.asarray(q)
+    rec = {"compile_s": compile_s, "run_s": statistics.median(times), "run_s_min": min(times),
+           "repeats": repeats}
+    if reference is not None:
+        rec["max_abs_diff_vs_scan"] = float(np.max(np.abs(q - reference)))
+    return rec, q
+
+
+def measure(section: str, env: str, variant: str, kernel: str, cfg_kwargs: dict, chunks,
+            repeats: int, reference=None) -> tuple[dict[str, Any], Any]:
+    """One record (or an ``error`` record when the kernel fails on this backend). The floor
+    estimate is a GPU one (None on a TPU)."""
+    import jax
+
+    from jaxrl_pim.tabular import TabularConfig
+    from jaxrl_pim.tabular.pallas_gpu import lane_block
+
+    cfg = TabularConfig(kernel=kernel, **_split(variant), **cfg_kwargs)
+    m = int(chunks.shape[1])
+    rec: dict[str, Any] = {
+        "section": section, "env": env, "variant": variant, "kernel": kernel,
+        "lanes": cfg.num_cores, "rows_per_lane": m, "episodes": cfg.num_episodes,
+        "sync_period": cfg.sync_period, "independent": cfg.independent,
+        "updates": cfg.num_cores * m * cfg.num_episodes,
+    }
+    bl = lane_block(cfg.lanes_per_block, cfg.num_states * cfg.num_actions, cfg.num_cores)
+    if jax.default_backend() == "tpu":
+        rec.update(floor_estimate_ns_per_step=None, floor_estimate_chain_cycles=None,
+                   floor_estimate_issue_cycles=None)
+    else:
+        rec.update(floor_estimate_ns(variant, cfg.num_actions, cfg.num_cores, bl, cfg.rng))
+    rec["lanes_per_block_new_kernel"] = bl
+    try:
+        timing, q = timed_run(cfg, chunks, repeats, reference)
+    except Exception as err:  # noqa: BLE001 - a kernel a backend rejects is a result too
+        rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
+        print(f"[{section}] {env} {variant} {kernel}: FAILED {rec['error']}", flush=True)
+        return rec, None
+    rec.update(timing)
+    steps = m * cfg.num_episodes
+    rec["updates_per_s"] = rec["updates"] / rec["run_s"]
+    rec["ns_per_dependent_step"] = rec["run_s"] / steps * 1e9
+    floor = rec["floor_estimate_ns_per_step"]
+    rec["floor_estimate_s"] = None if floor is None else floor * steps * 1e-9
+    rec["over_floor_estimate"] = None if floor is None else rec["ns_per_dependent_step"] / floor
+    print(f"[{section}] {env} {variant} {kernel} lanes={cfg.num_cores} m={m} "
+          f"E={cfg.num_episodes}: compile {rec['compile_s']:.1f} s, run {rec['run_s']:.4g} s, "
+          f"{rec['ns_per_dependent_step']:.1f} ns/step (floor est. {_num(floor, '.1f')})"
+          + ("" if reference is None else f", vs scan {rec['max_abs_diff_vs_scan']:.2g}"),
+          flush=True)
+    return rec, q
+
+
+def side_by_side(section, env, variant, kernels, cfg_kwargs, chunks, repeats) -> list[dict]:
+    """Every kernel on the same inputs; tables compared with the scan path's."""
+    out, ref = [], None
+    for kernel in kernels:
+        rec, q = measure(section, env, variant, kernel, cfg_kwargs, chunks, repeats,
+                         None if kernel == "scan" else ref)
+        if kernel == "scan":
+            ref = q
+        out.append(rec)
+    return out
+
+
+def frozenlake_data(rows: int, cache: dict):
+    if ("frozenlake", rows) not in cache:
+        import jax
+
+        from jaxrl_pim import data, envs
+
+        env, params = envs.make("frozenlake")
+        cache[("frozenlake", rows)] = data.collect(env, params, jax.random.key(0), rows)
+    return cache[("frozenlake", rows)]
+
+
+def run_sections(args, m: dict, new_kernel: str, kernels: list[str]) -> dict[str, list]:
+    import jax
+
+    from jaxrl_pim import data, envs
+    from jaxrl_pim.tabular import TabularConfig, chunk
+
+    cache: dict = {}
+    sections: dict[str, list] = {}
+    full_e, cmp_e, reps = m["episodes"], args.compare_episodes, args.repeats
+    fl_kwargs = dict(num_states=16, num_actions=4, num_cores=m["lanes"], sync_period=m["sync"])
+
+    def fl_chunks(lanes):
+        cfg = TabularConfig(16, 4, num_cores=lanes, dtype="int32")
+        return chunk(cfg, frozenlake_data(m["rows"], cache))
+
+    if "frozenlake" in args.sections:
+        ch = fl_chunks(m["lanes"])
+        sections["frozenlake"] = [
+            measure("frozenlake", "frozenlake", v, new_kernel, {**fl_kwargs, "num_episodes":
+                                                                full_e}, ch, reps)[0]
+            for v in args.variants]
+    if "compare" in args.sections:
+        ch = fl_chunks(m["lanes"])
+        variants = m["compare_variants"] if args.smoke else args.variants
+        sections["compare"] = [
+            r for v in variants
+            for r in side_by_side("compare", "frozenlake", v, kernels,
+                                  {**fl_kwargs, "num_episodes": cmp_e}, ch, 1)]
+    if "multiagent" in args.sections:
+        env, params = envs.make("frozenlake")
+        per_agent = data.collect_per_agent(env, params, jax.random.key(2), m["agents"],
+                                           m["agent_rows"])
+        kw = dict(num_states=16, num_actions=4, num_cores=m["agents"], independent=True,
+                  sync_period=m["sync"])
+        rows = []
+        for v in m["pair_variants"]:
+            cfg = TabularConfig(16, 4, num_cores=m["agents"], independent=True,
+                                **_split(v))
+            ch = chunk(cfg, per_agent)
+            rows.append(measure("multiagent", "frozenlake", v, new_kernel,
+                                {**kw, "num_episodes": full_e}, ch, reps)[0])
+            rows += side_by_side("multiagent", "frozenlake", v, kernels,
+                                 {**kw, "num_episodes": cmp_e}, ch, 1)
+        sections["multiagent"] = rows
+    if "taxi" in args.sections:
+        env, params = envs.make("taxi")
+        taxi = data.collect(env, params, jax.random.key(3), m["taxi_rows"])
+        lanes = min(m["lanes"], m["taxi_rows"] // 40)
+        kw = dict(num_states=500, num_actions=6, num_cores=lanes, sync_period=m["sync"])
+        rows = []
+        for v in m["pair_variants"]:
+            ch = chunk(TabularConfig(500, 6, num_cores=lanes, **_split(v)), taxi)
+            rows.append(measure("taxi", "taxi", v, new_kernel, {**kw, "num_episodes": full_e},
+                                ch, reps)[0])
+            rows += side_by_side("taxi", "taxi", v, kernels, {**kw, "num_episodes": cmp_e},
+                                 ch, 1)
+        sections["taxi"] = rows
+    if "scaling" in args.sections:
+        rows = []
+        for lanes in m["scaling_lanes"]:
+            ch = fl_chunks(lanes)
+            kw = {**fl_kwargs, "num_cores": lanes}
+            rows += side_by_side("scaling", "frozenlake", "q-seq-fp32", kernels,
+                                 {**kw, "num_episodes": m["scaling_episodes"]}, ch, 1)
+        sections["scaling"] = rows
+    return sections
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure the sections, write the results file, print the tables."""
+    p = harness.parser(__doc__)
+    p.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS),
+                   help="sections to run (default: all)")
+    p.add_argument("--variants", nargs="+", choices=VARIANTS, default=None,
+                   help="variants of the frozenlake and compare sections (default: all 12; "
+                        "--smoke: q-seq-int32)")
+    p.add_argument("--compare-episodes", type=int, default=None,
+                   help="episodes of the side-by-side runs (default: 50; --quick 10; "
+                        "--smoke 2)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="timed calls per new-kernel run, median kept (default: 3; --quick 2; "
+                        "--smoke 1); side-by-side runs are timed once")
+    args = p.parse_args(argv)
+
+    from jaxrl_pim.xla_env import apply_cpu_workarounds
+
+    apply_cpu_workarounds()
+    import jax
+
+    from jaxrl_pim import report
+    from jaxrl_pim.checks import check_int
+
+    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    m = MODES[mode]
+    backend = jax.default_backend()
+    if backend not in ACCELERATORS and mode != "smoke":
+        print("tabular_gpu measures GPU / TPU kernels; on a CPU host only --smoke runs "
+              "(the kernels in Pallas interpret mode)", file=sys.stderr)
+        return 2
+    args.variants = args.variants or m["variants"]
+    args.compare_episodes = check_int("--compare-episodes",
+                                      args.compare_episodes or m["compare_episodes"], 1)
+    args.repeats = check_int("--repeats", args.repeats or m["repeats"], 1)
+    new_kernel = "pallas_tpu" if backend == "tpu" else "pallas_lane"
+    kernels = ["scan", "pallas_tpu"] if backend == "tpu" else [
+        "scan", "pallas_onehot", "pallas_lane"]
+    if mode == "smoke":
+        kernels = [k for k in kernels if k != "pallas_onehot"]
+        COMPILER_OPTIONS["xla_backend_optimization_level"] = 0
+    path = harness.output_path(args, "tabular_gpu")
+    t0 = time.perf_counter()
+    sections = run_sections(args, m, new_kernel, kernels)
+    config = {"mode": mode, "sections": args.sections, "variants": args.variants,
+              "compare_episodes": args.compare_episodes, "repeats": args.repeats,
+              **{k: v for k, v in m.items() if k not in ("variants",)},
+              "kernels": kernels, "compiler_options": dict(COMPILER_OPTIONS),
+              "floor_constants": {"clock_hz": FLOOR_CLOCK_HZ,
+                                  "dependent_latency_cycles": DEPENDENT_LATENCY_CYCLES,
+                                  "issue_per_cycle": ISSUE_PER_CYCLE, "sms": GPU_SMS,
+                                  "schedulers_per_sm": SCHEDULERS_PER_SM}}
+    results = {"device": report.device_label(), "backend": backend, "new_kernel": new_kernel,
+               "sections": sections, "pim_multiagent_2000_s": PIM_MULTIAGENT_2000_S,
+               "pim_source": PIM_SOURCE}
+    timing = {"total": time.perf_counter() - t0}
+    stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                           summarize=summarize, markdown=render_markdown)
+    print(render_markdown(stored))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
