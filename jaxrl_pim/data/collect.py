@@ -2,7 +2,9 @@
 
 ``collect`` runs ``num_envs`` copies of a gymnax environment in parallel (vmap) for
 ``ceil(M / num_envs)`` steps each under ``lax.scan`` and lays the streams out env-major,
-so every trajectory is contiguous and in time order. Rows record the true next state:
+so every trajectory is contiguous and in time order. Each stream depends only on its own key,
+so a range of rows can be collected alone (``rows=``, e.g. one process's lanes), giving
+exactly those rows of the full dataset. Rows record the true next state:
 episodes that end (terminal, or cut by the time limit) are reset *after* the row is written.
 A time-limit cut is recorded with ``terminated=False`` (bootstrap normally).
 """
@@ -65,28 +67,37 @@ def collect(
     num_transitions: int,
     policy: Policy | None = None,
     num_envs: int | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> Transitions:
     """Collect ``num_transitions`` rows with ``policy`` (uniform random by default).
 
     Args:
       env, env_params: a gymnax environment with integer observations (tabular).
       key: PRNG key.
-      num_transitions: rows M to return.
+      num_transitions: rows M of the whole dataset.
       policy: behaviour policy; default :func:`uniform_policy`.
       num_envs: parallel environment copies (default ``min(1024, M)``).
+      rows: ``(start, stop)`` to return only rows ``start:stop`` of the M-row dataset,
+        bit for bit, running only the environment streams they come from.
 
     Returns:
-      Host NumPy :class:`Transitions` with arrays ``[M]`` in compact dtypes.
+      Host NumPy :class:`Transitions` with arrays ``[M]`` (``[stop - start]``) in compact
+      dtypes.
     """
     m = check_int("num_transitions", num_transitions, 1)
     e = check_int("num_envs", num_envs if num_envs is not None else min(1024, m), 1)
+    start, stop = (0, m) if rows is None else rows
+    start = check_int("rows start", start, 0, m - 1)
+    stop = check_int("rows stop", stop, start + 1, m)
     steps = -(-m // e)
+    first, last = start // steps, -(-stop // steps)  # the streams holding rows start:stop
     num_actions = env.action_space(env_params).n
     num_states = env.observation_space(env_params).n
     policy = policy if policy is not None else uniform_policy(num_actions)
-    rows = _collect_jit(env, env_params, policy, e, steps)(key)
-    rows = jax.tree.map(lambda x: np.asarray(x).reshape(-1)[:m], rows)
-    return compact(Transitions(*rows), num_states)
+    out = _collect_jit(env, env_params, policy, e, steps, (first, last))(key)
+    offset = first * steps
+    out = jax.tree.map(lambda x: np.asarray(x).reshape(-1)[start - offset:stop - offset], out)
+    return compact(Transitions(*out), num_states)
 
 
 def collect_per_agent(
@@ -96,20 +107,29 @@ def collect_per_agent(
     num_agents: int,
     num_transitions: int,
     policy: Policy | None = None,
+    agents: tuple[int, int] | None = None,
 ) -> Transitions:
-    """One dataset per agent (independent keys), arrays ``[K, n]``: agent-major, time order."""
+    """One dataset per agent (independent keys), arrays ``[K, n]``: agent-major, time order.
+
+    ``agents=(start, stop)`` returns only those agents' datasets ``[stop - start, n]``, bit for
+    bit the same as in the full call.
+    """
     k = check_int("num_agents", num_agents, 1)
     n = check_int("num_transitions", num_transitions, 1)
+    start, stop = (0, k) if agents is None else agents
+    start = check_int("agents start", start, 0, k - 1)
+    stop = check_int("agents stop", stop, start + 1, k)
     num_actions = env.action_space(env_params).n
     num_states = env.observation_space(env_params).n
     policy = policy if policy is not None else uniform_policy(num_actions)
     run = _collect_jit(env, env_params, policy, 1, n)
-    rows = jax.jit(jax.vmap(run))(jax.random.split(key, k))
-    rows = jax.tree.map(lambda x: np.asarray(x).reshape(k, n), rows)
+    rows = jax.jit(jax.vmap(run))(jax.random.split(key, k)[start:stop])
+    rows = jax.tree.map(lambda x: np.asarray(x).reshape(stop - start, n), rows)
     return compact(Transitions(*rows), num_states)
 
 
-def _collect_jit(env, env_params, policy: Policy, num_envs: int, steps: int):
+def _collect_jit(env, env_params, policy: Policy, num_envs: int, steps: int,
+                 envs: tuple[int, int] | None = None):
     max_steps = env_params.max_steps_in_episode
 
     def one_env(key: jax.Array):
@@ -129,8 +149,11 @@ def _collect_jit(env, env_params, policy: Policy, num_envs: int, steps: int):
         _, rows = jax.lax.scan(step, carry0, jax.random.split(k_run, steps))
         return rows
 
+    first, last = (0, num_envs) if envs is None else envs
+
     @jax.jit
     def run(key: jax.Array):
-        return jax.vmap(one_env)(jax.random.split(key, num_envs))  # each field [E, T]
+        keys = jax.random.split(key, num_envs)[first:last]
+        return jax.vmap(one_env)(keys)  # each field [E, T]
 
     return run

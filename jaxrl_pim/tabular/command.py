@@ -1,8 +1,16 @@
-"""``jaxrl-pim tabular``: collect or load a dataset, train on lanes, evaluate, report."""
+"""``jaxrl-pim tabular``: collect or load a dataset, train on lanes, evaluate, report.
+
+With ``--coordinator HOST:PORT --num-processes N --process-id I`` (or inside a SLURM / Open
+MPI job of several tasks) the command is one process of a multi-process run: every process
+collects only its own lanes' rows (or reads the dataset file and keeps its lanes' rows), the
+lanes train on one mesh over all processes' devices, and process 0 alone evaluates and
+writes the report and the Q-table (see :mod:`jaxrl_pim.distributed`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -13,16 +21,17 @@ from rich.console import Console
 from rich.table import Table
 
 from jaxrl_pim import data as data_lib
-from jaxrl_pim import envs
+from jaxrl_pim import distributed
 from jaxrl_pim.progress import RichProgress
 from jaxrl_pim.report import atomic_save, make_report, write_json
 from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
 from jaxrl_pim.tabular.formats import FORMATS
-from jaxrl_pim.tabular.runner import describe, run
+from jaxrl_pim.tabular.runner import describe, process_lanes, process_rows, run, run_mesh
 from jaxrl_pim.tabular.sampling import SAMPLINGS
 from jaxrl_pim.tabular.trainer import ALGOS, TabularConfig
 
 ENVS = ("frozenlake", "taxi", "cliffwalking")
+PROG = "jaxrl-pim tabular"
 
 
 def register(subparsers: Any) -> None:
@@ -54,11 +63,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--save-q", type=Path, default=None, help="write the final Q-table (.npy)")
     p.add_argument("--json", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    distributed.add_arguments(p)
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
+    procs = distributed.initialize_from_args(args, PROG)  # before any jax work
+    from jaxrl_pim import envs  # gymnax's import runs jax code, so only after that
+
     console = Console(stderr=True)
     env, env_params = envs.make(args.env)
     model = envs.tabular_model(env)
@@ -75,25 +88,49 @@ def main(args: argparse.Namespace) -> int:
     key = jax.random.key(args.seed)
     k_data, k_train, k_eval = jax.random.split(key, 3)
     t0 = time.perf_counter()
+    lanes = process_lanes(config, run_mesh(config, args.devices))
+    num_rows = None  # set when this process collects only its own lanes' rows
     if args.dataset is not None:
         if independent:
             raise ValueError("--dataset holds one dataset; --agents collects one per agent")
         transitions = data_lib.load(args.dataset, model.num_states, model.num_actions,
                                     terminal_states=model.terminal_states)
         source = str(args.dataset)
+        dataset_rows = transitions.num_rows
     elif independent:
-        transitions = data_lib.collect_per_agent(env, env_params, k_data, config.num_cores,
-                                                 _positive("--transitions", args.transitions))
+        n = _positive("--transitions", args.transitions)
+        transitions = data_lib.collect_per_agent(env, env_params, k_data, config.num_cores, n,
+                                                 agents=lanes)
+        num_rows = config.num_cores
         source = f"collected, uniform random, {config.num_cores} x {args.transitions} rows"
+        dataset_rows = config.num_cores * n
     else:
-        transitions = data_lib.collect(env, env_params, k_data,
-                                       _positive("--transitions", args.transitions))
+        m = _positive("--transitions", args.transitions)
+        num_rows = m
+        transitions = data_lib.collect(env, env_params, k_data, m,
+                                       rows=process_rows(config, m, lanes))
         source = f"collected, uniform random, {args.transitions} rows"
+        dataset_rows = m
     collect_s = time.perf_counter() - t0
 
-    with RichProgress("sync rounds", enabled=False if args.no_progress else None) as progress:
-        result = run(config, transitions, k_train, args.devices,
-                     callback=None if args.no_progress else progress)
+    if procs.count > 1:
+        print(f"process {procs.index} of {procs.count}: lanes {lanes[0]}..{lanes[1] - 1} of "
+              f"{config.num_cores}; training", file=sys.stderr, flush=True)
+    show = not args.no_progress
+    with RichProgress("sync rounds", enabled=None if show and procs.is_main else False) as progress:
+        # every process runs the same program: the others pass a callback that does nothing
+        callback = (progress if procs.is_main else _ignore) if show else None
+        try:
+            result = run(config, transitions, k_train, args.devices, callback=callback,
+                         num_rows=num_rows)
+        except jax.errors.JaxRuntimeError as err:
+            if procs.count == 1:
+                raise
+            distributed.fail(PROG, distributed.describe_lost_peer(err))
+    if not procs.is_main:
+        print(f"process {procs.index} of {procs.count}: done; process 0 evaluates and writes "
+              "the results", file=sys.stderr, flush=True)
+        return 0
 
     q_eval = result.q_table.mean(axis=0) if independent else result.q_table
     ev = evaluate(env, env_params, q_eval, k_eval, args.eval_episodes)
@@ -103,9 +140,10 @@ def main(args: argparse.Namespace) -> int:
         **describe(config),
         "env": args.env,
         "dataset": source,
-        "dataset_rows": transitions.num_rows,
+        "dataset_rows": dataset_rows,
         "dropped_rows": result.dropped_rows,
         "devices": result.num_devices,
+        "processes": result.num_processes,
         "mean_return": ev.mean_return,
         "std_return": ev.std_return,
         "success_rate": ev.success_rate,
@@ -126,6 +164,10 @@ def main(args: argparse.Namespace) -> int:
         write_json(args.json, make_report(config, results, timing))
         console.print(f"report written to {args.json}")
     return 0
+
+
+def _ignore(*args: Any) -> None:
+    """The progress callback of processes other than 0."""
 
 
 def _positive(name: str, value: int) -> int:

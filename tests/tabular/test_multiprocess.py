@@ -1,0 +1,272 @@
+"""Lanes across processes (jax.distributed on CPU, in subprocesses, every one under a timeout).
+
+* 2 processes x 4 devices give the tables of 1 process x 8 devices: int32 bit for bit, fp32
+  within rounding, for Q and SARSA, SEQ and RAN, and independent mode. The multi-process side
+  collects only its own lanes' rows; the reference collects the whole dataset and chunks it.
+* ``jaxrl-pim launch`` end to end: one report, written by process 0, and the Q-table of a
+  single-process run.
+* A process killed with SIGKILL mid-run makes the other exit non-zero with a one-line error
+  within the heartbeat timeout plus a margin; earlier files survive and no partial one appears.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxrl_pim import distributed
+from jaxrl_pim.cli import main
+from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 300  # bound on every subprocess of this file
+
+
+def _env(devices: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = with_flags(f"--xla_force_host_platform_device_count={devices}",
+                                  *CPU_WORKAROUND_FLAGS)
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@contextlib.contextmanager
+def _processes():
+    """Collects started processes; kills (by pid) and reaps any still running at the end."""
+    procs: list[subprocess.Popen] = []
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        for p in procs:
+            p.wait(timeout=30)
+
+
+def _start(procs: list, argv: list[str], devices: int, log: Path, cwd: Path) -> subprocess.Popen:
+    out = open(log.with_suffix(".out"), "wb")  # noqa: SIM115 (closed with the process)
+    err = open(log.with_suffix(".err"), "wb")  # noqa: SIM115
+    p = subprocess.Popen([sys.executable, *argv], env=_env(devices), cwd=cwd,
+                         stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+    out.close()
+    err.close()
+    procs.append(p)
+    return p
+
+
+def _wait(p: subprocess.Popen, log: Path, timeout: float = TIMEOUT_S) -> None:
+    rc = p.wait(timeout=timeout)
+    if rc != 0:
+        raise AssertionError(f"{p.args} exited with {rc}:\n"
+                             f"{log.with_suffix('.out').read_text()[-3000:]}\n"
+                             f"{log.with_suffix('.err').read_text()[-3000:]}")
+
+
+# --------------------------------------------------------------------------------------------
+# Bit identity: one driver, several variants per process
+
+DRIVER = """
+import json, sys
+import jax, numpy as np
+from jaxrl_pim import distributed
+mode, port, pid, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if mode == "multi":
+    procs = distributed.initialize(f"127.0.0.1:{port}", 2, pid, heartbeat_timeout_s=20)
+    assert procs == (pid, 2) and len(jax.local_devices()) == 4 and len(jax.devices()) == 8
+from jaxrl_pim.data import Transitions
+from jaxrl_pim.tabular import TabularConfig, chunk, make_mesh, make_train
+from jaxrl_pim.tabular.runner import process_lanes, process_rows, run, run_mesh
+
+def dataset(shape):  # the same rows in every process: lane c's rows depend on c only
+    rng = np.random.default_rng(7)
+    return Transitions(rng.integers(0, 20, shape).astype(np.uint8),
+                       rng.integers(0, 4, shape).astype(np.uint8),
+                       rng.integers(-5, 6, shape).astype(np.float32),
+                       rng.integers(0, 20, shape).astype(np.uint8), rng.random(shape) < 0.1)
+
+rows, per_agent, key = 8 * 40 + 3, (8, 30), jax.random.key(6)
+variants = [("q", "seq", "int32", False), ("sarsa", "ran", "int32", False),
+            ("sarsa", "seq", "fp32", False), ("q", "ran", "fp32", True)]
+tables, lanes = {}, {}
+for algo, sampling, dtype, independent in variants:
+    cfg = TabularConfig(20, 4, algo=algo, sampling=sampling, dtype=dtype, num_cores=8,
+                        sync_period=3, num_episodes=7, independent=independent)
+    name = f"{algo}-{sampling}-{dtype}-{'indep' if independent else 'mean'}"
+    whole = dataset(per_agent if independent else rows)
+    if mode == "multi":  # hand over this process's rows only
+        mine = process_lanes(cfg, run_mesh(cfg))
+        start, stop = process_rows(cfg, 8 if independent else rows, mine)
+        local = Transitions(*(x[start:stop] for x in whole))
+        res = run(cfg, local, key, num_rows=8 if independent else rows)
+        assert res.num_processes == 2 and res.num_devices == 8 and res.lanes == mine
+        q = res.q_table
+        lanes[name] = list(mine)
+    else:  # the whole dataset, chunked, on one 8-device mesh
+        mesh = make_mesh(8)
+        spec = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("cores"))
+        q, _ = jax.jit(make_train(cfg, mesh))(key, jax.device_put(chunk(cfg, whole), spec))
+    tables[name] = np.asarray(q)
+if mode == "single" or pid == 0:
+    np.savez(out, **tables)
+print("LANES", pid, json.dumps(lanes))
+"""
+
+
+def test_two_processes_give_the_tables_of_one(tmp_path):
+    port = str(distributed.free_port())
+    with _processes() as procs:
+        argv = ["-c", textwrap.dedent(DRIVER)]
+        single = _start(procs, [*argv, "single", port, "0", str(tmp_path / "one.npz")], 8,
+                        tmp_path / "single", tmp_path)
+        multi = [_start(procs, [*argv, "multi", port, str(i), str(tmp_path / "two.npz")], 4,
+                        tmp_path / f"multi{i}", tmp_path) for i in range(2)]
+        for p, log in ((single, "single"), (multi[0], "multi0"), (multi[1], "multi1")):
+            _wait(p, tmp_path / log)
+    lanes = [json.loads(next(line for line in (tmp_path / f"multi{i}.out").read_text()
+                             .splitlines() if line.startswith(f"LANES {i} "))[8:])
+             for i in range(2)]
+    assert list(lanes[0].values()) == [[0, 4]] * 4 and list(lanes[1].values()) == [[4, 8]] * 4
+    one, two = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
+    assert sorted(one.files) == sorted(two.files) and len(one.files) == 4
+    for name in one.files:
+        a, b = one[name].astype(np.float64), two[name].astype(np.float64)
+        assert a.shape == b.shape == ((8, 20, 4) if name.endswith("indep") else (20, 4))
+        scale = np.abs(a).max()
+        assert scale > 0.5, name
+        if "int32" in name or "indep" in name:  # independent lanes are never averaged
+            assert np.array_equal(a, b), name  # bit for bit
+        else:
+            assert np.abs(a - b).max() <= 1e-5 * scale, name
+
+
+def test_a_lane_range_collects_exactly_its_rows():
+    import jax
+
+    from jaxrl_pim import data, envs
+
+    env, params = envs.make("frozenlake")
+    key = jax.random.key(3)
+    whole = data.collect(env, params, key, 1000, num_envs=16)  # streams of 63 rows
+    part = data.collect(env, params, key, 1000, num_envs=16, rows=(62, 300))  # 5 streams
+    for x, y in zip(whole, part, strict=True):
+        np.testing.assert_array_equal(x[62:300], y)
+    agents = data.collect_per_agent(env, params, key, 5, 20)
+    some = data.collect_per_agent(env, params, key, 5, 20, agents=(1, 4))
+    for x, y in zip(agents, some, strict=True):
+        np.testing.assert_array_equal(x[1:4], y)
+    with pytest.raises(ValueError, match="rows stop"):
+        data.collect(env, params, key, 1000, rows=(10, 10))
+
+
+# --------------------------------------------------------------------------------------------
+# The launcher
+
+SMALL = ["tabular", "--env", "taxi", "--cores", "8", "--transitions", "4003", "--episodes", "6",
+         "--sync-period", "3", "--eval-episodes", "50", "--no-progress"]
+
+
+def test_launcher_runs_one_job_over_two_processes(tmp_path):
+    cmd = ["-m", "jaxrl_pim.cli", "launch", "--processes", "2", "--devices-per-process", "2",
+           "--", *SMALL, "--json", "r.json", "--save-q", "q.npy"]
+    with _processes() as procs:
+        p = _start(procs, cmd, 1, tmp_path / "launch", tmp_path)
+        _wait(p, tmp_path / "launch")
+    out = (tmp_path / "launch.out").read_text().splitlines()
+    err = (tmp_path / "launch.err").read_text().splitlines()
+    assert any(line.startswith("[0] ") and "updates/s" in line for line in out)
+    assert not any(line.startswith("[1] ") and "updates/s" in line for line in out)
+    assert any(line.startswith("[1] process 1 of 2: done") for line in err)
+    assert not any("Gloo" in line for line in out + err)
+    report = json.loads((tmp_path / "r.json").read_text())
+    res = report["results"]
+    assert res["processes"] == 2 and res["devices"] == 4 and res["dataset_rows"] == 4003
+    assert res["dropped_rows"] == 3 and res["updates"] == 4000 * 6
+    assert report["system"]["process_count"] == 2
+    assert sorted(f.name for f in tmp_path.iterdir()) == [
+        "launch.err", "launch.out", "q.npy", "r.json"]
+    # the same run in this process, on one device: the int32 table bit for bit
+    assert main([*SMALL, "--devices", "1", "--save-q", str(tmp_path / "q1.npy")]) == 0
+    q2, q1 = np.load(tmp_path / "q.npy"), np.load(tmp_path / "q1.npy")
+    assert q2.shape == (500, 6) and np.abs(q1).max() > 0.5
+    np.testing.assert_array_equal(q2, q1)
+
+
+def test_launcher_stops_the_others_when_one_fails(tmp_path):
+    sleeper = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"]
+    failer = [sys.executable, "-c", "import sys, time; time.sleep(1); print('bad', "
+              "file=sys.stderr); sys.exit(3)"]
+    with open(tmp_path / "o", "wb") as out, open(tmp_path / "e", "wb") as err:
+        t0 = time.monotonic()
+        rc = distributed.supervise([sleeper, failer], [dict(os.environ)] * 2, stdout=out,
+                                   stderr=err, grace_s=2.0)
+        elapsed = time.monotonic() - t0
+    assert rc == 3 and elapsed < 20
+    assert (tmp_path / "o").read_text() == "[0] up\n"
+    err_lines = (tmp_path / "e").read_text().splitlines()
+    assert err_lines == ["[1] bad", "jaxrl-pim launch: error: process 1 exited with status 3; "
+                         "stopped the other 1 process"]
+
+
+def test_launcher_rejects_what_it_cannot_run():
+    with pytest.raises(ValueError, match="launch runs one of tabular"):
+        distributed.launch(["marl"], 2)
+    with pytest.raises(ValueError, match="sets --coordinator"):
+        distributed.launch(["tabular", "--process-id", "1"], 2)
+    with pytest.raises(ValueError, match="--processes must be >= 1"):
+        distributed.launch(["tabular"], 0)
+
+
+# --------------------------------------------------------------------------------------------
+# Faults
+
+HEARTBEAT_S = 5
+MARGIN_S = 20
+
+
+@pytest.mark.parametrize("victim", [1, 0])
+def test_killed_process_stops_the_other_with_one_line(tmp_path, victim):
+    port = distributed.free_port()
+    (tmp_path / "r.json").write_text("earlier report\n")
+    long_run = ["-m", "jaxrl_pim.cli", "tabular", "--env", "taxi", "--cores", "8",
+                "--transitions", "4000", "--episodes", "1000000", "--sync-period", "10",
+                "--eval-episodes", "10", "--no-progress", "--heartbeat-timeout", str(HEARTBEAT_S),
+                "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
+                "--json", "r.json", "--save-q", "q.npy"]
+    survivor = 1 - victim
+    with _processes() as procs:
+        ps = [_start(procs, [*long_run, "--process-id", str(i)], 2, tmp_path / f"p{i}",
+                     tmp_path) for i in range(2)]
+        deadline = time.monotonic() + TIMEOUT_S
+        while not all("training" in (tmp_path / f"p{i}.err").read_text() for i in range(2)):
+            assert all(p.poll() is None for p in ps), "a process ended before training"
+            assert time.monotonic() < deadline, "no process reached training"
+            time.sleep(0.2)
+        time.sleep(3.0)  # into the sync rounds (compilation takes about a second)
+        assert ps[survivor].poll() is None
+        ps[victim].send_signal(signal.SIGKILL)
+        t0 = time.monotonic()
+        rc = ps[survivor].wait(timeout=HEARTBEAT_S + MARGIN_S)
+        elapsed = time.monotonic() - t0
+    assert rc != 0 and elapsed < HEARTBEAT_S + MARGIN_S
+    err = (tmp_path / f"p{survivor}.err").read_text().splitlines()
+    assert err[0].startswith(f"process {survivor} of 2: lanes")
+    assert len(err) == 2, err  # the marker, then exactly one line
+    assert err[1].startswith("jaxrl-pim tabular: error: ")
+    assert "died or cannot be reached" in err[1] or "lost contact" in err[1]
+    # nothing written before is lost, and nothing partial is left
+    assert (tmp_path / "r.json").read_text() == "earlier report\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == [
+        "p0.err", "p0.out", "p1.err", "p1.out", "r.json"]
