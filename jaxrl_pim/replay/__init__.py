@@ -23,6 +23,7 @@ from jaxrl_pim.replay.buffers import (
     Transition,
     capacity_of,
     check_indices,
+    gather_into,
     make_buffer,
 )
 from jaxrl_pim.replay.samplers import (
@@ -49,6 +50,7 @@ __all__ = [
     "capacity_of",
     "check_indices",
     "expand_references",
+    "gather_into",
     "info_prioritized",
     "make_buffer",
     "neighbor",

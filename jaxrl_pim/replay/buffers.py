@@ -196,6 +196,45 @@ def make_buffer(
     return Buffer(init=init, add=add, gather=gather)
 
 
+def gather_into(
+    buffer: Buffer, state: BufferState, indices: Array, out: Batch, time_major: bool = False
+) -> Batch:
+    """``buffer.gather(state, indices, time_major)`` written over the arrays of ``out``.
+
+    The result equals ``buffer.gather`` (same shapes, dtypes and values; ``out`` must have
+    them, e.g. an earlier batch of the same round). Its purpose is memory reuse: in a jitted
+    round with ``out`` donated (``jax.jit(fn, donate_argnums=...)``), XLA writes the batch
+    into ``out``'s memory instead of allocating a fresh output each call. A faithful MADDPG
+    batch is large (``N * B * N`` agent-rows: 0.7 GB at 24 agents and B = 1,024), and on a CPU
+    a fresh allocation of that size is paid again in page faults on every call: measured on
+    2 cores, the donated round is 2.5x faster (``benchmarks/NOTES.md``). With the
+    ``interleaved`` layout and ``[N, B]`` indices, ``time_major=True`` also avoids the
+    transpose to agent-major order (fields ``[N_draw, B, N_all, ...]``: a drawing agent's
+    joint critic input is then a reshape to ``[B, N_all * O]``).
+
+    Example (one host-driven round per call, batch memory reused)::
+
+        round_fn = jax.jit(lambda s, idx, out: gather_into(buffer, s, idx, out, True),
+                           donate_argnums=2)
+        out = buffer.gather(state, idx0, time_major=True)   # first batch allocates
+        out = round_fn(state, idx1, out)                      # later ones reuse it
+
+    Raises ValueError (at trace time) when ``out``'s shapes or dtypes differ from the batch's.
+    """
+    new = buffer.gather(state, indices, time_major=time_major)
+    if not isinstance(out, Transition):
+        raise ValueError(f"out must be a Transition batch; got {type(out).__name__}")
+    fields = []
+    for name, o, g in zip(_FIELDS, out, new, strict=True):
+        if o.shape != g.shape or o.dtype != g.dtype:
+            raise ValueError(
+                f"out.{name} must have shape {g.shape} and dtype {g.dtype} for these indices "
+                f"(time_major={time_major}); got {o.shape} {o.dtype}"
+            )
+        fields.append(o.at[...].set(g))
+    return Transition(*fields)
+
+
 def check_indices(state: BufferState, indices: Array) -> None:
     """Host-side check that every index lies in ``[0, size)``; ValueError otherwise.
 

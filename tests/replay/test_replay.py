@@ -19,6 +19,7 @@ from scipy import stats
 
 from jaxrl_pim.replay import (
     LAYOUTS,
+    Batch,
     Transition,
     check_indices,
     expand_references,
@@ -30,6 +31,7 @@ from jaxrl_pim.replay import (
     sum_tree,
     uniform,
 )
+from jaxrl_pim.replay.buffers import gather_into
 from jaxrl_pim.testing import maddpg_numpy_sampler as ref
 
 N, OD, AD = 3, 4, 2  # agents, observation length, action length
@@ -190,6 +192,51 @@ def test_gather_layouts_agree_and_match_original_sampler():
         np.testing.assert_array_equal(
             np.asarray(shared_tm.next_obs), np.swapaxes(np.asarray(got[layout].next_obs), 0, 1)
         )
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("time_major", [False, True])
+def test_gather_into_donated_matches_original_sampler(layout, time_major):
+    capacity, num_steps, batch = 8, 11, 5
+    steps = _steps(np.random.default_rng(4), num_steps)
+    np_bufs = ref.make_buffers(N, capacity)
+    for t in range(num_steps):
+        ref.add_step(np_bufs, *_step(steps, t))
+    state = _filled(layout, capacity, steps)
+    buf = _buffer(layout, capacity)[0]
+    round_fn = jax.jit(lambda s, idx, out: gather_into(buf, s, idx, out, time_major),
+                       donate_argnums=2)
+    rng = np.random.default_rng(5)
+    out = buf.gather(state, jnp.zeros((N, batch), jnp.int32), time_major=time_major)
+    for _ in range(3):  # every round overwrites the previous batch's memory
+        faithful = rng.integers(0, capacity, size=(N, batch)).astype(np.int32)
+        previous = out
+        out = round_fn(state, faithful, out)
+        assert previous.obs.is_deleted()  # donated: the old batch's buffers were reused
+        _, samples = ref.sample_round(np_bufs, batch, indices=faithful)
+        for i in range(N):
+            for j in range(N):
+                for f, w in zip(Transition._fields, samples[i][j], strict=True):
+                    got = np.asarray(getattr(out, f))
+                    np.testing.assert_array_equal(got[i, :, j] if time_major else got[i, j], w)
+    shared = rng.integers(0, capacity, size=batch).astype(np.int32)
+    want = buf.gather(state, shared, time_major=time_major)
+    got = gather_into(buf, state, shared, jax.tree.map(jnp.zeros_like, want), time_major)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_gather_into_rejects_mismatched_out():
+    buf = _buffer("interleaved", 4)[0]
+    state = _filled("interleaved", 4, _steps(np.random.default_rng(0), 3))
+    idx = jnp.zeros((N, 2), jnp.int32)
+    out = buf.gather(state, idx)  # agent-major [N, N, B, ...]
+    with pytest.raises(ValueError, match=r"out.obs must have shape \(3, 2, 3, 4\)"):
+        gather_into(buf, state, idx, out, time_major=True)
+    with pytest.raises(ValueError, match="dtype float32"):
+        gather_into(buf, state, idx, Batch(*(x.astype(jnp.float16) for x in out)))
+    with pytest.raises(ValueError, match="out must be a Transition"):
+        gather_into(buf, state, idx, tuple(out))
 
 
 def test_gather_rejects_bad_indices():
