@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "processes and hosts",
         "run as one of several processes (give all three, the same coordinator everywhere); "
-        "with none, a SLURM or Open MPI job with several tasks is detected")
+        "with none, an srun step or mpirun of several tasks is detected")
     group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                        help="address of process 0, which hosts the coordination service")
     group.add_argument("--num-processes", type=int, default=None, metavar="N",
@@ -85,9 +85,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cluster_tasks(environ: Mapping[str, str] | None = None) -> int:
-    """Tasks of the cluster job this process belongs to (SLURM or Open MPI), else 1."""
+    """Tasks of the job step this process was started in (a SLURM ``srun`` step or an Open
+    MPI ``mpirun``), else 1. A plain command inside a SLURM allocation (no ``srun``) is 1."""
     env = os.environ if environ is None else environ
-    for name in ("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"):
+    for name in ("SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE"):
         value = env.get(name, "")
         if value.isdigit():
             return int(value)
@@ -103,20 +104,11 @@ def parse_coordinator(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def initialize(
-    coordinator: str | None = None,
-    num_processes: int | None = None,
-    process_id: int | None = None,
-    *,
+def check_flags(
+    coordinator: str | None, num_processes: int | None, process_id: int | None,
     heartbeat_timeout_s: int = HEARTBEAT_TIMEOUT_S,
-    join_timeout_s: int = JOIN_TIMEOUT_S,
-    shutdown_timeout_s: int = SHUTDOWN_TIMEOUT_S,
-) -> Processes:
-    """Join a multi-process run (``jax.distributed.initialize``); call before any jax work.
-
-    With ``coordinator``, ``num_processes`` and ``process_id`` all None the cluster
-    environment supplies them (SLURM, Open MPI, Cloud TPU).
-    """
+) -> None:
+    """ValueError naming the flag unless the process flags describe a run (or are all None)."""
     given = [coordinator, num_processes, process_id]
     if any(v is not None for v in given) and any(v is None for v in given):
         raise ValueError("--coordinator, --num-processes and --process-id go together; "
@@ -130,6 +122,25 @@ def initialize(
                              f"got {process_id}")
     if heartbeat_timeout_s < 1:
         raise ValueError(f"--heartbeat-timeout must be >= 1 s, got {heartbeat_timeout_s}")
+
+
+def initialize(
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    *,
+    heartbeat_timeout_s: int = HEARTBEAT_TIMEOUT_S,
+    join_timeout_s: int = JOIN_TIMEOUT_S,
+    shutdown_timeout_s: int = SHUTDOWN_TIMEOUT_S,
+) -> Processes:
+    """Join a multi-process run (``jax.distributed.initialize``); call before any jax work.
+
+    With ``coordinator``, ``num_processes`` and ``process_id`` all None the cluster
+    environment supplies them (SLURM, Open MPI, Cloud TPU). Processes that have not all
+    joined within ``join_timeout_s`` seconds fail; at exit a process waits up to
+    ``shutdown_timeout_s`` seconds for the others to finish.
+    """
+    check_flags(coordinator, num_processes, process_id, heartbeat_timeout_s)
     import jax
 
     jax.distributed.initialize(
@@ -144,10 +155,12 @@ def initialize(
 def initialize_from_args(args: argparse.Namespace, prog: str) -> Processes:
     """Join the run the flags of :func:`add_arguments` (or the cluster) describe.
 
-    Returns ``Processes(0, 1)`` and does nothing for a single-process run. Otherwise it first
-    routes stderr through :func:`fold_fatal_reports`, then initialises ``jax.distributed``.
+    Returns ``Processes(0, 1)`` and does nothing for a single-process run. Otherwise it checks
+    the flags, routes output through :func:`fold_fatal_reports`, then initialises
+    ``jax.distributed``.
     """
     flags = (args.coordinator, args.num_processes, args.process_id)
+    check_flags(*flags, args.heartbeat_timeout)
     if all(v is None for v in flags) and cluster_tasks() <= 1:
         return Processes(0, 1)
     fold_fatal_reports(prog)

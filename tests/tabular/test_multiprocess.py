@@ -5,8 +5,10 @@
   collects only its own lanes' rows; the reference collects the whole dataset and chunks it.
 * ``jaxrl-pim launch`` end to end: one report, written by process 0, and the Q-table of a
   single-process run.
+* A data error in one process stops both before training, each with a ValueError.
 * A process killed with SIGKILL mid-run makes the other exit non-zero with a one-line error
   within the heartbeat timeout plus a margin; earlier files survive and no partial one appears.
+  The relay that folds the runtime's fatal report into that line is also checked on its own.
 """
 
 from __future__ import annotations
@@ -122,6 +124,16 @@ for algo, sampling, dtype, independent in variants:
 if mode == "single" or pid == 0:
     np.savez(out, **tables)
 print("LANES", pid, json.dumps(lanes))
+if mode == "multi":  # bad rows in process 1 only: both processes stop before training
+    cfg = TabularConfig(20, 4, num_cores=8, sync_period=3, num_episodes=2)
+    start, stop = process_rows(cfg, rows, process_lanes(cfg, run_mesh(cfg)))
+    local = Transitions(*(x[start:stop] for x in dataset(rows)))
+    if pid == 1:
+        local = local._replace(action=np.full_like(local.action, 9))
+    try:
+        run(cfg, local, key, num_rows=rows)
+    except ValueError as err:
+        print("REJECTED", pid, err)
 """
 
 
@@ -139,6 +151,10 @@ def test_two_processes_give_the_tables_of_one(tmp_path):
                              .splitlines() if line.startswith(f"LANES {i} "))[8:])
              for i in range(2)]
     assert list(lanes[0].values()) == [[0, 4]] * 4 and list(lanes[1].values()) == [[4, 8]] * 4
+    rejected = [next(line for line in (tmp_path / f"multi{i}.out").read_text().splitlines()
+                     if line.startswith(f"REJECTED {i} ")) for i in range(2)]
+    assert "rejected its part" in rejected[0] and "process 1" in rejected[0]
+    assert "action must lie in [0, 3]" in rejected[1]
     one, two = np.load(tmp_path / "one.npz"), np.load(tmp_path / "two.npz")
     assert sorted(one.files) == sorted(two.files) and len(one.files) == 4
     for name in one.files:
@@ -230,7 +246,74 @@ def test_launcher_rejects_what_it_cannot_run():
 
 
 # --------------------------------------------------------------------------------------------
-# Faults
+# Flags and faults
+
+
+def test_process_flags_are_checked_before_joining(capsys):
+    assert distributed.cluster_tasks({}) == 1
+    assert distributed.cluster_tasks({"SLURM_STEP_NUM_TASKS": "4"}) == 4
+    assert distributed.cluster_tasks({"SLURM_NTASKS": "4"}) == 1  # an allocation, not a step
+    assert distributed.cluster_tasks({"OMPI_COMM_WORLD_SIZE": "2"}) == 2
+    assert distributed.parse_coordinator("10.0.0.1:1234") == ("10.0.0.1", 1234)
+    for flags, match in [(("h:1", 2, None), "go together"), (("h", 2, 0), "HOST:PORT"),
+                         (("h:0", 2, 0), "HOST:PORT"), (("h:1", 2, 2), "--process-id must lie"),
+                         (("h:1", 0, 0), "--num-processes must be >= 1")]:
+        with pytest.raises(ValueError, match=match):
+            distributed.check_flags(*flags)
+    assert main([*SMALL, "--coordinator", "nohost", "--num-processes", "2",
+                 "--process-id", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("jaxrl-pim tabular: error: --coordinator")
+
+
+# what the coordination service prints when another process died (abridged)
+FATAL_REPORT = (
+    "E1122 19:54:08.085998    8703 coordination_service.cc:1549] Use error polling to "
+    "propagate the following error to all tasks: UNAVAILABLE: The following tasks are "
+    "unhealthy (stopped sending heartbeats):\n1\nThe tasks have crashed. Check the task logs.\n"
+    "F1122 19:54:08.086540    8714 client.h:80] Terminating process because the JAX "
+    "distributed service detected fatal errors. This most likely indicates that another task "
+    "died. absl::Status: UNAVAILABLE: The following tasks are unhealthy (stopped sending "
+    "heartbeats):\n1\nThe tasks have crashed. Check the task logs.\n\n"
+    "RPC: /xla.coordination.CoordinationService/PollForError\n"
+    "*** Check failure stack trace: ***\n"
+    "    @     0x7fa4e2640634  absl::log_internal::LogMessage::SendToLog()\n"
+)
+FAKE_PROCESS = """
+import os, sys, time
+from jaxrl_pim.distributed import fold_fatal_reports
+fold_fatal_reports("prog")
+print("table line", flush=True)
+print("[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks "
+      "is : 1", flush=True)
+print("before", file=sys.stderr, flush=True)
+os.write(2, b"W1122 19:54:19.423572    8892 preemption_sync_manager.cc:147] Failed to "
+            b"retrieve preemption notice\\n")
+time.sleep(4)  # a service warning with no fatal report after it is shown as it was
+print("after", file=sys.stderr, flush=True)
+os.write(2, open(sys.argv[1], "rb").read())
+os._exit(134)
+"""
+
+
+def test_relay_folds_the_fatal_report_into_one_line(tmp_path):
+    with _processes() as procs:
+        (tmp_path / "report.txt").write_text(FATAL_REPORT)
+        p = _start(procs, ["-c", textwrap.dedent(FAKE_PROCESS), "report.txt"], 1,
+                   tmp_path / "fake", tmp_path)
+        assert p.wait(timeout=60) == 134
+        time.sleep(0.5)  # the relay writes its line when the process's pipes close
+    assert (tmp_path / "fake.out").read_text() == "table line\n"
+    assert (tmp_path / "fake.err").read_text().splitlines() == [
+        "before",
+        "W1122 19:54:19.423572    8892 preemption_sync_manager.cc:147] Failed to retrieve "
+        "preemption notice",
+        "after",
+        "prog: error: another process of the run died or cannot be reached (jax distributed "
+        "service: UNAVAILABLE: The following tasks are unhealthy (stopped sending "
+        "heartbeats): 1)",
+    ]
+
 
 HEARTBEAT_S = 5
 MARGIN_S = 20
