@@ -18,7 +18,8 @@ Every section below runs in ONE invocation and is written to one results file
 * ``multiagent`` -- independent agents (1,000 and 2,000) x 10,000 transitions each.
 * ``roofline`` -- the copy bandwidth measured in this run against the streamed traffic of the
   ``numba`` section's JAX runs.
-* ``kernels`` (not run by default) -- the fused Pallas kernel against the scan path.
+
+The lane kernels themselves (scan, Pallas) are compared by ``benchmarks/tabular_gpu.py``.
 
 Devices: on a CPU the script sets ``--xla_force_host_platform_device_count`` to the core
 count inside ``main`` (before jax starts its backends), every JAX run splits its lanes over
@@ -55,7 +56,7 @@ from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 VARIANTS = list(itertools.product(("q", "sarsa"), ("seq", "ran", "str"), ("fp32", "int32")))
 FULL_EPISODES = 2000
 ENV_ROWS = {"frozenlake": 1_000_000, "taxi": 5_000_000}
-SECTIONS = ("numba", "strong", "weak", "multiagent", "roofline", "kernels")
+SECTIONS = ("numba", "strong", "weak", "multiagent", "roofline")
 DEFAULT_SECTIONS = "numba,strong,weak,multiagent,roofline"
 NUMBA_CONTENDERS = ("lanes_block_numba", "lanes_numba")
 # Sizes per mode: rows divisor, lanes, numba rounds / min seconds, episodes per section.
@@ -289,51 +290,9 @@ def section_numba(args, cache) -> dict:
                      f"{args.threads} Numba thread(s); same episodes on both sides"}
 
 
-def section_kernels(args, cache) -> dict:
-    """The fused Pallas lane kernel against the ``lax.scan`` path, every variant, same inputs.
-
-    Each variant runs with ``kernel="scan"`` and ``kernel="pallas"`` on the same dataset and
-    key; the record gives both throughputs and the largest absolute difference between the two
-    final Q-tables (int32 variants must agree exactly). A variant whose Pallas lowering fails
-    on this backend is recorded with its error, not skipped.
-    """
-    from jaxrl_pim.tabular import TabularConfig
-    from jaxrl_pim.tabular.runner import run
-
-    transitions, model = dataset("frozenlake", ENV_ROWS["frozenlake"] // args.scale, cache)
-    episodes, lanes = args.kernel_episodes, args.numba_lanes
-    check_lanes(lanes, args.n_dev, "kernels")
-    rows = []
-    for algo, sampling, dtype in selected_variants(args, "kernels"):
-        rec: dict = {"variant": _variant_name(algo, sampling, dtype),
-                     "episodes_measured": episodes, "lanes": lanes, "devices": args.n_dev}
-        tables = {}
-        for kernel in ("scan", "pallas"):
-            cfg = TabularConfig(model.num_states, model.num_actions, algo=algo,
-                                sampling=sampling, dtype=dtype, num_cores=lanes,
-                                sync_period=min(50, episodes), num_episodes=episodes,
-                                kernel=kernel)
-            try:
-                res = run(cfg, transitions, jax.random.key(1), num_devices=args.n_dev)
-            except Exception as err:  # a lowering this backend lacks: record it, go on
-                rec[f"{kernel}_error"] = f"{type(err).__name__}: {str(err)[:300]}"
-                continue
-            tables[kernel] = res.q_table
-            rec[f"{kernel}_updates_per_s"] = res.updates_per_s
-            rec[f"{kernel}_timing_s"] = res.timing_s
-        if len(tables) == 2:
-            rec["max_abs_diff"] = float(np.max(np.abs(tables["scan"] - tables["pallas"])))
-            rec["pallas_over_scan"] = rec["pallas_updates_per_s"] / rec["scan_updates_per_s"]
-        rows.append(rec)
-        print(f"[kernels] {rec['variant']:16s} scan {rec.get('scan_updates_per_s', 0):.3e}/s "
-              f"pallas {rec.get('pallas_updates_per_s', 0):.3e}/s", flush=True)
-    return {"rows": rows, "episodes": episodes, "backend": jax.default_backend(),
-            "lanes": lanes, "devices": args.n_dev}
-
-
 def selected_variants(args, section: str) -> list[tuple[str, str, str]]:
-    """``VARIANTS`` filtered by ``--variants`` (``numba``/``kernels``) or the strong-scaling
-    list (names like ``q-seq-fp32``)."""
+    """``VARIANTS`` filtered by ``--variants`` (``numba``) or the strong-scaling list (names
+    like ``q-seq-fp32``)."""
     names = args.variants if section != "strong" else args.strong_variants
     if not names:
         return VARIANTS
@@ -534,22 +493,6 @@ def markdown(sections: dict, summary: dict) -> str:
                       f"{summary['cpu_ratio_vs_best_numba_median']:.2f} (target >= "
                       f"{summary['cpu_ratio_target']})."]
         lines.append("")
-    if "kernels" in sections:
-        k = sections["kernels"]
-        lines += [f"### Pallas lane kernel vs scan path (FrozenLake, {k['lanes']} lanes, "
-                  f"{k['episodes']} episodes, backend {k['backend']})", "",
-                  "| variant | scan updates/s | Pallas updates/s | Pallas / scan | max abs dQ |",
-                  "|---|---:|---:|---:|---:|"]
-        for r in k["rows"]:
-            if "max_abs_diff" in r:
-                lines.append(f"| {r['variant']} | {r['scan_updates_per_s']:.3e} | "
-                             f"{r['pallas_updates_per_s']:.3e} | {r['pallas_over_scan']:.2f} | "
-                             f"{r['max_abs_diff']:.2e} |")
-            else:
-                err = r.get("pallas_error") or r.get("scan_error", "")
-                lines.append(f"| {r['variant']} | {r.get('scan_updates_per_s', 0):.3e} | "
-                             f"failed: {err[:80]} | | |")
-        lines.append("")
     if "strong" in sections:
         s = sections["strong"]
         lines += [f"### Strong scaling ({s['devices']} device(s), {s['episodes']} episodes "
@@ -605,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"comma-separated, from {', '.join(SECTIONS)} (default "
                         f"{DEFAULT_SECTIONS})")
     p.add_argument("--variants", nargs="+", default=None,
-                   help="numba/kernels variants, e.g. q-seq-fp32 sarsa-str-int32 (default all "
+                   help="numba-section variants, e.g. q-seq-fp32 sarsa-str-int32 (default all "
                         "12)")
     p.add_argument("--rounds", type=int, default=None,
                    help="alternating timed rounds per side in the numba section (default 5; "
@@ -625,9 +568,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=None,
                    help="weak-scaling dataset sizes in millions of rows (default CPU 1 4 16, "
                         "GPU 1 4 16 64)")
-    p.add_argument("--kernel-episodes", type=int, default=None,
-                   help="episodes per run in the kernels section (default GPU 200, CPU 4: "
-                        "Pallas runs in interpret mode there)")
     args = p.parse_args(argv)
     run = report.RunRecord(None if argv is None else [__file__, *argv])
     # Before the first jax computation: one XLA CPU device per core (lanes split over them).
@@ -657,7 +597,6 @@ def main(argv: list[str] | None = None) -> int:
         None if gpu and mode == "full" else m["strong_variants"])
     if mode == "smoke" and args.variants is None:
         args.variants = ["sarsa-ran-int32"]  # each variant compiles Numba kernels: one
-    args.kernel_episodes = args.kernel_episodes or (200 if gpu else 4)
     wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = set(wanted) - set(SECTIONS)
     if unknown:
@@ -679,8 +618,8 @@ def main(argv: list[str] | None = None) -> int:
     timing: dict[str, float] = {}
     if "numba" in wanted and not gpu:
         sections["numba"] = section_numba(args, cache)
-    for name, fn in (("kernels", section_kernels), ("strong", section_strong),
-                     ("weak", section_weak), ("multiagent", section_multiagent)):
+    for name, fn in (("strong", section_strong), ("weak", section_weak),
+                     ("multiagent", section_multiagent)):
         if name in wanted:
             t = time.perf_counter()
             sections[name] = fn(args, cache)
@@ -701,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
               "weak_sizes_millions": args.sizes, "weak_episodes": args.weak_episodes,
               "multiagent_agents": args.agents, "multiagent_episodes": args.multiagent_episodes,
               "multiagent_rows_per_agent": args.multiagent_rows,
-              "kernel_episodes": args.kernel_episodes, "numba_threads": args.threads,
+              "numba_threads": args.threads,
               "xla_flags": os.environ.get("XLA_FLAGS", "")}
     summary = summarize({"config": config, "results": report.to_jsonable(results)})
     md = markdown(report.to_jsonable(sections), summary)
