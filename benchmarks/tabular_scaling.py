@@ -10,7 +10,8 @@ Every section below runs in ONE invocation and is written to one results file
   INT32) the JAX trainer and the two Numba lanes baselines (``lanes_block_numba``: blocks of
   lanes interleaved per row like the XLA scan; ``lanes_numba``: one lane's chain at a time)
   run the same number of episodes, chosen so that the fastest of them takes at least
-  ``--min-seconds``; then ``--rounds`` rounds alternate JAX, block, lane, JAX, ...; each
+  ``--min-seconds`` (with a 25 % margin over a calibration run; each record keeps its
+  ``shortest_run_s``); then ``--rounds`` rounds alternate JAX, block, lane, JAX, ...; each
   side's best round is its figure. Ratio = JAX / best Numba; the summary gives its minimum
   and median over the variants.
 * ``strong`` -- lanes 250-2,000 (CPU; 125-65,536 on GPU) on FrozenLake 1M and Taxi 5M.
@@ -102,6 +103,7 @@ def summarize(rep: dict[str, Any]) -> dict[str, Any]:
         "cpu_ratio_target": 0.5,
         "cpu_ratio_by_variant": None,
         "numba_tables_identical_int32": None,
+        "numba_shortest_run_s": None,
         "numba_tables_max_abs_diff_fp32": None,
         "frozenlake_2000_lanes_q_seq_fp32_s": None,
         "frozenlake_2000_lanes_q_seq_fp32_s_extrapolated": None,
@@ -126,6 +128,7 @@ def summarize(rep: dict[str, Any]) -> dict[str, Any]:
         floats = [r["max_abs_q_diff"] for r in rows if r["variant"].endswith("FP32")]
         out["numba_tables_identical_int32"] = all(ints) if ints else None
         out["numba_tables_max_abs_diff_fp32"] = max(floats) if floats else None
+        out["numba_shortest_run_s"] = min(r["shortest_run_s"] for r in rows)
     for r in sections.get("strong", {}).get("rows", []):
         if r["env"] == "frozenlake" and r["lanes"] == 2000 and r["variant"] == "Q-SEQ-FP32":
             key = "frozenlake_2000_lanes_q_seq_fp32_s"
@@ -247,7 +250,7 @@ def section_numba(args, cache) -> dict:
             rates[b] = tn.updates_of(b, bcfg, transitions.num_rows, lanes) / sec
         per_episode = cal.updates / sync
         episodes = max(sync, sync * math.ceil(
-            1.1 * args.min_seconds * max(rates.values()) / per_episode / sync))
+            1.25 * args.min_seconds * max(rates.values()) / per_episode / sync))
         jax_fn = cal if episodes == sync else _JaxLanes(
             model, transitions, algo, sampling, dtype, lanes, episodes, sync, n_dev)
         run_cfg = dataclasses.replace(bcfg, num_episodes=episodes)
@@ -277,6 +280,7 @@ def section_numba(args, cache) -> dict:
             "numba_updates_per_s": numba_rates, "best_numba": best_numba,
             "ratio_vs_best_numba": (updates / best["jax"]) / numba_rates[best_numba],
             "max_abs_q_diff": diff, "tables_identical": bool(identical),
+            "shortest_run_s": min(min(v) for v in seconds.values()),
         }
         rows.append(rec)
         print(f"[numba] {name:16s} {episodes} ep x {args.rounds} rounds: jax "
@@ -498,11 +502,13 @@ def markdown(sections: dict, summary: dict) -> str:
         lines += [f"### JAX lanes vs Numba lanes baselines (FrozenLake {s['rows_per_dataset']:,}"
                   f" rows, {s['setup']}; PIM LCG on both sides; best of {s['rounds']} "
                   "alternating rounds)", "",
-                  "| variant | episodes | JAX updates/s | best Numba | Numba updates/s | "
-                  "ratio | max abs dQ |", "|---|---:|---:|---|---:|---:|---:|"]
+                  "| variant | episodes | shortest run s | JAX updates/s | best Numba | "
+                  "Numba updates/s | ratio | max abs dQ |",
+                  "|---|---:|---:|---:|---|---:|---:|---:|"]
         for r in s["rows"]:
             b = r["best_numba"]
-            lines.append(f"| {r['variant']} | {r['episodes']} | {r['jax_updates_per_s']:.3e} | "
+            lines.append(f"| {r['variant']} | {r['episodes']} | {r['shortest_run_s']:.2f} | "
+                         f"{r['jax_updates_per_s']:.3e} | "
                          f"{b} | {r['numba_updates_per_s'][b]:.3e} | "
                          f"{r['ratio_vs_best_numba']:.2f} | {r['max_abs_q_diff']:.1e} |")
         if summary["cpu_ratio_vs_best_numba_min"] is not None:
