@@ -12,9 +12,11 @@ Every run is one ``jaxrl-pim tabular`` command (``1x2`` with ``--devices 2``; ``
 ``sync_step_s`` = its ``sync / rounds`` (one sync step timed alone, best of 5). Workload:
 FrozenLake, Q-SEQ-INT32, uniform-random dataset; the sync period varies so the number of
 rounds does, the episodes stay fixed. Per layout the cost of one round is the least-squares
-slope of ``run_s`` over the rounds; the cost of crossing processes per round is the ``2x1``
-slope minus the ``1x2`` slope. Layouts alternate within each repeat, each point keeps its
-best repeat, and the final Q-tables of the two layouts are compared (int32: equal bit for bit).
+slope of ``run_s`` over the rounds (the intercept keeps the work that does not depend on the
+rounds, and one-time costs such as gloo opening its connections at the first collective);
+the cost of crossing processes per round is the ``2x1`` slope minus the ``1x2`` slope.
+Layouts alternate within each repeat, each point keeps its best repeat, and the final
+Q-tables of the two layouts are compared (int32: equal bit for bit).
 
 Sizes: full -- 1M transitions, 2,000 lanes, 200 episodes, sync periods 1/2/5/20/100, best of
 3; ``--quick`` 100k transitions, 200 lanes, 100 episodes, sync periods 1/10/100, one repeat;

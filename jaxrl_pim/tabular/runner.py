@@ -190,7 +190,9 @@ def run(
     with timer.phase("transfer_in"):
         device_chunks = timer.block(
             jax.make_array_from_process_local_data(sharding, chunks, lane_shape))
-    train = jax.jit(make_train(config, use_mesh, callback), out_shardings=replicated)
+    # across processes every process reads the whole table: gather it inside the program
+    out = replicated if jax.process_count() > 1 else None
+    train = jax.jit(make_train(config, use_mesh, callback), out_shardings=out)
     with timer.phase("compile"):
         compiled = train.lower(key, device_chunks).compile()
     with timer.phase("run"):
