@@ -8,7 +8,9 @@ done at them) over the SAME buffer capacity holding the same data:
 * ``numpy`` -- the original sampler (``jaxrl_pim/testing/maddpg_numpy_sampler.py``):
   per-agent Python lists of tuples, ``random.randint`` indices, N^2 ``sample_index`` calls
   stacking N^2 B rows into fresh arrays each round. Its tuples are views into the host copy
-  of the buffer (on a CPU the JAX buffer itself: no second copy of the data).
+  of the buffer (on a CPU the JAX buffer itself: no second copy of the data), built with the
+  garbage collector off and then frozen (``gc.freeze``), so no collection walks them while
+  rounds are timed.
 * ``interleaved_faithful`` -- JAX, ``interleaved`` layout (one row per time step), the same
   per-agent indices: N gathers of B time-step rows, written time-major (``[N_draw, B,
   N_all, ...]``, the drawing agent's critic input order) into the previous round's donated
@@ -434,7 +436,12 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
         res["numpy_shares_jax_memory"] = bool(
             host["obs"].ctypes.data == bstate.data.obs.unsafe_buffer_pointer()) if args.on_cpu \
             else False
-        bufs = numpy_buffers(host, capacity)
+        gc.disable()  # millions of tuples: no collections while building them
+        try:
+            bufs = numpy_buffers(host, capacity)
+        finally:
+            gc.enable()
+        gc.freeze()  # and none that walk them during the timed rounds
     headline = Round(buffer, make_sampler("uniform", capacity), "interleaved_faithful", n,
                      args.batch)
     with timer.phase("headline_rounds"):
@@ -447,6 +454,7 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
     res["numpy_seconds_by_round"] = numpy_s
     res["interleaved_faithful_seconds_by_round"] = jax_s
     del bufs, host
+    gc.unfreeze()
     gc.collect()
     res["seconds"]["uniform"]["interleaved_faithful"] = min(jax_s)
     for s in args.samplers:
