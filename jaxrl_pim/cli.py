@@ -2,38 +2,101 @@
 
 Each research line contributes its sub-commands from a ``command`` module that defines
 ``register(subparsers)``; the parser sets ``func`` (called with the parsed args, returns an
-exit status). Invalid options or data (``ValueError``) end with a one-line error and exit
-status 2, never a traceback.
+exit status). The command modules are imported by plain ``import`` statements in the
+registrar functions below (visible to static import analysis), and only the module of the
+command being run is imported, so ``jaxrl-pim --help`` lists the commands without loading
+jax. Invalid options or data (``ValueError``) end with a one-line error and exit status 2,
+never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jaxrl_pim.xla_env import apply_cpu_workarounds
 
-# Modules that define ``register(subparsers: argparse._SubParsersAction) -> None``.
-COMMAND_MODULES: tuple[str, ...] = (
-    "jaxrl_pim.tabular.command",
-    "jaxrl_pim.actorq.command",
-    "jaxrl_pim.actorq.study_command",
-    "jaxrl_pim.marl.command",
-)
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that appends each option's default as ``(default: ...)`` unless the help text
+    already says it (write ``(default: ...)`` yourself where the value needs words, e.g.
+    ``None``); the help text itself states the unit."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "(default" in text:
+            return text
+        return super()._get_help_string(action)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every registered sub-command."""
+Registrar = Callable[[argparse._SubParsersAction], None]
+
+
+def _tabular(sub: argparse._SubParsersAction) -> None:
+    from jaxrl_pim.tabular import command
+
+    command.register(sub)
+
+
+def _actorq(sub: argparse._SubParsersAction) -> None:
+    from jaxrl_pim.actorq import command
+
+    command.register(sub)
+
+
+def _studies(sub: argparse._SubParsersAction) -> None:
+    from jaxrl_pim.studies import command
+
+    command.register(sub)
+
+
+def _marl(sub: argparse._SubParsersAction) -> None:
+    from jaxrl_pim.marl import command
+
+    command.register(sub)
+
+
+def _launch(sub: argparse._SubParsersAction) -> None:
+    from jaxrl_pim import distributed
+
+    distributed.register(sub)
+
+
+#: Every sub-command: name -> (one-line summary for ``jaxrl-pim --help``, its registrar).
+COMMANDS: dict[str, tuple[str, Registrar]] = {
+    "tabular": ("offline tabular Q-learning / SARSA on vmapped lanes (SwiftRL)", _tabular),
+    "actorq": ("actor-learner DQN/D4PG with quantized (int8/fp16) actors", _actorq),
+    "ptq": ("post-training quantization study (fp32/fp16/int8 and a bit sweep)", _studies),
+    "qat": ("quantization-aware training study (QAT vs PTQ at the same bits)", _studies),
+    "marl": ("train MADDPG / MATD3 / MASAC on cooperative navigation or predator-prey",
+             _marl),
+    "launch": ("run a command as several local processes of one jax.distributed run", _launch),
+}
+
+
+def build_parser(command: str | None = None, full: bool = True) -> argparse.ArgumentParser:
+    """The argument parser.
+
+    ``command`` given: that command's module registers its full parser; with ``full`` (the
+    default) every other command is registered fully too, otherwise it appears only by name
+    and summary (enough to parse and to list, without importing its module).
+    """
     parser = argparse.ArgumentParser(
         prog="jaxrl-pim",
-        description="Memory-bound RL workloads on accelerators with JAX.",
+        description="Memory-bound RL workloads on accelerators with JAX. "
+        "Run 'jaxrl-pim COMMAND --help' for a command's options.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    done: set[Registrar] = set()
+    for name, (_, register) in COMMANDS.items():
+        if (full or name == command) and register not in done:
+            register(sub)
+            done.add(register)
+    for name, (summary, _) in COMMANDS.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=summary)
     return parser
 
 
@@ -53,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "jax" not in sys.modules:
         use_all_host_cores(argv)
         apply_cpu_workarounds()
-    parser = build_parser()
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(command, full=False)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()

@@ -1,18 +1,25 @@
-"""jaxrl_pim.actorq: actor-learner RL with quantized actors (ActorQ, reference.md section 3).
+"""jaxrl_pim.actorq: actor-learner RL with quantized actors (ActorQ).
 
-The learner trains in full precision; every ``actor_update_period`` actor steps the policy is
-quantized (int8 or fp16 through :mod:`jaxrl_pim.quant`, or left fp32), broadcast and acted
-with. Two deployments share the same agents, rules and broadcast code:
+ActorQ is the actor-learner system of Krishnan, Lam, Chitlangia, Wan, Barth-Maron, Faust and
+Janapa Reddi, "QuaRL: Quantization for Fast and Environmentally Sustainable Reinforcement
+Learning", TMLR 2022. The learner trains in full precision; every ``actor_update_period``
+actor steps the policy is quantized (int8 or fp16 through :mod:`jaxrl_pim.quant`, or left
+fp32), broadcast and acted with. Two deployments share the same agents, rules and broadcast
+code:
 
 * single program (:mod:`.single`): ``make_train(config) -> train(key) -> (state, metrics)``,
   actors vmapped on the learner's device, everything jitted;
 * multi-process (:mod:`.distributed`): ``run_multiprocess(config)``, actor processes on CPU,
   weights through a shared-memory block and experience through a queue (:mod:`.transport`).
 
-Also here: PTQ / QAT studies (:mod:`.ptq`, :mod:`.qat`). See ``docs/quantization.md``.
+The building blocks come from the rest of the library: the DQN loss from
+:mod:`jaxrl_pim.rl.dqn`, the networks from :mod:`jaxrl_pim.rl.networks`, the replay from
+:mod:`jaxrl_pim.replay`, environments from :func:`jaxrl_pim.envs.make`. The PTQ / QAT studies
+moved to :mod:`jaxrl_pim.studies`. See ``docs/quantization.md``.
 """
 
-from jaxrl_pim.actorq.agent import Agent, EnvInfo, make_env
+from jaxrl_pim._deprecated import renamed
+from jaxrl_pim.actorq.agent import Agent, EnvInfo
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import actor_params, broadcast_spec, decode, encode
 from jaxrl_pim.actorq.config import ActorQConfig, default_config
@@ -20,16 +27,20 @@ from jaxrl_pim.actorq.distributed import run_multiprocess
 from jaxrl_pim.actorq.energy import EnergyTracker
 from jaxrl_pim.actorq.experiment import compare_precisions, run_one
 from jaxrl_pim.actorq.metrics import reward_target, speedups, time_to_reward
-from jaxrl_pim.actorq.replay import Transition, make_replay
+from jaxrl_pim.actorq.replay import make_replay
 from jaxrl_pim.actorq.rules import categorical_l2_project, n_step_window
 from jaxrl_pim.actorq.single import make_system, make_train, run_timed
+
+__getattr__ = renamed(__name__, {
+    "Transition": "jaxrl_pim.replay.NStepTransition",
+    "make_env": "jaxrl_pim.envs.make_with_info",
+})
 
 __all__ = [
     "ActorQConfig",
     "Agent",
     "EnergyTracker",
     "EnvInfo",
-    "Transition",
     "actor_params",
     "broadcast_spec",
     "categorical_l2_project",
@@ -38,7 +49,6 @@ __all__ = [
     "default_config",
     "encode",
     "make_agent",
-    "make_env",
     "make_replay",
     "make_system",
     "make_train",

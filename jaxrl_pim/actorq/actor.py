@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.replay import Transition
 from jaxrl_pim.actorq.rules import n_step_window
+from jaxrl_pim.replay import NStepTransition
 
 
 class Window(NamedTuple):
@@ -43,7 +43,7 @@ class EnvCarry(NamedTuple):
 class StepOut(NamedTuple):
     """What one actor step emits for one environment."""
 
-    transition: Transition
+    transition: NStepTransition
     valid: jax.Array  # bool: the window was full
     episode_return: jax.Array  # return of the episode that ended at this step (else 0)
     episode_done: jax.Array  # bool
@@ -103,7 +103,7 @@ def env_step(
         filled=jnp.minimum(w.filled + 1, n),
     )
     ret, boot, k = n_step_window(w.reward, w.discount, w.last, gamma)
-    transition = Transition(w.obs[0], w.action[0], ret, boot, w.next_obs[k])
+    transition = NStepTransition(w.obs[0], w.action[0], ret, boot, w.next_obs[k])
     ep_ret = carry.ep_return + reward
     out = StepOut(transition, w.filled >= n, jnp.where(last, ep_ret, 0.0), last)
     new = EnvCarry(state2, obs2.astype(jnp.float32), w, jnp.where(last, 0.0, ep_ret))

@@ -16,17 +16,20 @@ from typing import Any
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.playground import is_playground_name, parse_name
+from jaxrl_pim.rl.common import check_env
 
 ALGOS = ("dqn", "d4pg")
 PRECISIONS = ("fp32", "fp16", "int8")
 MODES = ("single", "multiprocess")
+# The tasks with tuned defaults (and tests); any gymnax task with flat observations and
+# discrete (DQN) or continuous (D4PG) actions is accepted.
 DQN_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 D4PG_ENVS = ("Pendulum-v1",)
 # D4PG also accepts MuJoCo Playground DM Control Suite tasks, "playground/<EnvName>" with an
 # optional "@<max_steps>" time limit (default: the task's episode_length, 1000 steps); the
 # name itself is checked when the environment is built (jaxrl_pim.envs.playground).
 
-# Per-algorithm defaults, applied by ``default_config`` (reference.md section 3, scaled down
+# Per-algorithm defaults, applied by ``default_config`` (the paper's settings, scaled down
 # for a CPU: the paper's 3 x 2048 MLPs are a ``hidden_sizes`` away).
 _DQN_DEFAULTS: dict[str, Any] = dict(
     learning_rate=1e-3, batch_size=64, n_step=1, prioritized=True, max_grad_norm=10.0
@@ -59,8 +62,9 @@ class ActorQConfig:
 
     Attributes:
       algo: ``"dqn"`` (discrete actions) or ``"d4pg"`` (continuous actions).
-      env_name: gymnax task; DQN: CartPole-v1, Acrobot-v1, MountainCar-v0; D4PG: Pendulum-v1
-        or a MuJoCo Playground task ``"playground/<EnvName>[@<max_steps>]"``, e.g.
+      env_name: gymnax task with flat observations, discrete actions for DQN (tuned:
+        CartPole-v1, Acrobot-v1, MountainCar-v0), continuous for D4PG (tuned: Pendulum-v1),
+        or for D4PG a MuJoCo Playground task ``"playground/<EnvName>[@<max_steps>]"``, e.g.
         ``"playground/CartpoleBalance"`` (actions in [-1, 1]; needs the playground extra).
       precision: actor-side policy precision and broadcast format: fp32, fp16 or int8.
       num_actors: K actors; in single-program mode a vmap axis, in multi-process mode the
@@ -131,7 +135,8 @@ class ActorQConfig:
 
     def __post_init__(self) -> None:
         check_choice("algo", self.algo, ALGOS)
-        envs = DQN_ENVS if self.algo == "dqn" else D4PG_ENVS
+        if not isinstance(self.env_name, str):
+            raise ValueError(f"env_name must be a task name (str), got {self.env_name!r}")
         if is_playground_name(self.env_name):
             if self.algo != "d4pg":
                 raise ValueError(
@@ -140,7 +145,8 @@ class ActorQConfig:
                 )
             parse_name(self.env_name)
         else:
-            check_choice(f"env_name (for algo {self.algo!r})", self.env_name, envs)
+            check_env("env_name", self.env_name, discrete=self.algo == "dqn",
+                      algo=f"ActorQ's {self.algo.upper()}")
         check_choice("precision", self.precision, PRECISIONS)
         check_int("num_actors", self.num_actors, 1, 4096)
         check_int("envs_per_actor", self.envs_per_actor, 1, 4096)

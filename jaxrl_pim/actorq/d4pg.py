@@ -1,4 +1,6 @@
-"""D4PG learner and Gaussian-noise actor (reference.md section 3, sizes configurable).
+"""D4PG learner and Gaussian-noise actor (sizes configurable; networks from
+:mod:`jaxrl_pim.rl.networks`). D4PG: Barth-Maron et al., "Distributed Distributional
+Deterministic Policy Gradients", ICLR 2018.
 
 Critic: layer-norm MLP with a ``num_atoms`` categorical head on ``[v_min, v_max]``, trained
 with cross-entropy to the n-step target distribution ``r + discount * z`` of the target
@@ -16,9 +18,9 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.networks import DistributionalCritic, Policy
-from jaxrl_pim.actorq.replay import Transition
 from jaxrl_pim.actorq.rules import categorical_l2_project
+from jaxrl_pim.replay import NStepTransition
+from jaxrl_pim.rl.networks import D4PGActor, DistributionalCritic
 
 
 class D4PGState(NamedTuple):
@@ -37,7 +39,7 @@ def make_d4pg(config: Any, info: EnvInfo) -> Agent:
     """D4PG ``Agent`` for a continuous-action task."""
     if info.discrete:
         raise ValueError(f"D4PG needs a continuous-action task; {info.name} is discrete")
-    policy_net = Policy(tuple(config.hidden_sizes), info.action_dim)
+    policy_net = D4PGActor(tuple(config.hidden_sizes), info.action_dim)
     critic_net = DistributionalCritic(tuple(config.critic_hidden_sizes), config.num_atoms)
     atoms = jnp.linspace(config.v_min, config.v_max, config.num_atoms, dtype=jnp.float32)
     p_lr = config.learning_rate if config.policy_learning_rate is None else (
@@ -58,7 +60,7 @@ def make_d4pg(config: Any, info: EnvInfo) -> Agent:
         cp = critic_net.init(kc, obs, act)
         return D4PGState(pp, cp, pp, cp, p_tx.init(pp), tx.init(cp), jnp.zeros((), jnp.int32))
 
-    def critic_loss(cp, state: D4PGState, batch: Transition):
+    def critic_loss(cp, state: D4PGState, batch: NStepTransition):
         next_a = policy_net.apply(state.target_policy, batch.next_obs)
         next_probs = jax.nn.softmax(critic_net.apply(state.target_critic, batch.next_obs, next_a))
         z_target = batch.reward[:, None] + batch.discount[:, None] * atoms[None, :]
@@ -67,12 +69,12 @@ def make_d4pg(config: Any, info: EnvInfo) -> Agent:
         ce = -jnp.sum(target * jax.nn.log_softmax(logits), axis=-1)
         return jnp.mean(ce), ce
 
-    def policy_loss(pp, cp, batch: Transition):
+    def policy_loss(pp, cp, batch: NStepTransition):
         a = policy_net.apply(pp, batch.obs)
         probs = jax.nn.softmax(critic_net.apply(cp, batch.obs, a))
         return -jnp.mean(probs @ atoms)
 
-    def update(state: D4PGState, batch: Transition, weights: jax.Array):
+    def update(state: D4PGState, batch: NStepTransition, weights: jax.Array):
         del weights  # uniform replay
         batch = batch._replace(action=(batch.action - mid) / half)  # learner works in [-1, 1]
         (c_loss, ce), c_grads = jax.value_and_grad(critic_loss, has_aux=True)(

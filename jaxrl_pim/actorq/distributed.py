@@ -29,7 +29,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim.actorq.actor import env_step, evaluate, init_carry
-from jaxrl_pim.actorq.agent import make_env
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import (
     actor_params,
@@ -39,9 +38,10 @@ from jaxrl_pim.actorq.broadcast import (
     load,
 )
 from jaxrl_pim.actorq.config import ActorQConfig
-from jaxrl_pim.actorq.replay import Transition, make_replay
-from jaxrl_pim.actorq.single import Curve, exploration
+from jaxrl_pim.actorq.single import Curve, exploration, make_learner
 from jaxrl_pim.actorq.transport import ParamClient, ParamServer
+from jaxrl_pim.envs.factory import make_with_info
+from jaxrl_pim.replay import NStepTransition
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 ACTOR_PHASES = ("inference", "send", "pull", "deserialize", "load")
@@ -56,7 +56,7 @@ def _actor_main(config: ActorQConfig, actor_id: int, seed: int, shm_name: str, l
                 out_q: Any, go: Any, stop: Any, meta: Any) -> None:
     """Body of one actor process (see the module docstring)."""
     try:
-        env, env_params, info = make_env(config.env_name)
+        env, env_params, info = make_with_info(config.env_name)
         agent = make_agent(config, info)
         n_env, period = config.envs_per_actor, config.actor_update_period
         key = jax.random.fold_in(jax.random.PRNGKey(seed), 1000 + actor_id)
@@ -149,10 +149,8 @@ def run_multiprocess(
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
-    env, env_params, info = make_env(config.env_name)
-    agent = make_agent(config, info)
-    alpha, beta = (config.per_alpha, config.per_beta) if config.prioritized else (0.0, 0.0)
-    replay = make_replay(config.buffer_size, alpha, beta, config.per_eps)
+    env, env_params, info = make_with_info(config.env_name)
+    agent, replay, learn = make_learner(config, info)
     key = jax.random.PRNGKey(seed)
     k_learn, k_run, k_eval = jax.random.split(key, 3)
     timing: dict[str, float] = {"startup": 0.0, "wait": 0.0, "ingest": 0.0, "learn": 0.0,
@@ -160,21 +158,8 @@ def run_multiprocess(
     t_boot = time.perf_counter()
 
     learner = jax.jit(agent.init)(k_learn)
-    example = Transition(
-        obs=jnp.zeros((info.obs_dim,), jnp.float32),
-        action=agent.action_example,
-        reward=jnp.zeros((), jnp.float32),
-        discount=jnp.zeros((), jnp.float32),
-        next_obs=jnp.zeros((info.obs_dim,), jnp.float32),
-    )
-    rstate = replay.init(example)
-
-    def learn(learner, rstate, key):
-        idx, batch, weights = replay.sample(rstate, key, config.batch_size)
-        learner, td_abs, m = agent.update(learner, batch, weights)
-        if config.prioritized:
-            rstate = replay.update_priorities(rstate, idx, td_abs)
-        return learner, rstate, m["loss"]
+    rstate = replay.init()
+    example = jax.tree.map(lambda x: x[0], rstate.buffer.data)
 
 
     wire, meta = encode(agent.policy_params(learner), config.precision)
@@ -241,7 +226,7 @@ def run_multiprocess(
                 raise RuntimeError(f"actor {aid} failed:\n{msg}")
             if kind != "exp":
                 continue
-            batch = Transition(*(jnp.asarray(x) for x in msg["transition"]))
+            batch = NStepTransition(*(jnp.asarray(x) for x in msg["transition"]))
             rstate = add_c(rstate, batch, jnp.asarray(msg["valid"]))
             exp_bytes += sum(x.nbytes for x in msg["transition"]) + msg["valid"].nbytes
             env_steps += msg["steps"]

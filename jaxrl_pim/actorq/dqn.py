@@ -1,9 +1,13 @@
-"""DQN learner and epsilon-greedy actor (reference.md section 3, scaled down for CPU).
+"""ActorQ's DQN learner and epsilon-greedy actor, built on the library's DQN
+(:mod:`jaxrl_pim.rl.dqn`).
 
-Full-precision learner: Adam, Huber TD loss weighted by prioritized-replay importance
-weights, n-step targets ``r + discount * max_a Q_target(s', a)``, hard target copy every
-``target_period`` updates, global-norm gradient clip. Actors act epsilon-greedily with
-whatever (quantized) Q-network parameters they were last sent.
+Full-precision learner: Adam, the DQN loss of :func:`jaxrl_pim.rl.dqn.dqn_loss` (Huber TD
+loss weighted by prioritized-replay importance weights, targets ``r + discount * max_a
+Q_target(s', a)`` on n-step transitions), hard target copy every ``target_period`` learner
+updates, global-norm gradient clip. The Q-network is :func:`jaxrl_pim.rl.networks.q_network`.
+What differs from :func:`jaxrl_pim.rl.dqn.make_train` is the loop around it: actors act
+epsilon-greedily with whatever (quantized) Q-network parameters they were last sent, and the
+target copy counts learner updates rather than environment iterations.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.networks import QNetwork
-from jaxrl_pim.actorq.replay import Transition
-from jaxrl_pim.actorq.rules import huber
+from jaxrl_pim.replay import NStepTransition
+from jaxrl_pim.rl.dqn import dqn_loss
+from jaxrl_pim.rl.networks import q_network
 
 
 class DQNState(NamedTuple):
@@ -33,7 +37,7 @@ def make_dqn(config: Any, info: EnvInfo) -> Agent:
     """DQN ``Agent`` for a discrete-action task."""
     if not info.discrete:
         raise ValueError(f"DQN needs a discrete-action task; {info.name} is continuous")
-    net = QNetwork(tuple(config.hidden_sizes), info.num_actions)
+    net = q_network(config.hidden_sizes, info.num_actions)
     tx = optax.chain(
         optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate)
     )
@@ -42,17 +46,9 @@ def make_dqn(config: Any, info: EnvInfo) -> Agent:
         params = net.init(key, jnp.zeros((info.obs_dim,), jnp.float32))
         return DQNState(params, params, tx.init(params), jnp.zeros((), jnp.int32))
 
-    def loss_fn(params, target_params, batch: Transition, weights):
-        q = net.apply(params, batch.obs)  # [B, A]
-        q_a = jnp.take_along_axis(q, batch.action[:, None].astype(jnp.int32), axis=1)[:, 0]
-        q_next = net.apply(target_params, batch.next_obs)
-        target = batch.reward + batch.discount * jnp.max(q_next, axis=-1)
-        td = jax.lax.stop_gradient(target) - q_a
-        return jnp.mean(weights * huber(td)), td
-
-    def update(state: DQNState, batch: Transition, weights: jax.Array):
-        (loss, td), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-            state.params, state.target_params, batch, weights
+    def update(state: DQNState, batch: NStepTransition, weights: jax.Array):
+        (loss, td), grads = jax.value_and_grad(dqn_loss, argnums=1, has_aux=True)(
+            net.apply, state.params, state.target_params, batch, weights
         )
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)

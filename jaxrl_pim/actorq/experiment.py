@@ -15,17 +15,17 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl_pim.actorq.agent import make_env
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import broadcast_sizes
 from jaxrl_pim.actorq.config import MODES, PRECISIONS, ActorQConfig
 from jaxrl_pim.actorq.metrics import speedups, time_to_reward
 from jaxrl_pim.checks import check_choice
+from jaxrl_pim.envs.factory import make_with_info
 
 
 def policy_broadcast_sizes(config: ActorQConfig, seed: int = 0) -> dict[str, int]:
     """Bytes per broadcast of ``config``'s policy network for fp32 / fp16 / int8."""
-    _, _, info = make_env(config.env_name)
+    _, _, info = make_with_info(config.env_name)
     agent = make_agent(config, info)
     return broadcast_sizes(agent.policy_params(agent.init(jax.random.PRNGKey(seed))))
 

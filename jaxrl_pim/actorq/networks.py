@@ -1,62 +1,25 @@
-"""Flax networks of the ActorQ agents.
+"""Deprecated: ActorQ's networks live with every other network in :mod:`jaxrl_pim.rl.networks`.
 
-* ``QNetwork``: ReLU MLP, ``[..., obs_dim] -> [..., num_actions]`` Q-values (DQN).
-* ``Policy``: ReLU MLP with a tanh head, ``[..., obs_dim] -> [..., action_dim]`` in [-1, 1]
-  (D4PG; scaled to the action bounds by the agent).
-* ``DistributionalCritic``: layer-norm MLP on ``concat(obs, action)`` with a categorical
-  head, ``-> [..., num_atoms]`` logits (D4PG).
+``QNetwork(hidden_sizes, num_actions)`` -> :func:`jaxrl_pim.rl.networks.q_network`;
+``Policy`` -> :class:`jaxrl_pim.rl.networks.D4PGActor`; ``DistributionalCritic`` ->
+:class:`jaxrl_pim.rl.networks.DistributionalCritic`. Same parameters for the same key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import flax.linen as nn
-import jax
-import jax.numpy as jnp
+from jaxrl_pim._deprecated import moved_module
+from jaxrl_pim.rl.networks import MLP, D4PGActor, DistributionalCritic, q_network
+
+moved_module(__name__, "jaxrl_pim.rl.networks")
+
+Policy = D4PGActor
 
 
-class QNetwork(nn.Module):
-    """Q-value MLP."""
-
-    hidden_sizes: Sequence[int]
-    num_actions: int
-
-    @nn.compact
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        x = obs
-        for h in self.hidden_sizes:
-            x = nn.relu(nn.Dense(h)(x))
-        return nn.Dense(self.num_actions)(x)
+def QNetwork(hidden_sizes: Sequence[int], num_actions: int) -> MLP:  # noqa: N802
+    """Deprecated: :func:`jaxrl_pim.rl.networks.q_network`."""
+    return q_network(hidden_sizes, num_actions)
 
 
-class Policy(nn.Module):
-    """Deterministic policy MLP with tanh output in [-1, 1]."""
-
-    hidden_sizes: Sequence[int]
-    action_dim: int
-
-    @nn.compact
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        x = obs
-        for h in self.hidden_sizes:
-            x = nn.relu(nn.Dense(h)(x))
-        x = nn.Dense(self.action_dim, kernel_init=nn.initializers.variance_scaling(
-            1e-4, "fan_in", "uniform"))(x)
-        return jnp.tanh(x)
-
-
-class DistributionalCritic(nn.Module):
-    """Layer-norm MLP critic with a ``num_atoms`` categorical head (logits)."""
-
-    hidden_sizes: Sequence[int]
-    num_atoms: int
-
-    @nn.compact
-    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
-        x = jnp.concatenate([obs, action], axis=-1)
-        x = nn.Dense(self.hidden_sizes[0])(x)
-        x = jnp.tanh(nn.LayerNorm()(x))
-        for h in self.hidden_sizes[1:]:
-            x = nn.elu(nn.Dense(h)(x))
-        return nn.Dense(self.num_atoms)(x)
+__all__ = ["DistributionalCritic", "Policy", "QNetwork"]

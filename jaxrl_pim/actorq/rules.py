@@ -4,13 +4,18 @@
   ``n`` steps, cut at the first episode end inside the window.
 * ``categorical_l2_project``: project a categorical distribution on support ``z_p`` onto a
   uniform support ``z_q`` (the D4PG / C51 projection).
-* ``huber``: the Huber loss used by DQN.
+* ``huber``: the Huber loss used by DQN (defined with the DQN loss in
+  :mod:`jaxrl_pim.rl.dqn`, re-exported here).
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
+from jaxrl_pim.rl.dqn import huber
+
+__all__ = ["categorical_l2_project", "huber", "n_step_window"]
 
 
 def n_step_window(
@@ -64,10 +69,3 @@ def categorical_l2_project(z_p: jax.Array, probs: jax.Array, z_q: jax.Array) -> 
     z_p = jnp.clip(z_p, v_min, v_max)
     weight = jnp.clip(1.0 - jnp.abs(z_p[None, :] - z_q[:, None]) / dz, 0.0, 1.0)  # [M, N]
     return weight @ probs
-
-
-def huber(x: jax.Array, delta: float = 1.0) -> jax.Array:
-    """Elementwise Huber loss: ``0.5 x^2`` for ``|x| <= delta``, linear beyond."""
-    ax = jnp.abs(x)
-    quad = jnp.minimum(ax, delta)
-    return 0.5 * quad**2 + delta * (ax - quad)

@@ -23,11 +23,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim.actorq.actor import EnvCarry, env_step, evaluate, init_carry
-from jaxrl_pim.actorq.agent import Agent, EnvInfo, make_env
+from jaxrl_pim.actorq.agent import Agent, EnvInfo
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import actor_params
 from jaxrl_pim.actorq.config import ActorQConfig
-from jaxrl_pim.actorq.replay import Replay, ReplayState, Transition, make_replay
+from jaxrl_pim.actorq.replay import Replay, ReplayState, make_replay
+from jaxrl_pim.envs.factory import make_with_info
+from jaxrl_pim.replay import NStepTransition
 
 
 class RunState(NamedTuple):
@@ -65,12 +67,42 @@ def exploration(config: ActorQConfig, env_steps: jax.Array) -> jax.Array:
     )
 
 
-def make_system(config: ActorQConfig) -> System:
-    """Build the environment, agent, replay and the pure ``init`` / ``iteration`` functions."""
-    env, env_params, info = make_env(config.env_name)
+def transition_example(info: EnvInfo, agent: Agent) -> NStepTransition:
+    """One zero transition (no batch axis) shaping the replay storage."""
+    return NStepTransition(
+        obs=jnp.zeros((info.obs_dim,), jnp.float32),
+        action=agent.action_example,
+        reward=jnp.zeros((), jnp.float32),
+        discount=jnp.zeros((), jnp.float32),
+        next_obs=jnp.zeros((info.obs_dim,), jnp.float32),
+    )
+
+
+def make_learner(config: ActorQConfig, info: EnvInfo) -> tuple[Agent, Replay, Callable]:
+    """``(agent, replay, learn)`` of a run, shared by both deployments.
+
+    ``learn(learner, replay_state, key) -> (learner, replay_state, loss)`` samples a batch,
+    takes one learner update and, with prioritized replay, writes the new priorities.
+    """
     agent = make_agent(config, info)
     alpha, beta = (config.per_alpha, config.per_beta) if config.prioritized else (0.0, 0.0)
-    replay = make_replay(config.buffer_size, alpha, beta, config.per_eps)
+    replay = make_replay(config.buffer_size, transition_example(info, agent), alpha, beta,
+                         config.per_eps)
+
+    def learn(learner, rstate, key):
+        idx, batch, weights = replay.sample(rstate, key, config.batch_size)
+        learner, td_abs, m = agent.update(learner, batch, weights)
+        if config.prioritized:
+            rstate = replay.update_priorities(rstate, idx, td_abs)
+        return learner, rstate, m["loss"]
+
+    return agent, replay, learn
+
+
+def make_system(config: ActorQConfig) -> System:
+    """Build the environment, agent, replay and the pure ``init`` / ``iteration`` functions."""
+    env, env_params, info = make_with_info(config.env_name)
+    agent, replay, learn = make_learner(config, info)
     n_envs = config.steps_per_iteration
     n = config.n_step
     first_update_it = max(config.learning_starts, config.batch_size) // n_envs + n - 1
@@ -86,28 +118,14 @@ def make_system(config: ActorQConfig) -> System:
         carry = jax.vmap(lambda k: init_carry(env, env_params, agent, n, k))(
             jax.random.split(k_env, n_envs)
         )
-        example = Transition(
-            obs=jnp.zeros((info.obs_dim,), jnp.float32),
-            action=agent.action_example,
-            reward=jnp.zeros((), jnp.float32),
-            discount=jnp.zeros((), jnp.float32),
-            next_obs=jnp.zeros((info.obs_dim,), jnp.float32),
-        )
         return RunState(
             learner=learner,
             actor_params=actor_params(agent.policy_params(learner), config.precision),
             carry=carry,
-            replay=replay.init(example),
+            replay=replay.init(),
             key=k_run,
             iteration=jnp.zeros((), jnp.int32),
         )
-
-    def learn(learner, rstate, key):
-        idx, batch, weights = replay.sample(rstate, key, config.batch_size)
-        learner, td_abs, m = agent.update(learner, batch, weights)
-        if config.prioritized:
-            rstate = replay.update_priorities(rstate, idx, td_abs)
-        return learner, rstate, m["loss"]
 
     def no_learn(learner, rstate, key):
         del key

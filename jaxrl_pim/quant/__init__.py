@@ -4,9 +4,10 @@ Imports nothing from the learners. See ``docs/quantization.md``.
 
 * Formats (:mod:`.formats`): ``Quantizer(quantize, dequantize)``, ``QTensor``;
   ``paper_uniform``, ``symmetric``, ``asymmetric``, ``float_cast``, ``identity``.
-* Pytrees (:mod:`.fake`): ``QuantSpec``, ``fake_quantize``, ``fake_quant_ste``,
-  ``fake_quantize_ste``, ``qat_params``, ``quantize_activations``, ``quantize_tree``,
-  ``dequantize_tree``.
+* Fake quantization (:mod:`.fake`): ``quantize_dequantize`` (one array, a ``Quantizer``),
+  ``fake_quantize`` (a pytree, a ``QuantSpec``), both with ``straight_through=True`` for
+  training; ``qat_params``, ``quantize_activations``, ``quantize_tree``, ``dequantize_tree``.
+  (``fake_quant_ste`` / ``fake_quantize_ste`` are deprecated names.)
 * Broadcasts (:mod:`.packing`, host-side): ``pack``, ``unpack``, ``packed_nbytes``.
 * Integer kernels (:mod:`.int8`): ``int8_matmul``, ``int8_apply``, ``prepare_int8``,
   ``fake_int8_apply``, ``compare_int8``; optional qwix backend in :mod:`.qwix_backend`
@@ -24,6 +25,7 @@ from jaxrl_pim.quant.fake import (
     qat_params,
     quantization_error,
     quantize_activations,
+    quantize_dequantize,
     quantize_tree,
 )
 from jaxrl_pim.quant.formats import (
@@ -94,6 +96,7 @@ __all__ = [
     "qat_params",
     "quantization_error",
     "quantize_activations",
+    "quantize_dequantize",
     "quantize_kernel",
     "quantize_tree",
     "symmetric",

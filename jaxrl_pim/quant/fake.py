@@ -1,15 +1,23 @@
 """Fake quantization over pytrees, straight-through gradients and quantization-aware training.
 
-Every function here is pure and jittable (the spec is static). ``fake_quantize`` replaces
-each float leaf by ``dequantize(quantize(leaf))`` in the leaf's own dtype; the ``_ste``
-variants do the same in the forward pass with an identity gradient (dQ/dW = 1, as in the
-paper's QAT). ``quantize_tree`` returns the codes themselves (QTensor leaves, codes already
-in the narrow payload dtype) for packing or integer kernels.
+Every function here is pure and jittable (the spec is static). One function per concept:
+
+* :func:`quantize_dequantize` ``(x, quantizer, straight_through=False)``: ONE array through
+  a :class:`Quantizer` (``dequantize(quantize(x))`` in ``x``'s dtype);
+* :func:`fake_quantize` ``(params, spec, straight_through=False)``: every float leaf of a
+  PYTREE through the quantizer its :class:`QuantSpec` picks per leaf.
+
+With ``straight_through=True`` the forward value is the same and the gradient is the
+identity (dQ/dW = 1, the paper's QAT). ``quantize_tree`` returns the codes themselves
+(QTensor leaves, codes already in the narrow payload dtype) for packing or integer kernels.
+(The old names ``fake_quant_ste`` and ``fake_quantize_ste`` still work, with a
+DeprecationWarning.)
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 import jax
@@ -46,20 +54,30 @@ def _qdq(x: jax.Array, quantizer: Quantizer) -> jax.Array:
     return quantizer.dequantize(quantizer.quantize(x)).astype(x.dtype)
 
 
-def fake_quant_ste(x: jax.Array, quantizer: Quantizer) -> jax.Array:
-    """``dequantize(quantize(x))`` forward, identity gradient backward (straight-through).
+def quantize_dequantize(x: jax.Array, quantizer: Quantizer,
+                        straight_through: bool = False) -> jax.Array:
+    """``dequantize(quantize(x))`` of one float array, in ``x``'s dtype.
 
     Args:
       x: float array of any shape.
       quantizer: a :class:`Quantizer` (e.g. ``paper_uniform(8)``).
+      straight_through: if True, ``jax.grad`` passes the incoming cotangent through unchanged
+        (straight-through estimator); the forward value is exactly the fake-quantized value
+        (a custom_vjp, not ``x + stop_gradient(q - x)``, which can be off by one ulp). If
+        False no useful gradient flows through the rounding.
     Returns:
-      Array of ``x``'s shape and dtype holding the quantized values; ``jax.grad`` passes the
-      incoming cotangent through unchanged. The forward value is exactly the fake-quantized
-      value (a custom_vjp, not ``x + stop_gradient(q - x)``, which can be off by one ulp).
+      Array of ``x``'s shape and dtype holding the quantized values.
     """
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise ValueError(f"fake_quant_ste takes a float array, got dtype {x.dtype}")
+        raise ValueError(f"quantize_dequantize takes a float array, got dtype {x.dtype}")
+    if not straight_through:
+        return _qdq(x, quantizer)
+    return _ste(x, quantizer)
+
+
+def _ste(x: jax.Array, quantizer: Quantizer) -> jax.Array:
+    """Straight-through quantize-dequantize of a float array (no input check)."""
 
     @jax.custom_vjp
     def ste(v: jax.Array) -> jax.Array:
@@ -86,29 +104,43 @@ def _map_params(params: PyTree, spec: QuantSpec, leaf_fn) -> PyTree:
     return jax.tree.map(one, params)
 
 
-def fake_quantize(params: PyTree, spec: QuantSpec | int) -> PyTree:
+def fake_quantize(params: PyTree, spec: QuantSpec | int,
+                  straight_through: bool = False) -> PyTree:
     """Quantize and dequantize every float leaf of ``params`` (post-training quantization).
 
     Args:
       params: pytree of float arrays (e.g. a flax ``params`` dict).
       spec: a :class:`QuantSpec`, or a bit width meaning ``QuantSpec("paper", bits)``.
+      straight_through: if True, an identity gradient for every leaf (for training through
+        the quantizer, QAT); if False no gradient flows through the rounding.
     Returns:
       A pytree of the same structure, shapes and dtypes with quantized values. Leaves left
-      out by ``include_biases=False`` are returned unchanged. No gradient flows through the
-      rounding (use :func:`fake_quantize_ste` for training).
+      out by ``include_biases=False`` are returned unchanged.
     Raises:
       ValueError: for non-float leaves or an invalid spec.
     """
     spec = as_spec(spec)
     _check_float_leaves(params)
+    if straight_through:
+        return _fake_quantize_ste_jit(params, spec)
     return _fake_quantize_jit(params, spec)
 
 
+def fake_quant_ste(x: jax.Array, quantizer: Quantizer) -> jax.Array:
+    """Deprecated: ``quantize_dequantize(x, quantizer, straight_through=True)``."""
+    _deprecated("fake_quant_ste", "quantize_dequantize(x, quantizer, straight_through=True)")
+    return quantize_dequantize(x, quantizer, straight_through=True)
+
+
 def fake_quantize_ste(params: PyTree, spec: QuantSpec | int) -> PyTree:
-    """:func:`fake_quantize` with a straight-through (identity) gradient for every leaf."""
-    spec = as_spec(spec)
-    _check_float_leaves(params)
-    return _fake_quantize_ste_jit(params, spec)
+    """Deprecated: ``fake_quantize(params, spec, straight_through=True)``."""
+    _deprecated("fake_quantize_ste", "fake_quantize(params, spec, straight_through=True)")
+    return fake_quantize(params, spec, straight_through=True)
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"jaxrl_pim.quant.{old} is deprecated; use jaxrl_pim.quant.{new}",
+                  DeprecationWarning, stacklevel=3)
 
 
 def qat_params(
@@ -137,7 +169,7 @@ def qat_params(
         raise ValueError(f"step must be an integer scalar, got shape {step.shape} {step.dtype}")
     return jax.lax.cond(
         step >= delay,
-        lambda p: fake_quantize_ste(p, spec),
+        lambda p: fake_quantize(p, spec, straight_through=True),
         lambda p: p,
         params,
     )
@@ -162,7 +194,7 @@ def quantize_activations(x: jax.Array, spec: QuantSpec | int) -> jax.Array:
         quantizer = QuantSpec(
             spec.scheme, spec.bits, per_channel=per_feature, channel_axis=spec.channel_axis
         ).quantizer(x.ndim)
-    return fake_quant_ste(x, quantizer)
+    return quantize_dequantize(x, quantizer, straight_through=True)
 
 
 def quantize_tree(params: PyTree, spec: QuantSpec | int) -> PyTree:
@@ -191,9 +223,7 @@ def _quantize_tree_impl(params: PyTree, spec: QuantSpec) -> PyTree:
 # The pytree functions are jitted with the spec static: one compiled program per
 # (spec, tree structure, shapes) when called eagerly; inlined inside a caller's jit.
 _fake_quantize_jit = jax.jit(lambda p, spec: _map_params(p, spec, _qdq), static_argnums=1)
-_fake_quantize_ste_jit = jax.jit(
-    lambda p, spec: _map_params(p, spec, fake_quant_ste), static_argnums=1
-)
+_fake_quantize_ste_jit = jax.jit(lambda p, spec: _map_params(p, spec, _ste), static_argnums=1)
 _quantize_tree_jit = jax.jit(_quantize_tree_impl, static_argnums=1)
 
 

@@ -24,7 +24,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxrl_pim.quant.fake import _check_float_leaves, fake_quant_ste
+from jaxrl_pim.quant.fake import _check_float_leaves, quantize_dequantize
 from jaxrl_pim.quant.formats import QTensor, symmetric
 
 PyTree = Any
@@ -77,9 +77,10 @@ def int8_matmul(x: jax.Array, kernel: jax.Array | QTensor) -> jax.Array:
 @jax.jit
 def fake_int8_matmul(x: jax.Array, kernel: jax.Array) -> jax.Array:
     """Float reference of :func:`int8_matmul`: fake-quantized operands, float32 product."""
-    xq = jax.vmap(lambda r: fake_quant_ste(r, _A8))(jnp.asarray(x, jnp.float32).reshape(
-        -1, x.shape[-1])).reshape(x.shape)
-    wq = fake_quant_ste(jnp.asarray(kernel, jnp.float32), _W8)
+    rows = jnp.asarray(x, jnp.float32).reshape(-1, x.shape[-1])
+    xq = jax.vmap(lambda r: quantize_dequantize(r, _A8, straight_through=True))(rows)
+    xq = xq.reshape(x.shape)
+    wq = quantize_dequantize(jnp.asarray(kernel, jnp.float32), _W8, straight_through=True)
     return jnp.matmul(xq, wq, precision=jax.lax.Precision.HIGHEST)
 
 

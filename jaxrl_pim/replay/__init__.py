@@ -1,9 +1,14 @@
-"""Vectorised multi-agent replay: buffer layouts and index samplers as pure JAX components.
+"""Replay as pure JAX components: buffers ``Buffer(init, add, gather)`` and index samplers
+``Sampler(init, sample, update_priorities, on_add)``, one family for every learner.
 
-Buffers (``make_buffer``): ``per_agent`` (N ring buffers, the original MADDPG layout) and
-``interleaved`` (one row per time step holding all agents). Samplers: ``uniform``,
-``neighbor`` (locality-aware runs), ``prioritized`` (proportional PER on a sum tree) and
-``info_prioritized`` (priority-drawn references with 1/2/4 neighbours). A learner round::
+Buffers: ``make_buffer`` (multi-agent: ``per_agent``, N ring buffers as in the original
+MADDPG, or ``interleaved``, one row per time step holding all agents) and
+``make_ring_buffer`` (one stream of single-agent transitions of any pytree, e.g.
+``NStepTransition``; used by :mod:`jaxrl_pim.rl` and :mod:`jaxrl_pim.actorq`). Samplers:
+``uniform``, ``neighbor`` (locality-aware runs), ``prioritized`` (proportional PER on a sum
+tree), ``info_prioritized`` (priority-drawn references with 1/2/4 neighbours) and
+``dense_prioritized`` (proportional over a dense priority array with invalid rows, ActorQ's).
+A multi-agent learner round::
 
     buffer = make_buffer("interleaved", capacity, n, obs_dim, action_dim)
     sampler = uniform()
@@ -26,6 +31,8 @@ from jaxrl_pim.replay.buffers import (
     gather_into,
     make_buffer,
 )
+from jaxrl_pim.replay.dense import DenseState, dense_prioritized
+from jaxrl_pim.replay.ring import NStepTransition, make_ring_buffer
 from jaxrl_pim.replay.samplers import (
     SAMPLERS,
     PrioritizedState,
@@ -44,15 +51,19 @@ __all__ = [
     "Batch",
     "Buffer",
     "BufferState",
+    "DenseState",
+    "NStepTransition",
     "PrioritizedState",
     "Sampler",
     "Transition",
     "capacity_of",
     "check_indices",
+    "dense_prioritized",
     "expand_references",
     "gather_into",
     "info_prioritized",
     "make_buffer",
+    "make_ring_buffer",
     "neighbor",
     "prioritized",
     "state_from_priorities",

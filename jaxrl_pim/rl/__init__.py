@@ -2,42 +2,55 @@
 
 Each algorithm module offers a frozen, validated config, ``make_train(config) -> train(key)
 -> (state, metrics)`` (pure, jittable, vmappable over keys) and ``make_policy(config) ->
-Policy`` whose ``apply(state.params, obs)`` gives the action distribution, so quantized
-copies of ``state.params`` can be evaluated (:mod:`jaxrl_pim.actorq.ptq`).
+ParametricPolicy`` whose ``apply(state.params, obs)`` gives the action distribution, so
+quantized copies of ``state.params`` can be evaluated (:mod:`jaxrl_pim.studies`).
 
-* :mod:`.dqn`: DQN (replay buffer in JAX arrays, target network, epsilon-greedy).
+* :mod:`.dqn`: the library's DQN (ring-buffer replay, target network, epsilon-greedy); its
+  loss is also ActorQ's DQN learner's.
 * :mod:`.ppo`: PPO (clipped surrogate, GAE), categorical or Gaussian policy.
 * :mod:`.a2c`: A2C (n-step / GAE advantages), categorical or Gaussian policy.
 * :mod:`.ddpg`: DDPG (Gaussian exploration noise, target nets, Polyak averaging).
-* :mod:`.evaluate`: greedy evaluation and fp32-vs-quantized policy divergences.
-* :mod:`.networks`: flax modules, the ``Policy`` interface, log-probs, entropies, KLs.
+* :mod:`.evaluate`: greedy evaluation on any gymnax environment and fp32-vs-quantized policy
+  divergences.
+* :mod:`.networks`: every network of rl and ActorQ, the ``ParametricPolicy`` interface,
+  log-probs, entropies, KLs.
+
+Environments come from :func:`jaxrl_pim.envs.make`; replay from :mod:`jaxrl_pim.replay`.
 """
 
+from types import ModuleType
+
+from jaxrl_pim._deprecated import renamed
+from jaxrl_pim.rl import a2c, ddpg, dqn, ppo
 from jaxrl_pim.rl.a2c import A2CConfig
 from jaxrl_pim.rl.common import CONTINUOUS_ENVS, DISCRETE_ENVS, QATConfig
 from jaxrl_pim.rl.ddpg import DDPGConfig
 from jaxrl_pim.rl.dqn import DQNConfig
-from jaxrl_pim.rl.evaluate import EvalResult, make_evaluate, policy_divergence
-from jaxrl_pim.rl.networks import Policy
+from jaxrl_pim.rl.evaluate import EvalRollouts, make_evaluate, policy_divergence
+from jaxrl_pim.rl.networks import ParametricPolicy
 from jaxrl_pim.rl.ppo import PPOConfig
 
-ALGORITHMS: dict[str, str] = {
-    "dqn": "jaxrl_pim.rl.dqn",
-    "ppo": "jaxrl_pim.rl.ppo",
-    "a2c": "jaxrl_pim.rl.a2c",
-    "ddpg": "jaxrl_pim.rl.ddpg",
-}
+#: The learner modules by algorithm name (each has ``make_train`` and ``make_policy``).
+LEARNERS: dict[str, ModuleType] = {"dqn": dqn, "ppo": ppo, "a2c": a2c, "ddpg": ddpg}
+# the module names by algorithm, for the deprecated ``ALGORITHMS``
+_MODULE_NAMES: dict[str, str] = {k: m.__name__ for k, m in LEARNERS.items()}
+
+__getattr__ = renamed(__name__, {
+    "Policy": "jaxrl_pim.rl.networks.ParametricPolicy",
+    "EvalResult": "jaxrl_pim.rl.evaluate.EvalRollouts",
+    "ALGORITHMS": "jaxrl_pim.rl._MODULE_NAMES",
+})
 
 __all__ = [
-    "ALGORITHMS",
     "CONTINUOUS_ENVS",
     "DISCRETE_ENVS",
+    "LEARNERS",
     "A2CConfig",
     "DDPGConfig",
     "DQNConfig",
-    "EvalResult",
+    "EvalRollouts",
     "PPOConfig",
-    "Policy",
+    "ParametricPolicy",
     "QATConfig",
     "make_evaluate",
     "policy_divergence",

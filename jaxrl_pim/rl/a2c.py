@@ -18,11 +18,12 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.envs.factory import EnvInfo, make
 from jaxrl_pim.rl import common
 from jaxrl_pim.rl.networks import (
     MLP,
     GaussianActor,
-    Policy,
+    ParametricPolicy,
     categorical_entropy,
     categorical_log_prob,
     gaussian_entropy,
@@ -50,7 +51,7 @@ class A2CConfig:
     qat: common.QATConfig | None = None
 
     def __post_init__(self) -> None:
-        common.make_env(self.env_name)
+        common.check_env("env_name", self.env_name, algo="A2C")
         check_int("num_envs", self.num_envs, 1, 65536)
         check_int("num_steps", self.num_steps, 1, 100_000)
         check_int("total_timesteps", self.total_timesteps, self.num_envs * self.num_steps)
@@ -88,20 +89,21 @@ def policy_gradient_loss(log_probs: jax.Array, advantages: jax.Array) -> jax.Arr
     return -jnp.mean(log_probs * jax.lax.stop_gradient(advantages))
 
 
-def _actor_and_spec(config: A2CConfig) -> tuple[Any, dict[str, Any]]:
-    spec = common.env_spec(config.env_name)
-    if spec["discrete"]:
-        return MLP(config.hidden, spec["num_actions"], config.activation, 0.01), spec
-    return GaussianActor(config.hidden, spec["action_dim"], config.activation), spec
+def _actor_and_spec(config: A2CConfig) -> tuple[Any, EnvInfo]:
+    spec = common.env_info(config.env_name)
+    if spec.discrete:
+        return MLP(config.hidden, spec.num_actions, config.activation, 0.01), spec
+    return GaussianActor(config.hidden, spec.action_dim, config.activation), spec
 
 
-def make_policy(config: A2CConfig) -> Policy:
+def make_policy(config: A2CConfig) -> ParametricPolicy:
     """Categorical logits (discrete) or Gaussian ``(mean, log_std)`` (continuous)."""
     actor, spec = _actor_and_spec(config)
-    if spec["discrete"]:
-        return Policy("categorical", actor.apply, lambda logits: jnp.argmax(logits, axis=-1))
-    low, high = spec["action_low"], spec["action_high"]
-    return Policy("gaussian", actor.apply, lambda dist: jnp.clip(dist[0], low, high))
+    if spec.discrete:
+        return ParametricPolicy("categorical", actor.apply,
+                                lambda logits: jnp.argmax(logits, axis=-1))
+    low, high = spec.action_low, spec.action_high
+    return ParametricPolicy("gaussian", actor.apply, lambda dist: jnp.clip(dist[0], low, high))
 
 
 def make_train(
@@ -112,10 +114,10 @@ def make_train(
     ``metrics`` arrays are ``[num_updates]``: ``episode_return``, ``episodes``,
     ``policy_loss``, ``value_loss``, ``entropy``.
     """
-    env, env_params = common.make_env(config.env_name)
+    env, env_params = make(config.env_name)
     actor, spec = _actor_and_spec(config)
     critic = MLP(config.hidden, 1, config.activation, 1.0)
-    discrete = spec["discrete"]
+    discrete = spec.discrete
     num_updates = config.num_updates
     qat_start = int(config.qat.delay_fraction * num_updates) if config.qat else 0
     tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.lr))
@@ -126,7 +128,7 @@ def make_train(
             return jax.random.categorical(key, out), None
         mean, log_std = out
         action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
-        return action, jnp.clip(action, spec["action_low"], spec["action_high"])
+        return action, jnp.clip(action, spec.action_low, spec.action_high)
 
     def logp_ent(params, obs, action):
         out = actor.apply(params, obs)
@@ -136,7 +138,7 @@ def make_train(
 
     def train(key: jax.Array) -> tuple[A2CState, dict[str, jax.Array]]:
         key, k_actor, k_critic, k_env = jax.random.split(key, 4)
-        obs0 = jnp.zeros((1, spec["obs_dim"]), jnp.float32)
+        obs0 = jnp.zeros((1, spec.obs_dim), jnp.float32)
         params = actor.init(k_actor, obs0)
         critic_params = critic.init(k_critic, obs0)
         obs, env_state = common.vmap_reset(env, env_params, k_env, config.num_envs)

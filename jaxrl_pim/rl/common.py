@@ -1,7 +1,8 @@
-"""Pieces shared by the single-process learners: environments, episode bookkeeping, QAT hook.
+"""Pieces shared by the single-process learners: environment checks, episode bookkeeping,
+QAT hook.
 
-Everything here is pure and jittable except :func:`make_env` and the config checks, which run
-once on the host.
+Environments come from the one factory :func:`jaxrl_pim.envs.make`. Everything here is pure
+and jittable except :func:`env_info` and the config checks, which run once on the host.
 """
 
 from __future__ import annotations
@@ -10,40 +11,54 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import gymnax
 import jax
 import jax.numpy as jnp
 
-from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.checks import check_float, check_int
+from jaxrl_pim.envs.factory import EnvInfo, make, make_with_info
 
-#: gymnax environments with a discrete action space (DQN, PPO, A2C).
+#: gymnax tasks with a discrete action space that the learners are tested on (DQN, PPO, A2C);
+#: any gymnax environment with flat observations and discrete actions is accepted.
 DISCRETE_ENVS: tuple[str, ...] = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
-#: gymnax environments with a continuous (Box) action space (DDPG, PPO with a Gaussian policy).
+#: gymnax tasks with a continuous (Box) action space that the learners are tested on (DDPG,
+#: PPO with a Gaussian policy); any such gymnax environment with flat observations is accepted.
 CONTINUOUS_ENVS: tuple[str, ...] = ("Pendulum-v1", "MountainCarContinuous-v0")
 ACTIVATIONS: tuple[str, ...] = ("tanh", "relu")
 
 
-def make_env(env_name: str) -> tuple[Any, Any]:
-    """``(env, env_params)`` for a supported gymnax environment id (ValueError otherwise)."""
-    check_choice("env_name", env_name, DISCRETE_ENVS + CONTINUOUS_ENVS)
-    return gymnax.make(env_name)
+def env_info(env_name: str) -> EnvInfo:
+    """:class:`~jaxrl_pim.envs.EnvInfo` of a gymnax environment id (built by
+    :func:`jaxrl_pim.envs.make`)."""
+    return make_with_info(env_name)[2]
 
 
-def env_spec(env_name: str) -> dict[str, Any]:
-    """Static facts about an environment: obs_dim, discrete, num_actions or action bounds."""
-    env, params = make_env(env_name)
-    space = env.action_space(params)
-    obs_dim = int(env.observation_space(params).shape[0])
-    if env_name in DISCRETE_ENVS:
-        return {"obs_dim": obs_dim, "discrete": True, "num_actions": int(space.n)}
-    return {
-        "obs_dim": obs_dim,
-        "discrete": False,
-        "action_dim": int(space.shape[0]),
-        "action_low": float(jnp.min(space.low)),
-        "action_high": float(jnp.max(space.high)),
-        "max_steps": int(params.max_steps_in_episode),
-    }
+def check_env(field: str, env_name: Any, discrete: bool | None = None,
+              algo: str = "this learner") -> EnvInfo:
+    """Validate a learner's environment name on the host; returns its ``EnvInfo``.
+
+    Accepts any name registered with gymnax whose observations are flat vectors
+    (``[obs_dim]``); ``discrete`` True / False also requires discrete / continuous actions.
+    Raises ValueError naming ``field``, the value and what is allowed.
+    """
+    import gymnax
+
+    if not isinstance(env_name, str) or env_name not in gymnax.registered_envs:
+        raise ValueError(
+            f"{field} must be a name registered with gymnax (e.g. "
+            f"{', '.join(DISCRETE_ENVS + CONTINUOUS_ENVS)}); got {env_name!r}"
+        )
+    info = env_info(env_name)
+    if len(info.obs_shape) != 1:
+        raise ValueError(f"{field} {env_name!r} has observations of shape {info.obs_shape}; "
+                         f"{algo} needs flat vectors [obs_dim]")
+    if discrete is not None and info.discrete != discrete:
+        kind = "discrete" if discrete else "continuous"
+        raise ValueError(
+            f"{field} {env_name!r} has {'discrete' if info.discrete else 'continuous'} "
+            f"actions; {algo} needs {kind} actions (e.g. "
+            f"{', '.join(DISCRETE_ENVS if discrete else CONTINUOUS_ENVS)})"
+        )
+    return info
 
 
 def obs_normalizer(env_name: str) -> Callable[[jax.Array], jax.Array]:
@@ -54,7 +69,7 @@ def obs_normalizer(env_name: str) -> Callable[[jax.Array], jax.Array]:
     Pendulum, MountainCarContinuous); ValueError otherwise (CartPole's velocities are
     unbounded).
     """
-    env, params = make_env(env_name)
+    env, params = make(env_name)
     space = env.observation_space(params)
     low = jnp.asarray(space.low, jnp.float32)
     high = jnp.asarray(space.high, jnp.float32)

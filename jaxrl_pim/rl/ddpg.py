@@ -3,11 +3,12 @@
 Deterministic tanh-squashed actor, ``Q(s, a)`` critic, target copies of both updated by Polyak
 averaging (``tau``), Gaussian exploration noise with std ``expl_noise * (high - low) / 2``
 (action units), uniform random actions for the first ``learning_starts`` transitions, replay
-buffer in JAX arrays. Time limits are bootstrapped (only natural terminations cut the
-target).
+in the library's ring buffer with uniform sampling (:func:`jaxrl_pim.rl.dqn.make_replay`).
+Time limits are bootstrapped (only natural terminations cut the target).
 
 ``make_policy(config).apply(state.params, obs)`` returns the action ``[..., action_dim]``;
-``Policy.noise_std`` is the exploration std, which the PTQ study uses for its Gaussian KL.
+``ParametricPolicy.noise_std`` is the exploration std, which the PTQ study uses for its
+Gaussian KL.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.envs.factory import make
+from jaxrl_pim.replay import BufferState
 from jaxrl_pim.rl import common
-from jaxrl_pim.rl.dqn import ReplayBuffer, buffer_add, buffer_init, buffer_sample
-from jaxrl_pim.rl.networks import DeterministicActor, Policy, QCritic
+from jaxrl_pim.rl.dqn import make_replay, one_step, sample_uniform
+from jaxrl_pim.rl.networks import DeterministicActor, ParametricPolicy, QCritic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,9 +51,7 @@ class DDPGConfig:
     qat: common.QATConfig | None = None
 
     def __post_init__(self) -> None:
-        if self.env_name not in common.CONTINUOUS_ENVS:
-            check_choice("env_name (DDPG needs continuous actions)", self.env_name,
-                         common.CONTINUOUS_ENVS)
+        common.check_env("env_name", self.env_name, discrete=False, algo="DDPG")
         check_int("num_envs", self.num_envs, 1, 65536)
         check_int("total_timesteps", self.total_timesteps, self.num_envs)
         check_int("buffer_size", self.buffer_size, self.num_envs, 10_000_000)
@@ -86,7 +87,7 @@ class DDPGState(NamedTuple):
     target_critic_params: Any
     actor_opt: Any
     critic_opt: Any
-    buffer: ReplayBuffer
+    buffer: BufferState  # ring buffer of NStepTransition rows (rl.dqn.make_replay)
     env_state: Any
     obs: jax.Array
     stats: common.EpisodeStats
@@ -110,18 +111,19 @@ def _nets(
     config: DDPGConfig,
 ) -> tuple[DeterministicActor, QCritic, dict[str, Any], Callable[[jax.Array], jax.Array]]:
     """``(actor, critic, spec, scale)``; ``scale`` maps observations to the networks' input."""
-    spec = common.env_spec(config.env_name)
-    actor = DeterministicActor(config.hidden, spec["action_dim"], spec["action_low"],
-                               spec["action_high"], config.activation)
+    spec = common.env_info(config.env_name)
+    actor = DeterministicActor(config.hidden, spec.action_dim, spec.action_low,
+                               spec.action_high, config.activation)
     scale = common.input_map(config.env_name, config.normalize_obs)
     return actor, QCritic(config.hidden, config.activation), spec, scale
 
 
-def make_policy(config: DDPGConfig) -> Policy:
+def make_policy(config: DDPGConfig) -> ParametricPolicy:
     """Deterministic actor; ``noise_std`` is the exploration std in action units."""
     actor, _, spec, scale = _nets(config)
-    std = config.expl_noise * (spec["action_high"] - spec["action_low"]) / 2.0
-    return Policy("deterministic", lambda p, obs: actor.apply(p, scale(obs)), lambda a: a, std)
+    std = config.expl_noise * (spec.action_high - spec.action_low) / 2.0
+    return ParametricPolicy("deterministic", lambda p, obs: actor.apply(p, scale(obs)),
+                            lambda a: a, std)
 
 
 def make_train(
@@ -132,29 +134,30 @@ def make_train(
     ``metrics`` arrays are ``[num_iterations]``: ``episode_return`` (NaN where no episode
     finished), ``episodes``, ``critic_loss``, ``actor_loss`` (0 before learning starts).
     """
-    env, env_params = common.make_env(config.env_name)
+    env, env_params = make(config.env_name)
     actor_net, critic_net, spec, scale = _nets(config)
     actor_apply = lambda p, obs: actor_net.apply(p, scale(obs))  # noqa: E731
     critic_apply = lambda p, obs, a: critic_net.apply(p, scale(obs), a)  # noqa: E731
-    low, high = spec["action_low"], spec["action_high"]
+    low, high = spec.action_low, spec.action_high
     noise_std = config.expl_noise * (high - low) / 2.0
     n_iter = config.num_iterations
     start_iter = -(-config.learning_starts // config.num_envs)
     qat_start = int(config.qat.delay_fraction * n_iter) if config.qat else 0
     actor_tx = optax.adam(config.actor_lr)
     critic_tx = optax.adam(config.critic_lr)
-    adim = spec["action_dim"]
+    adim = spec.action_dim
+    buffer, sampler = make_replay(config.buffer_size, spec.obs_dim, (adim,), jnp.float32)
 
     def train(key: jax.Array) -> tuple[DDPGState, dict[str, jax.Array]]:
         key, k_a, k_c, k_env = jax.random.split(key, 4)
-        obs0 = jnp.zeros((1, spec["obs_dim"]), jnp.float32)
+        obs0 = jnp.zeros((1, spec.obs_dim), jnp.float32)
         params = actor_net.init(k_a, obs0)
         critic_params = critic_net.init(k_c, obs0, jnp.zeros((1, adim), jnp.float32))
         obs, env_state = common.vmap_reset(env, env_params, k_env, config.num_envs)
         carry = DDPGState(
             params, critic_params, params, critic_params, actor_tx.init(params),
             critic_tx.init(critic_params),
-            buffer_init(config.buffer_size, spec["obs_dim"], (adim,), jnp.float32),
+            buffer.init(),
             env_state, obs, common.init_stats(config.num_envs), key,
             jnp.zeros((config.num_envs, adim), jnp.float32),
             jnp.zeros((config.num_envs, adim), jnp.float32),
@@ -175,14 +178,15 @@ def make_train(
             left = jnp.where(redraw[:, 0], config.noise_hold, st.hold_left) - 1
             left = jnp.where(out.done, 0, left)
             stats, finished = common.update_stats(st.stats, out.reward, out.done)
-            buf = buffer_add(st.buffer, st.obs, action, out.reward, out.final_obs,
-                             out.terminated)
+            buf = buffer.add(st.buffer, one_step(st.obs, action, out.reward, out.final_obs,
+                                                 out.terminated, config.gamma))
 
             def learn(s):
                 params, critic_params, t_params, t_critic, a_opt, c_opt = s
-                obs, act, rew, next_obs, term = buffer_sample(buf, k_sample, config.batch_size)
+                obs, act, rew, discount, next_obs = sample_uniform(buffer, sampler, buf,
+                                                                   k_sample, config.batch_size)
                 q_next = critic_apply(t_critic, next_obs, actor_apply(t_params, next_obs))
-                target = jax.vmap(ddpg_target)(rew, config.gamma * (1.0 - term), q_next)
+                target = jax.vmap(ddpg_target)(rew, discount, q_next)
 
                 def critic_loss(cp):
                     return jnp.mean((critic_apply(cp, obs, act) - target) ** 2)

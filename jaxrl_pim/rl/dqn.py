@@ -1,10 +1,15 @@
-"""DQN on gymnax, fully jitted: replay buffer in JAX arrays, target network, epsilon-greedy.
+"""DQN on gymnax, fully jitted: replay in JAX arrays, target network, epsilon-greedy.
+
+This is the library's one DQN: :func:`dqn_loss` (per-transition :func:`td_target`, optional
+:func:`advantage_learning_target`, Huber TD loss with optional importance weights) is also
+the loss of ActorQ's DQN learner (:mod:`jaxrl_pim.actorq.dqn`), and the replay is the
+library's ring buffer + uniform sampler (:func:`make_replay`, :mod:`jaxrl_pim.replay`).
 
 Each iteration steps ``num_envs`` environments once with an epsilon-greedy action (epsilon
 decays linearly from ``eps_start`` to ``eps_end`` over ``exploration_fraction`` of training;
 with ``explore_hold = k > 1`` an exploratory random action is held for ``k`` steps, the
 temporally-extended epsilon-greedy that lets MountainCar's random phase reach the goal),
-writes the transitions into a circular buffer and, once ``learning_starts`` transitions are
+writes the transitions into the ring buffer and, once ``learning_starts`` transitions are
 stored, takes one Adam step on a Huber TD loss every ``train_frequency`` iterations. The
 target network is a hard copy refreshed every ``target_update_interval`` iterations. Time
 limits are bootstrapped (only natural terminations cut the target), using the observation the
@@ -29,8 +34,17 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.envs.factory import make
+from jaxrl_pim.replay import (
+    Buffer,
+    BufferState,
+    NStepTransition,
+    Sampler,
+    make_ring_buffer,
+    uniform,
+)
 from jaxrl_pim.rl import common
-from jaxrl_pim.rl.networks import MLP, Policy
+from jaxrl_pim.rl.networks import MLP, ParametricPolicy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,9 +74,7 @@ class DQNConfig:
     qat: common.QATConfig | None = None
 
     def __post_init__(self) -> None:
-        if self.env_name not in common.DISCRETE_ENVS:
-            check_choice("env_name (DQN needs discrete actions)", self.env_name,
-                         common.DISCRETE_ENVS)
+        common.check_env("env_name", self.env_name, discrete=True, algo="DQN")
         check_int("num_envs", self.num_envs, 1, 65536)
         check_int("total_timesteps", self.total_timesteps, self.num_envs)
         check_int("buffer_size", self.buffer_size, max(self.num_envs, 1), 10_000_000)
@@ -94,52 +106,42 @@ class DQNConfig:
         return self.total_timesteps // self.num_envs
 
 
-class ReplayBuffer(NamedTuple):
-    """Circular buffer of transitions, arrays with leading axis ``buffer_size``."""
-
-    obs: jax.Array
-    action: jax.Array
-    reward: jax.Array
-    next_obs: jax.Array
-    terminated: jax.Array
-    pos: jax.Array
-    size: jax.Array
-
-
-def buffer_init(capacity: int, obs_dim: int, action_shape: tuple[int, ...] = (),
-                action_dtype: Any = jnp.int32) -> ReplayBuffer:
-    """Empty buffer for ``capacity`` transitions."""
-    return ReplayBuffer(
-        jnp.zeros((capacity, obs_dim), jnp.float32),
-        jnp.zeros((capacity,) + action_shape, action_dtype),
-        jnp.zeros((capacity,), jnp.float32),
-        jnp.zeros((capacity, obs_dim), jnp.float32),
-        jnp.zeros((capacity,), jnp.float32),
-        jnp.zeros((), jnp.int32),
-        jnp.zeros((), jnp.int32),
+def make_replay(capacity: int, obs_dim: int, action_shape: tuple[int, ...] = (),
+                action_dtype: Any = jnp.int32) -> tuple[Buffer, Sampler]:
+    """The learners' replay: a ring buffer of ``capacity`` one-step :class:`NStepTransition`
+    rows (``obs [obs_dim]``, ``action action_shape``, ``reward``, ``discount = gamma`` or 0
+    after a termination, ``next_obs``) and uniform sampling with replacement."""
+    example = NStepTransition(
+        obs=jnp.zeros((obs_dim,), jnp.float32),
+        action=jnp.zeros(action_shape, action_dtype),
+        reward=jnp.zeros((), jnp.float32),
+        discount=jnp.zeros((), jnp.float32),
+        next_obs=jnp.zeros((obs_dim,), jnp.float32),
     )
+    return make_ring_buffer(capacity, example), uniform()
 
 
-def buffer_add(buf: ReplayBuffer, obs, action, reward, next_obs, terminated) -> ReplayBuffer:
-    """Write a batch of ``B`` transitions (leading axis ``B``) at the cursor, wrapping around."""
-    capacity = buf.obs.shape[0]
-    n = obs.shape[0]
-    idx = (buf.pos + jnp.arange(n)) % capacity
-    return ReplayBuffer(
-        buf.obs.at[idx].set(obs),
-        buf.action.at[idx].set(action.astype(buf.action.dtype)),
-        buf.reward.at[idx].set(reward),
-        buf.next_obs.at[idx].set(next_obs),
-        buf.terminated.at[idx].set(terminated.astype(jnp.float32)),
-        (buf.pos + n) % capacity,
-        jnp.minimum(buf.size + n, capacity),
-    )
+def one_step(obs: jax.Array, action: jax.Array, reward: jax.Array, next_obs: jax.Array,
+             terminated: jax.Array, gamma: float) -> NStepTransition:
+    """One-step transitions of a vectorised env step (every field ``[num_envs, ...]``):
+    ``discount = gamma`` where the episode goes on or was cut by the time limit, 0 where it
+    terminated; ``next_obs`` is the observation the step reached (before any auto-reset)."""
+    return NStepTransition(obs, action, reward, gamma * (1.0 - terminated.astype(jnp.float32)),
+                           next_obs)
 
 
-def buffer_sample(buf: ReplayBuffer, key: jax.Array, batch_size: int) -> tuple[jax.Array, ...]:
-    """Uniform sample (with replacement) of ``batch_size`` stored transitions."""
-    idx = jax.random.randint(key, (batch_size,), 0, jnp.maximum(buf.size, 1))
-    return buf.obs[idx], buf.action[idx], buf.reward[idx], buf.next_obs[idx], buf.terminated[idx]
+def sample_uniform(buffer: Buffer, sampler: Sampler, state: BufferState, key: jax.Array,
+                   batch_size: int) -> NStepTransition:
+    """A uniform batch ``[batch_size, ...]`` (with replacement) of the stored transitions."""
+    idx, _, _ = sampler.sample(sampler.init(1), key, state.size, state.insert_pos, batch_size)
+    return buffer.gather(state, idx)
+
+
+def huber(x: jax.Array, delta: float = 1.0) -> jax.Array:
+    """Elementwise Huber loss: ``0.5 x^2`` for ``|x| <= delta``, linear beyond."""
+    ax = jnp.abs(x)
+    quad = jnp.minimum(ax, delta)
+    return 0.5 * quad**2 + delta * (ax - quad)
 
 
 def td_target(r_t: jax.Array, discount_t: jax.Array, q_t: jax.Array) -> jax.Array:
@@ -168,13 +170,44 @@ def advantage_learning_target(target: jax.Array, q_s: jax.Array, action: jax.Arr
     return target - alpha * (jnp.max(q_s, axis=-1) - q_a)
 
 
+def dqn_loss(
+    q_apply: Callable[[Any, jax.Array], jax.Array],
+    params: Any,
+    target_params: Any,
+    batch: NStepTransition,
+    weights: jax.Array | None = None,
+    advantage_learning: float = 0.0,
+) -> tuple[jax.Array, jax.Array]:
+    """DQN loss on a batch; returns ``(loss, td [B])``.
+
+    ``target = reward + discount * max_a Q_target(next_obs, a)`` per transition
+    (:func:`td_target`; n-step when the batch holds n-step returns), optionally widened by
+    :func:`advantage_learning_target`; ``td = target - Q(obs, action)`` with the target held
+    fixed; ``loss = mean(weights * huber(td))`` (``weights`` ``[B]``: importance weights of a
+    prioritized replay; None = 1). ``q_apply(params, obs [B, obs_dim]) -> [B, num_actions]``;
+    pass quantization-aware ``params`` already transformed. The learner of
+    :func:`make_train` and ActorQ's DQN learner both use it.
+    """
+    q_next = q_apply(target_params, batch.next_obs)
+    target = jax.vmap(td_target)(batch.reward, batch.discount, q_next)
+    if advantage_learning:
+        target = advantage_learning_target(target, q_apply(target_params, batch.obs),
+                                           batch.action, advantage_learning)
+    q = q_apply(params, batch.obs)
+    q_a = jnp.take_along_axis(q, batch.action[:, None].astype(jnp.int32), axis=-1)[:, 0]
+    td = jax.lax.stop_gradient(target) - q_a
+    per = huber(td)
+    loss = jnp.mean(per) if weights is None else jnp.mean(weights * per)
+    return loss, td
+
+
 class DQNState(NamedTuple):
     """Final training state; ``params`` are the online Q-network's parameters."""
 
     params: Any
     target_params: Any
     opt_state: Any
-    buffer: ReplayBuffer
+    buffer: BufferState  # ring buffer of NStepTransition rows (make_replay)
     env_state: Any
     obs: jax.Array
     stats: common.EpisodeStats
@@ -205,16 +238,16 @@ def _network(config: DQNConfig) -> tuple[Callable[[Any, jax.Array], jax.Array], 
                                           dict[str, Any]]:
     """``(q_apply, net, spec)``: ``q_apply(params, obs [..., obs_dim]) -> [..., num_actions]``
     applies the MLP to the observation, first mapped onto [-1, 1] if ``normalize_obs``."""
-    spec = common.env_spec(config.env_name)
-    net = MLP(config.hidden, spec["num_actions"], config.activation, 1.0)
+    spec = common.env_info(config.env_name)
+    net = MLP(config.hidden, spec.num_actions, config.activation, 1.0)
     scale = common.input_map(config.env_name, config.normalize_obs)
     return (lambda params, obs: net.apply(params, scale(obs))), net, spec
 
 
-def make_policy(config: DQNConfig) -> Policy:
+def make_policy(config: DQNConfig) -> ParametricPolicy:
     """Q-values as categorical logits; greedy action = argmax."""
     q_apply, _, _ = _network(config)
-    return Policy("categorical", q_apply, lambda q: jnp.argmax(q, axis=-1))
+    return ParametricPolicy("categorical", q_apply, lambda q: jnp.argmax(q, axis=-1))
 
 
 def make_train(
@@ -226,7 +259,7 @@ def make_train(
     finished at that iteration, NaN if none), ``episodes``, ``loss`` (0 before learning
     starts) and ``epsilon``.
     """
-    env, env_params = common.make_env(config.env_name)
+    env, env_params = make(config.env_name)
     q_apply, net, spec = _network(config)
     n_iter = config.num_iterations
     start_iter = -(-config.learning_starts // config.num_envs)
@@ -236,24 +269,19 @@ def make_train(
     lr = optax.linear_schedule(config.lr, 0.0, num_updates) if config.anneal_lr else config.lr
     tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr))
 
+    buffer, sampler = make_replay(config.buffer_size, spec.obs_dim)
+
     def loss_fn(params, target_params, batch, it):
-        obs, action, reward, next_obs, term = batch
-        q_next = q_apply(target_params, next_obs)
-        discount = config.gamma * (1.0 - term)
-        target = jax.vmap(td_target)(reward, discount, q_next)
-        if config.advantage_learning:
-            target = advantage_learning_target(target, q_apply(target_params, obs), action,
-                                               config.advantage_learning)
-        q = q_apply(common.qat_params(params, config.qat, it, qat_start), obs)
-        q_a = jnp.take_along_axis(q, action[:, None], axis=-1)[:, 0]
-        return jnp.mean(optax.huber_loss(q_a, jax.lax.stop_gradient(target)))
+        params = common.qat_params(params, config.qat, it, qat_start)
+        return dqn_loss(q_apply, params, target_params, batch,
+                        advantage_learning=config.advantage_learning)[0]
 
     def train(key: jax.Array) -> tuple[DQNState, dict[str, jax.Array]]:
         key, k_init, k_env = jax.random.split(key, 3)
-        params = net.init(k_init, jnp.zeros((1, spec["obs_dim"]), jnp.float32))
+        params = net.init(k_init, jnp.zeros((1, spec.obs_dim), jnp.float32))
         obs, env_state = common.vmap_reset(env, env_params, k_env, config.num_envs)
         carry = DQNState(
-            params, params, tx.init(params), buffer_init(config.buffer_size, spec["obs_dim"]),
+            params, params, tx.init(params), buffer.init(),
             env_state, obs, common.init_stats(config.num_envs), key,
             jnp.zeros((config.num_envs,), jnp.int32), jnp.zeros((config.num_envs,), jnp.int32),
         )
@@ -265,19 +293,19 @@ def make_train(
             eps = config.eps_start + frac * (config.eps_end - config.eps_start)
             q = q_apply(common.qat_params(st.params, config.qat, it, qat_start), st.obs)
             greedy = jnp.argmax(q, axis=-1)
-            random = jax.random.randint(k_rand, greedy.shape, 0, spec["num_actions"])
+            random = jax.random.randint(k_rand, greedy.shape, 0, spec.num_actions)
             start = jax.random.uniform(k_eps, greedy.shape) < eps
             action, held, left = choose(greedy.astype(jnp.int32), random, start,
                                         st.held_action, st.hold_left, config.explore_hold)
             out = common.vmap_step(env, env_params, k_step, st.env_state, action)
             left = jnp.where(out.done, 0, left)  # a new episode starts without a held action
             stats, finished = common.update_stats(st.stats, out.reward, out.done)
-            buf = buffer_add(st.buffer, st.obs, action, out.reward, out.final_obs,
-                             out.terminated)
+            buf = buffer.add(st.buffer, one_step(st.obs, action, out.reward, out.final_obs,
+                                                 out.terminated, config.gamma))
 
             def learn(args):
                 params, opt_state = args
-                batch = buffer_sample(buf, k_sample, config.batch_size)
+                batch = sample_uniform(buffer, sampler, buf, k_sample, config.batch_size)
                 loss, grads = jax.value_and_grad(loss_fn)(params, st.target_params, batch, it)
                 upd, opt_state = tx.update(grads, opt_state, params)
                 return optax.apply_updates(params, upd), opt_state, loss

@@ -1,11 +1,12 @@
-"""Greedy evaluation of a :class:`~jaxrl_pim.rl.networks.Policy` and policy divergences.
+"""Greedy evaluation of a :class:`~jaxrl_pim.rl.networks.ParametricPolicy` and divergences.
 
-``make_evaluate(policy, env_name, num_episodes)`` returns a pure ``evaluate(params, key)``
-that plays ``num_episodes`` full episodes in parallel with the greedy action (argmax logits,
-Gaussian mean, deterministic action) and also returns the visited observations, so a
-quantized copy of the parameters can be compared with the fp32 policy on the same states
-(:func:`policy_divergence`). Because ``params`` is an argument, one compiled function serves
-every quantized variant of a policy.
+``make_evaluate(policy, env, num_episodes)`` returns a pure ``evaluate(params, key)`` that
+plays ``num_episodes`` full episodes in parallel with the greedy action (argmax logits,
+Gaussian mean, deterministic action) on any gymnax environment (a registered name, a
+Playground task name or an environment object, through :func:`jaxrl_pim.envs.make`) and also
+returns the visited observations, so a quantized copy of the parameters can be compared with
+the fp32 policy on the same states (:func:`policy_divergence`). Because ``params`` is an
+argument, one compiled function serves every quantized variant of a policy.
 """
 
 from __future__ import annotations
@@ -16,17 +17,20 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl_pim._deprecated import renamed
 from jaxrl_pim.checks import check_int
+from jaxrl_pim.envs.factory import make
 from jaxrl_pim.rl import common
-from jaxrl_pim.rl.networks import Policy, categorical_kl, gaussian_kl
+from jaxrl_pim.rl.networks import ParametricPolicy, categorical_kl, gaussian_kl
 
 
-class EvalResult(NamedTuple):
-    """Outcome of :func:`make_evaluate`'s function.
+class EvalRollouts(NamedTuple):
+    """The episodes played by :func:`make_evaluate`'s function (arrays, not a summary).
 
     ``returns``: undiscounted return of each episode ``[num_episodes]``;
-    ``obs``: observations seen ``[max_steps, num_episodes, obs_dim]``;
+    ``obs``: observations seen ``[max_steps, num_episodes, *obs_shape]``;
     ``mask``: 1.0 where ``obs`` belongs to the still-running first episode ``[max_steps, E]``.
+    (The tabular learners' summary is :class:`jaxrl_pim.tabular.EvalResult`.)
     """
 
     returns: jax.Array
@@ -35,14 +39,32 @@ class EvalResult(NamedTuple):
 
 
 def make_evaluate(
-    policy: Policy, env_name: str, num_episodes: int
-) -> Callable[[Any, jax.Array], EvalResult]:
-    """Build ``evaluate(params, key) -> EvalResult`` (pure, jittable)."""
-    check_int("num_episodes", num_episodes, 1, 1_000_000)
-    env, env_params = common.make_env(env_name)
-    max_steps = int(env_params.max_steps_in_episode)
+    policy: ParametricPolicy, env: Any, num_episodes: int, max_steps: int | None = None
+) -> Callable[[Any, jax.Array], EvalRollouts]:
+    """Build ``evaluate(params, key) -> EvalRollouts`` (pure, jittable).
 
-    def evaluate(params: Any, key: jax.Array) -> EvalResult:
+    Args:
+      policy: how to act with ``params`` (``policy.greedy(policy.apply(params, obs))`` on a
+        batch ``obs [num_episodes, *obs_shape]``).
+      env: a gymnax environment: registered name (``"CartPole-v1"``, any of
+        ``gymnax.registered_envs``), ``"playground/<EnvName>"``, an environment object or a
+        pair ``(env, env_params)`` (see :func:`jaxrl_pim.envs.make`).
+      num_episodes: episodes played in parallel (1 to 1,000,000).
+      max_steps: steps per episode; default the environment's time limit
+        (``env_params.max_steps_in_episode``). Required when the environment has none.
+    """
+    check_int("num_episodes", num_episodes, 1, 1_000_000)
+    env, env_params = make(env)
+    if max_steps is None:
+        max_steps = int(getattr(env_params, "max_steps_in_episode", 0) or 0)
+        if not 1 <= max_steps <= 10_000_000:
+            raise ValueError(
+                f"max_steps must be given for an environment without a time limit in 1 to "
+                f"10,000,000 steps (env_params.max_steps_in_episode = {max_steps})"
+            )
+    max_steps = check_int("max_steps", max_steps, 1, 10_000_000)
+
+    def evaluate(params: Any, key: jax.Array) -> EvalRollouts:
         key, k_reset = jax.random.split(key)
         obs, env_state = common.vmap_reset(env, env_params, k_reset, num_episodes)
 
@@ -57,13 +79,13 @@ def make_evaluate(
 
         init = (obs, env_state, jnp.zeros(num_episodes), jnp.ones(num_episodes), key)
         (_, _, ret, _, _), (obs_t, mask) = jax.lax.scan(step, init, None, max_steps)
-        return EvalResult(ret, obs_t, mask)
+        return EvalRollouts(ret, obs_t, mask)
 
     return evaluate
 
 
 def policy_divergence(
-    policy: Policy, ref_params: Any, params: Any, obs: jax.Array, mask: jax.Array
+    policy: ParametricPolicy, ref_params: Any, params: Any, obs: jax.Array, mask: jax.Array
 ) -> dict[str, jax.Array]:
     """How far ``params`` acts from ``ref_params`` on observations ``obs`` ``[..., obs_dim]``.
 
@@ -108,3 +130,6 @@ def policy_divergence(
         "action_mse": jnp.sum(mse * mask) / denom,
         "action_gap": jnp.sum(gap * mask) / denom,
     }
+
+
+__getattr__ = renamed(__name__, {"EvalResult": "jaxrl_pim.rl.evaluate.EvalRollouts"})

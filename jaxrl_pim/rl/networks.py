@@ -1,15 +1,32 @@
-"""Flax policies and critics for the single-process learners, and the ``Policy`` interface.
+"""Every network of the function-approximation learners (rl and ActorQ), and the
+:class:`ParametricPolicy` interface.
 
-A :class:`Policy` is what the PTQ / QAT studies (and ActorQ actors) need from a trained agent:
-``apply(params, obs) -> dist`` maps policy parameters and observations ``[..., obs_dim]`` to the
-parameters of the action distribution, and ``greedy(dist) -> action`` picks the evaluation
-action. ``kind`` says how to read ``dist``:
+Networks (flax modules), one definition per kind:
+
+* :class:`MLP`: dense torso + linear head; Q-networks (DQN, ActorQ's DQN), PPO/A2C logits and
+  values. ``init_scheme="orthogonal"`` (the PPO recipe, default) or ``"lecun"`` (flax's default
+  Dense initialisation, ActorQ's networks).
+* :class:`GaussianActor`: Gaussian policy head (PPO / A2C on continuous actions).
+* :class:`DeterministicActor` (DDPG): tanh action scaled to the bounds ``[low, high]`` inside
+  the network, orthogonal init. :class:`D4PGActor` (ActorQ's D4PG): tanh action in
+  ``[-1, 1]`` (the agent scales it), LeCun init and a near-zero uniform head, as in the D4PG
+  recipe. Two classes because their parameters and initial policies differ.
+* :class:`QCritic` (DDPG, scalar ``Q(s, a)``) and :class:`DistributionalCritic` (D4PG,
+  layer-norm MLP with a categorical head).
+
+A :class:`ParametricPolicy` is what the PTQ / QAT studies (and ActorQ actors) need from a
+trained agent: ``apply(params, obs) -> dist`` maps policy parameters and observations
+``[..., obs_dim]`` to the parameters of the action distribution, and ``greedy(dist) ->
+action`` picks the evaluation action. ``kind`` says how to read ``dist``:
 
 * ``"categorical"``: logits ``[..., num_actions]`` (for DQN, the Q-values read as
   Boltzmann logits at temperature 1);
 * ``"gaussian"``: ``(mean, log_std)``, each ``[..., action_dim]``;
 * ``"deterministic"``: the action itself ``[..., action_dim]`` (DDPG); the studies pair it with
-  the Gaussian exploration noise std (``Policy.noise_std``, in action units).
+  the Gaussian exploration noise std (``ParametricPolicy.noise_std``, in action units).
+
+(Not to be confused with :data:`jaxrl_pim.data.BehaviourPolicy`, a ``(key, state) -> action``
+callable that collects tabular datasets.)
 """
 
 from __future__ import annotations
@@ -23,7 +40,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxrl_pim._deprecated import renamed
+
 _ACT = {"tanh": nn.tanh, "relu": nn.relu}
+#: Kernel initialisations of :class:`MLP` (``init_scheme``).
+INIT_SCHEMES: tuple[str, ...] = ("orthogonal", "lecun")
 
 
 def _householder_q(a: jax.Array) -> jax.Array:
@@ -83,8 +104,14 @@ def orthogonal(scale: float = 1.0) -> Callable[..., jax.Array]:
     return init
 
 
-class Policy(NamedTuple):
-    """Pure policy functions over a parameter pytree (see module docstring)."""
+class ParametricPolicy(NamedTuple):
+    """How to act with a parameter pytree: pure functions and the output kind.
+
+    ``apply(params, obs [..., obs_dim]) -> dist``; ``greedy(dist) -> action [...]`` (or
+    ``[..., action_dim]``); ``kind`` is ``"categorical"``, ``"gaussian"`` or
+    ``"deterministic"`` (see the module docstring); ``noise_std`` is the exploration std in
+    action units of a deterministic policy (0 otherwise).
+    """
 
     kind: str
     apply: Callable[[Any, jax.Array], Any]
@@ -93,23 +120,30 @@ class Policy(NamedTuple):
 
 
 class MLP(nn.Module):
-    """Dense torso ``hidden`` with ``activation`` and a linear head of width ``out``.
+    """Dense torso ``hidden`` with ``activation`` and a linear head: ``[..., in] -> [..., out]``.
 
-    ``out_scale`` sets the orthogonal init scale of the head (0.01 for policy logits, 1 for
-    values), as in the common PPO recipe; kernels use :func:`orthogonal` (no LAPACK call).
+    ``init_scheme="orthogonal"`` (default, the common PPO recipe): kernels from :func:`orthogonal`
+    (no LAPACK call), scale sqrt(2) in the torso and ``out_scale`` in the head (0.01 for
+    policy logits, 1 for values). ``init_scheme="lecun"``: flax's default Dense initialisation
+    (LeCun normal kernels; ``out_scale`` unused), as ActorQ's networks use. Biases start at 0.
     """
 
     hidden: Sequence[int]
     out: int
     activation: str = "tanh"
     out_scale: float = 1.0
+    init_scheme: str = "orthogonal"
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         act = _ACT[self.activation]
+        if self.init_scheme == "lecun":
+            torso_init = head_init = nn.initializers.lecun_normal()
+        else:
+            torso_init, head_init = orthogonal(np.sqrt(2)), orthogonal(self.out_scale)
         for width in self.hidden:
-            x = act(nn.Dense(width, kernel_init=orthogonal(np.sqrt(2)))(x))
-        return nn.Dense(self.out, kernel_init=orthogonal(self.out_scale))(x)
+            x = act(nn.Dense(width, kernel_init=torso_init)(x))
+        return nn.Dense(self.out, kernel_init=head_init)(x)
 
 
 class GaussianActor(nn.Module):
@@ -153,6 +187,50 @@ class QCritic(nn.Module):
         return MLP(self.hidden, 1, self.activation, 1.0)(x)[..., 0]
 
 
+class D4PGActor(nn.Module):
+    """D4PG / ActorQ actor: ReLU MLP, tanh output ``[..., action_dim]`` in ``[-1, 1]``.
+
+    LeCun-normal torso, head initialised uniformly with variance ``1e-4 / fan_in`` (the policy
+    starts near action 0). The agent maps ``[-1, 1]`` onto the action bounds.
+    """
+
+    hidden_sizes: Sequence[int]
+    action_dim: int
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = obs
+        for h in self.hidden_sizes:
+            x = nn.relu(nn.Dense(h)(x))
+        x = nn.Dense(self.action_dim, kernel_init=nn.initializers.variance_scaling(
+            1e-4, "fan_in", "uniform"))(x)
+        return jnp.tanh(x)
+
+
+class DistributionalCritic(nn.Module):
+    """D4PG critic: layer-norm MLP on ``concat(obs, action)``, ``-> [..., num_atoms]`` logits.
+
+    First layer dense + layer norm + tanh, then ELU layers, then the categorical head.
+    """
+
+    hidden_sizes: Sequence[int]
+    num_atoms: int
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        x = jnp.concatenate([obs, action], axis=-1)
+        x = nn.Dense(self.hidden_sizes[0])(x)
+        x = jnp.tanh(nn.LayerNorm()(x))
+        for h in self.hidden_sizes[1:]:
+            x = nn.elu(nn.Dense(h)(x))
+        return nn.Dense(self.num_atoms)(x)
+
+
+def q_network(hidden_sizes: Sequence[int], num_actions: int) -> MLP:
+    """ActorQ's DQN Q-network: ReLU :class:`MLP` with LeCun init, ``-> [..., num_actions]``."""
+    return MLP(tuple(hidden_sizes), num_actions, "relu", init_scheme="lecun")
+
+
 def categorical_log_prob(logits: jax.Array, action: jax.Array) -> jax.Array:
     """``log pi(action)`` for logits ``[..., A]`` and integer actions ``[...]``."""
     logp = jax.nn.log_softmax(logits)
@@ -191,3 +269,6 @@ def gaussian_kl(
     var_q = jnp.exp(2 * q_log_std)
     kl = q_log_std - p_log_std + (var_p + (p_mean - q_mean) ** 2) / (2 * var_q) - 0.5
     return jnp.sum(kl, axis=-1)
+
+
+__getattr__ = renamed(__name__, {"Policy": "jaxrl_pim.rl.networks.ParametricPolicy"})

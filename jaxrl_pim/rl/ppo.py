@@ -23,11 +23,12 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.envs.factory import EnvInfo, make
 from jaxrl_pim.rl import common
 from jaxrl_pim.rl.networks import (
     MLP,
     GaussianActor,
-    Policy,
+    ParametricPolicy,
     categorical_entropy,
     categorical_log_prob,
     gaussian_entropy,
@@ -62,7 +63,7 @@ class PPOConfig:
     qat: common.QATConfig | None = None
 
     def __post_init__(self) -> None:
-        common.make_env(self.env_name)
+        common.check_env("env_name", self.env_name, algo="PPO")
         check_int("num_envs", self.num_envs, 1, 65536)
         check_int("num_steps", self.num_steps, 1, 100_000)
         check_int("update_epochs", self.update_epochs, 1, 1000)
@@ -160,22 +161,23 @@ def clipped_value_loss(
     return 0.5 * jnp.mean(jnp.maximum((values - returns) ** 2, (clipped - returns) ** 2))
 
 
-def _actor_and_spec(config: PPOConfig) -> tuple[Any, dict[str, Any]]:
-    spec = common.env_spec(config.env_name)
-    if spec["discrete"]:
-        actor = MLP(config.hidden, spec["num_actions"], config.activation, 0.01)
+def _actor_and_spec(config: PPOConfig) -> tuple[Any, EnvInfo]:
+    spec = common.env_info(config.env_name)
+    if spec.discrete:
+        actor = MLP(config.hidden, spec.num_actions, config.activation, 0.01)
     else:
-        actor = GaussianActor(config.hidden, spec["action_dim"], config.activation)
+        actor = GaussianActor(config.hidden, spec.action_dim, config.activation)
     return actor, spec
 
 
-def make_policy(config: PPOConfig) -> Policy:
+def make_policy(config: PPOConfig) -> ParametricPolicy:
     """The trained policy's pure functions (categorical logits or Gaussian ``(mean, log_std)``)."""
     actor, spec = _actor_and_spec(config)
-    if spec["discrete"]:
-        return Policy("categorical", actor.apply, lambda logits: jnp.argmax(logits, axis=-1))
-    low, high = spec["action_low"], spec["action_high"]
-    return Policy("gaussian", actor.apply, lambda dist: jnp.clip(dist[0], low, high))
+    if spec.discrete:
+        return ParametricPolicy("categorical", actor.apply,
+                                lambda logits: jnp.argmax(logits, axis=-1))
+    low, high = spec.action_low, spec.action_high
+    return ParametricPolicy("gaussian", actor.apply, lambda dist: jnp.clip(dist[0], low, high))
 
 
 def make_train(
@@ -188,10 +190,10 @@ def make_train(
     ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``. ``callback(step, total,
     metrics)`` is an opt-in host progress hook.
     """
-    env, env_params = common.make_env(config.env_name)
+    env, env_params = make(config.env_name)
     actor, spec = _actor_and_spec(config)
     critic = MLP(config.hidden, 1, config.activation, 1.0)
-    discrete = spec["discrete"]
+    discrete = spec.discrete
     num_updates = config.num_updates
     qat_start = int(config.qat.delay_fraction * num_updates) if config.qat else 0
     steps_per_update = config.update_epochs * config.num_minibatches
@@ -218,12 +220,12 @@ def make_train(
             return action, categorical_log_prob(out, action), action
         mean, log_std = out
         action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
-        env_action = jnp.clip(action, spec["action_low"], spec["action_high"])
+        env_action = jnp.clip(action, spec.action_low, spec.action_high)
         return action, gaussian_log_prob(mean, log_std, action), env_action
 
     def train(key: jax.Array) -> tuple[PPOState, dict[str, jax.Array]]:
         key, k_actor, k_critic, k_env = jax.random.split(key, 4)
-        obs0 = jnp.zeros((1, spec["obs_dim"]), jnp.float32)
+        obs0 = jnp.zeros((1, spec.obs_dim), jnp.float32)
         params = actor.init(k_actor, obs0)
         critic_params = critic.init(k_critic, obs0)
         opt_state = tx.init((params, critic_params))

@@ -9,7 +9,6 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl_pim.actorq.agent import make_env
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import (
     Wire,
@@ -22,6 +21,7 @@ from jaxrl_pim.actorq.broadcast import (
 from jaxrl_pim.actorq.config import ActorQConfig, default_config
 from jaxrl_pim.actorq.single import make_system
 from jaxrl_pim.actorq.transport import ParamClient, ParamServer
+from jaxrl_pim.envs import make_with_info
 
 
 def _tree_equal(a, b) -> bool:
@@ -34,7 +34,7 @@ def _tree_equal(a, b) -> bool:
 @pytest.fixture(scope="module")
 def policy():
     cfg = default_config("dqn", hidden_sizes=(32, 32))
-    _, _, info = make_env(cfg.env_name)
+    _, _, info = make_with_info(cfg.env_name)
     agent = make_agent(cfg, info)
     return agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(3)))
 

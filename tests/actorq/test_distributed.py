@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import jax
 
-from jaxrl_pim.actorq.agent import make_env
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import encode
 from jaxrl_pim.actorq.config import default_config
 from jaxrl_pim.actorq.distributed import ACTOR_PHASES, run_multiprocess
+from jaxrl_pim.envs import make_with_info
 
 
 def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
@@ -28,7 +28,7 @@ def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
     assert out["learner_updates"] > 0 and out["broadcasts"] > 1
     assert sum(rep["refreshes"] for rep in out["actors"].values()) >= 1
     # what travelled per broadcast is the packed int8 policy
-    _, _, info = make_env(cfg.env_name)
+    _, _, info = make_with_info(cfg.env_name)
     agent = make_agent(cfg, info)
     wire, _ = encode(agent.policy_params(agent.init(jax.random.PRNGKey(0))), "int8")
     assert out["broadcast_bytes"] == wire.nbytes

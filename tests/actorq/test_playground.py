@@ -216,13 +216,13 @@ def test_missing_playground_install_says_how_to_install(monkeypatch):
 
 def test_real_cartpole_adapter_matches_playground_and_d4pg_runs():
     pytest.importorskip("mujoco_playground")
-    from jaxrl_pim.actorq.agent import make_env
+    from jaxrl_pim.envs import make_with_info
     from tests.actorq.test_single import run_tiny_d4pg
 
     with pytest.raises(ValueError, match="CartpoleBalance"):
         PlaygroundEnv("NoSuchTask")
 
-    env, params, info = make_env("playground/CartpoleBalance")
+    env, params, info = make_with_info("playground/CartpoleBalance")
     assert (info.obs_dim, info.action_dim, info.discrete) == (5, 1, False)
     assert (info.action_low, info.action_high, info.max_steps) == (-1.0, 1.0, 1000)
     direct = env.unwrapped

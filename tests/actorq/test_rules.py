@@ -82,9 +82,9 @@ def test_huber():
 
 def test_prioritized_replay_weights_and_validity():
     cap, alpha, beta = 8, 0.6, 0.2
-    rep = make_replay(cap, alpha, beta, eps=1e-6)
+    rep = make_replay(cap, jnp.zeros((2,), jnp.float32), alpha, beta, eps=1e-6)
     add, update = jax.jit(rep.add), jax.jit(rep.update_priorities)
-    st = rep.init(jnp.zeros((2,), jnp.float32))
+    st = rep.init()
     st = add(st, jnp.arange(12, dtype=jnp.float32).reshape(6, 2),
              jnp.array([True, True, False, True, True, True]))
     st = update(st, jnp.array([0, 1, 3]), jnp.array([0.5, 2.0, 0.1]))
@@ -103,16 +103,18 @@ def test_prioritized_replay_weights_and_validity():
     np.testing.assert_array_equal(np.asarray(batch)[:, 0], 2.0 * idx)
     # later additions take the largest priority seen so far
     st = add(st, jnp.zeros((1, 2), jnp.float32), jnp.ones((1,), bool))
-    assert float(st.priority[6]) == pytest.approx(2.0 + 1e-6)
+    assert float(st.sampler.priority[6]) == pytest.approx(2.0 + 1e-6)
 
 
 def test_replay_wraps_around():
-    rep = make_replay(4, 0.0, 0.0)
-    st = rep.init(jnp.zeros((), jnp.float32))
+    rep = make_replay(4, jnp.zeros((), jnp.float32), 0.0, 0.0)
+    st = rep.init()
     st = rep.add(st, jnp.arange(3, dtype=jnp.float32))
     st = rep.add(st, jnp.arange(3, 6, dtype=jnp.float32))
-    np.testing.assert_array_equal(np.asarray(st.data), [4.0, 5.0, 2.0, 3.0])
-    assert int(st.size) == 4 and int(st.ptr) == 2
+    np.testing.assert_array_equal(np.asarray(st.buffer.data), [4.0, 5.0, 2.0, 3.0])
+    assert int(st.size) == 4 and int(st.buffer.insert_pos) == 2
+    with pytest.raises(ValueError, match="capacity 4"):
+        rep.add(st, jnp.arange(5, dtype=jnp.float32))
 
 
 def test_time_to_reward_and_speedups():

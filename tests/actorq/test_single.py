@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from jaxrl_pim.actorq.actor import env_step, init_carry
-from jaxrl_pim.actorq.agent import make_env
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.config import ActorQConfig, default_config
-from jaxrl_pim.actorq.networks import DistributionalCritic, Policy
-from jaxrl_pim.actorq.replay import Transition
 from jaxrl_pim.actorq.single import episode_returns, make_system, make_train
+from jaxrl_pim.envs import make_with_info
+from jaxrl_pim.replay import NStepTransition
+from jaxrl_pim.rl.networks import D4PGActor, DistributionalCritic
 from tests.actorq.test_rules import project_reference
 from tests.conftest import run_with_devices
 
@@ -116,7 +116,7 @@ def _softmax(x):
 def _d4pg(**kw):
     cfg = default_config("d4pg", "Pendulum-v1", hidden_sizes=(16, 16),
                          critic_hidden_sizes=(32, 32, 16), **kw)
-    info = make_env(cfg.env_name)[2]
+    info = make_with_info(cfg.env_name)[2]
     return cfg, info, make_agent(cfg, info)
 
 
@@ -134,10 +134,10 @@ def test_d4pg_critic_loss_matches_numpy_target_distribution():
     action = rng.uniform(-2.0, 2.0, (b, 1)).astype(np.float32)  # Pendulum's torque units
     reward = rng.uniform(-12.0, 3.0, b).astype(np.float32)  # some targets leave the support
     discount = (0.99**5 * (rng.random(b) > 0.2)).astype(np.float32)
-    batch = Transition(*(jnp.asarray(x) for x in (obs, action, reward, discount, next_obs)))
+    batch = NStepTransition(*(jnp.asarray(x) for x in (obs, action, reward, discount, next_obs)))
     _, ce, _ = jax.jit(agent.update)(state, batch, jnp.ones(b))
 
-    policy = Policy(cfg.hidden_sizes, 1)
+    policy = D4PGActor(cfg.hidden_sizes, 1)
     critic = DistributionalCritic(cfg.critic_hidden_sizes, cfg.num_atoms)
     atoms = np.linspace(cfg.v_min, cfg.v_max, cfg.num_atoms)
     next_a = np.asarray(policy.apply(other.policy, next_obs))  # learner units, [-1, 1]
@@ -159,7 +159,7 @@ def test_d4pg_hard_target_copies_every_target_period():
     state = agent.init(jax.random.PRNGKey(0))
     rng = np.random.default_rng(1)
     b = 32
-    batch = Transition(
+    batch = NStepTransition(
         jnp.asarray(rng.normal(size=(b, 3)), jnp.float32),
         jnp.asarray(rng.uniform(-2, 2, (b, 1)), jnp.float32),
         jnp.asarray(rng.uniform(-1, 0, b), jnp.float32),
@@ -192,7 +192,7 @@ def test_d4pg_actions_are_scaled_to_pendulum_torque_bounds():
     head["kernel"] = 0.2 * jax.random.normal(jax.random.PRNGKey(5), head["kernel"].shape)
     head["bias"] = jnp.full(head["bias"].shape, 0.5)
     obs = jnp.asarray(np.random.default_rng(0).normal(size=(256, 3)), jnp.float32)
-    raw = np.asarray(Policy((16, 16), 1).apply(params, obs))
+    raw = np.asarray(D4PGActor((16, 16), 1).apply(params, obs))
     assert raw.min() < -0.5 and raw.max() > 0.2
     np.testing.assert_allclose(np.asarray(jax.vmap(agent.greedy, (None, 0))(params, obs)),
                                2.0 * raw, rtol=1e-6)
@@ -219,7 +219,7 @@ def test_actor_n_step_transitions_match_python_loop(algo, env_name, steps):
     n, gamma, scale = 4, 0.9, 0.5
     cfg = default_config(algo, env_name, n_step=n, hidden_sizes=(8,),
                          critic_hidden_sizes=(8, 8))
-    env, env_params, info = make_env(env_name)
+    env, env_params, info = make_with_info(env_name)
     agent = make_agent(cfg, info)
     params = agent.policy_params(agent.init(jax.random.PRNGKey(0)))
     explore = jnp.float32(0.3 if algo == "d4pg" else 1.0)  # D4PG noise / DQN epsilon

@@ -73,12 +73,32 @@ def test_fake_quantize_is_jittable_and_matches_eager():
 )
 def test_ste_forward_is_exact_and_gradient_is_identity(quantizer):
     x = jax.random.normal(jax.random.key(1), (5, 3))
-    np.testing.assert_array_equal(Q.fake_quant_ste(x, quantizer), leaf_qdq(x, quantizer))
-    g = jax.grad(lambda v: jnp.sum(Q.fake_quant_ste(v, quantizer)))(x)
+
+    def ste(v):
+        return Q.quantize_dequantize(v, quantizer, straight_through=True)
+
+    np.testing.assert_array_equal(ste(x), leaf_qdq(x, quantizer))
+    np.testing.assert_array_equal(Q.quantize_dequantize(x, quantizer), leaf_qdq(x, quantizer))
+    g = jax.grad(lambda v: jnp.sum(ste(v)))(x)
     np.testing.assert_array_equal(g, jnp.ones_like(x))
     w = jnp.arange(15.0).reshape(5, 3)
-    g = jax.grad(lambda v: jnp.sum(w * Q.fake_quant_ste(v, quantizer)))(x)
+    g = jax.grad(lambda v: jnp.sum(w * ste(v)))(x)
     np.testing.assert_array_equal(g, w)
+
+
+def test_pytree_straight_through_matches_per_array_and_old_names_warn():
+    params = {"w": jax.random.normal(jax.random.key(2), (4, 3)), "b": jnp.array([0.1, -0.4])}
+    spec = Q.QuantSpec("paper", 3)
+    ste = Q.fake_quantize(params, spec, straight_through=True)
+    jax.tree.map(np.testing.assert_array_equal, ste, Q.fake_quantize(params, spec))
+    g = jax.grad(lambda p: jnp.sum(Q.fake_quantize(p, spec, straight_through=True)["w"]))(params)
+    np.testing.assert_array_equal(g["w"], jnp.ones((4, 3)))
+    with pytest.warns(DeprecationWarning, match="fake_quantize_ste"):
+        old = Q.fake_quantize_ste(params, spec)
+    jax.tree.map(np.testing.assert_array_equal, old, ste)
+    with pytest.warns(DeprecationWarning, match="quantize_dequantize"):
+        one = Q.fake_quant_ste(params["w"], Q.paper_uniform(3))
+    np.testing.assert_array_equal(one, ste["w"])
 
 
 def test_fake_quantize_without_ste_blocks_nothing_but_rounds():

@@ -6,18 +6,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl_pim.rl import common
+from jaxrl_pim.envs import make
 from jaxrl_pim.rl.evaluate import make_evaluate, policy_divergence
-from jaxrl_pim.rl.networks import Policy
+from jaxrl_pim.rl.networks import ParametricPolicy
 
 
 def _linear_policy(kind="categorical"):
     # logits = obs @ W: a fixed, hand-made CartPole controller (push toward the pole's lean).
-    return Policy(kind, lambda p, obs: obs @ p["w"], lambda logits: jnp.argmax(logits, -1))
+    return ParametricPolicy(kind, lambda p, obs: obs @ p["w"],
+                            lambda logits: jnp.argmax(logits, -1))
 
 
 def test_evaluate_matches_python_episode_loop():
-    env, env_params = common.make_env("CartPole-v1")
+    env, env_params = make("CartPole-v1")
     params = {"w": jnp.array([[0.0, 0.0], [0.0, 0.1], [-1.0, 1.0], [-0.5, 0.5]])}
     policy = _linear_policy()
     n = 3
@@ -61,7 +62,7 @@ def test_divergence_closed_forms():
     np.testing.assert_allclose(div["kl"], ref, rtol=1e-5)
     assert float(div["action_agreement"]) == 1.0
 
-    det = Policy("deterministic", lambda p, o: o @ p["w"], lambda a: a, noise_std=0.5)
+    det = ParametricPolicy("deterministic", lambda p, o: o @ p["w"], lambda a: a, noise_std=0.5)
     d = policy_divergence(det, p_ref, p_new, obs, mask)
     # Only state 2 differs: action (0, 1) vs (0, 0.5); squared error 0.25 over 2 dims.
     np.testing.assert_allclose(d["action_mse"], (0.0 + 0.25 / 2) / 2, rtol=1e-6)

@@ -65,8 +65,8 @@ def test_dqn_holds_random_actions_for_explore_hold_steps():
                         batch_size=32, learning_starts=300, eps_start=1.0, eps_end=1.0,
                         explore_hold=4)
     state, _ = jax.jit(dqn.make_train(cfg))(jax.random.key(0))
-    actions = np.asarray(state.buffer.action)
-    ends = np.asarray(state.buffer.terminated) > 0  # random CartPole play ends by falling
+    actions = np.asarray(state.buffer.data.action)
+    ends = np.asarray(state.buffer.data.discount) == 0  # random CartPole play ends by falling
     starts = np.concatenate([[True], ends[:-1]])
     assert ends.sum() >= 5
     assert _runs_restart_every(actions, starts, 4)
@@ -76,7 +76,7 @@ def test_dqn_holds_random_actions_for_explore_hold_steps():
     # with explore_hold = 1 consecutive random actions agree only about half of the time
     state1, _ = jax.jit(dqn.make_train(dataclasses.replace(cfg, explore_hold=1)))(
         jax.random.key(0))
-    a1 = np.asarray(state1.buffer.action)
+    a1 = np.asarray(state1.buffer.data.action)
     assert 0.35 < np.mean(a1[1:] == a1[:-1]) < 0.65
 
 
@@ -86,7 +86,7 @@ def test_ddpg_holds_warm_up_actions_for_noise_hold_steps():
                           batch_size=32, learning_starts=200, noise_hold=10,
                           hidden=(16, 16))
     state, _ = jax.jit(ddpg.make_train(cfg))(jax.random.key(0))
-    actions = np.asarray(state.buffer.action)[:, 0]
+    actions = np.asarray(state.buffer.data.action)[:, 0]
     blocks = actions.reshape(20, 10)  # no episode ends within 200 of its 999 steps
     np.testing.assert_array_equal(blocks, blocks[:, :1] * np.ones((1, 10)))
     assert len(np.unique(blocks[:, 0])) == 20
@@ -100,7 +100,7 @@ def test_ddpg_holds_exploration_noise_after_warm_up():
                           actor_lr=1e-9)
     state, _ = jax.jit(ddpg.make_train(cfg))(jax.random.key(1))
     policy = ddpg.make_policy(cfg)
-    buf = state.buffer
+    buf = state.buffer.data
     noise = np.asarray(buf.action - policy.apply(state.params, buf.obs))[32:160, 0]
     blocks = noise.reshape(16, 8)  # the count-down starts at step 0, so blocks align at 32
     np.testing.assert_allclose(blocks, blocks[:, :1] * np.ones((1, 8)), atol=1e-4)
@@ -173,7 +173,7 @@ THRESHOLDS = {"dqn-acrobot": -250.0, "dqn-mountaincar": -180.0,
 
 LEARN_CODE = """
 import jax, numpy as np
-from jaxrl_pim.actorq.ptq import TASKS
+from jaxrl_pim.studies import TASKS
 from jaxrl_pim.rl.evaluate import make_evaluate
 task = TASKS[NAME]
 # XLA's lowest backend optimisation level: faster to compile, as in test_learning.py

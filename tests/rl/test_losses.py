@@ -8,15 +8,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from jaxrl_pim.replay import NStepTransition
 from jaxrl_pim.rl import common, networks
 from jaxrl_pim.rl.a2c import A2CConfig, policy_gradient_loss
 from jaxrl_pim.rl.ddpg import DDPGConfig, ddpg_target, polyak
 from jaxrl_pim.rl.dqn import (
     DQNConfig,
     advantage_learning_target,
-    buffer_add,
-    buffer_init,
-    buffer_sample,
+    dqn_loss,
+    huber,
+    make_replay,
+    one_step,
+    sample_uniform,
     td_target,
 )
 from jaxrl_pim.rl.ppo import PPOConfig, clipped_surrogate_loss, clipped_value_loss, gae_advantages
@@ -189,16 +192,53 @@ def test_distributions_match_scipy():
 
 
 def test_replay_buffer_wraps_and_samples_stored_rows():
-    buf = buffer_init(5, 2)
+    buffer, sampler = make_replay(5, 2)
+    buf = buffer.init()
     for start in (0, 3):
         obs = jnp.arange(start, start + 3, dtype=jnp.float32)[:, None].repeat(2, 1)
-        buf = buffer_add(buf, obs, jnp.arange(3), jnp.ones(3), obs + 1, jnp.zeros(3))
+        term = jnp.array([False, start == 3, False])
+        buf = buffer.add(buf, one_step(obs, jnp.arange(3), jnp.ones(3), obs + 1, term, 0.9))
     # Six rows into five slots: row 5 overwrote slot 0.
-    np.testing.assert_array_equal(buf.obs[:, 0], [5, 1, 2, 3, 4])
-    assert int(buf.pos) == 1 and int(buf.size) == 5
-    obs, _, _, next_obs, _ = buffer_sample(buf, jax.random.key(0), 64)
+    np.testing.assert_array_equal(buf.data.obs[:, 0], [5, 1, 2, 3, 4])
+    assert int(buf.insert_pos) == 1 and int(buf.size) == 5
+    # discount = gamma, 0 where the episode terminated (row 4 = slot 4)
+    np.testing.assert_allclose(buf.data.discount, [0.9, 0.9, 0.9, 0.9, 0.0])
+    obs, _, _, _, next_obs = sample_uniform(buffer, sampler, buf, jax.random.key(0), 64)
     np.testing.assert_array_equal(next_obs, obs + 1)
     assert set(np.asarray(obs[:, 0]).tolist()) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+
+
+def test_dqn_loss_matches_numpy_with_and_without_weights():
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=(3, 4)).astype(np.float32)
+    w_target = rng.normal(size=(3, 4)).astype(np.float32)
+    q_apply = lambda p, obs: obs @ p  # noqa: E731
+    batch = NStepTransition(
+        obs=rng.normal(size=(6, 3)).astype(np.float32),
+        action=rng.integers(0, 4, 6).astype(np.int32),
+        reward=rng.normal(size=6).astype(np.float32) * 3,
+        discount=np.array([0.99, 0.0, 0.99, 0.5, 0.99, 0.9], np.float32),
+        next_obs=rng.normal(size=(6, 3)).astype(np.float32),
+    )
+    weights = rng.uniform(0.1, 1.0, 6).astype(np.float32)
+    q = batch.obs @ w
+    target = batch.reward + batch.discount * (batch.next_obs @ w_target).max(-1)
+    td = target - q[np.arange(6), batch.action]
+    ax = np.abs(td)
+    hub = np.where(ax <= 1.0, 0.5 * td**2, ax - 0.5)
+    loss, got_td = dqn_loss(q_apply, w, w_target, batch)
+    np.testing.assert_allclose(got_td, td, rtol=1e-5)
+    np.testing.assert_allclose(loss, hub.mean(), rtol=1e-5)
+    loss_w, _ = dqn_loss(q_apply, w, w_target, batch, jnp.asarray(weights))
+    np.testing.assert_allclose(loss_w, (weights * hub).mean(), rtol=1e-5)
+    np.testing.assert_allclose(huber(jnp.asarray(td)), hub, rtol=1e-6)
+    # the gradient flows only through Q(obs, action), never through the target
+    g = jax.grad(lambda p: dqn_loss(q_apply, p, w_target, batch)[0])(jnp.asarray(w))
+    dq = -np.clip(td, -1.0, 1.0) / 6
+    ref = np.zeros_like(w)
+    for i in range(6):
+        ref[:, batch.action[i]] += dq[i] * batch.obs[i]
+    np.testing.assert_allclose(g, ref, rtol=1e-4, atol=1e-6)
 
 
 def test_episode_stats():
@@ -240,6 +280,8 @@ def test_qat_hook_switches_on_after_delay_with_straight_through_gradient():
         (lambda: DQNConfig(batch_size=64, learning_starts=10), "learning_starts"),
         (lambda: DQNConfig(advantage_learning=1.0), "advantage_learning"),
         (lambda: DDPGConfig(env_name="CartPole-v1"), "continuous"),
+        (lambda: DQNConfig(env_name="Breakout-MinAtar"), "flat vectors"),
+        (lambda: DQNConfig(env_name="taxi"), "registered with gymnax"),
         (lambda: DDPGConfig(tau=0.0), "tau"),
         (lambda: A2CConfig(activation="gelu"), "activation"),
         (lambda: PPOConfig(qat=8), "qat"),

@@ -1,4 +1,4 @@
-"""PTQ / QAT studies and the ``jaxrl-pim ptq`` / ``qat`` commands.
+"""PTQ / QAT studies, the action-gap ablation and the ``jaxrl-pim ptq`` / ``qat`` commands.
 
 Training is replaced by randomly initialised policies here (the learners have their own
 tests in tests/rl); these tests check the study's quantization, pairing, statistics and
@@ -17,16 +17,16 @@ import numpy as np
 import pytest
 
 from jaxrl_pim import cli
-from jaxrl_pim.actorq import ptq, qat
 from jaxrl_pim.quant import QuantSpec, fake_quantize
 from jaxrl_pim.rl import dqn, ppo
 from jaxrl_pim.rl.evaluate import make_evaluate
+from jaxrl_pim.studies import gap, ptq, qat, report, tasks
 
 
 def _random_policies(task, num_seeds, key):
-    """Stand-in for ptq.train_seeds: freshly initialised PPO actors, one per seed."""
+    """Stand-in for studies.train_seeds: freshly initialised PPO actors, one per seed."""
     actor, spec = ppo._actor_and_spec(task.config)
-    obs = jnp.zeros((1, spec["obs_dim"]))
+    obs = jnp.zeros((1, spec.obs_dim))
     # Scale the weights up so the random policies are far from uniform.
     params = jax.vmap(lambda k: jax.tree.map(lambda w: 30.0 * w, actor.init(k, obs)))(
         jax.random.split(key, num_seeds)
@@ -43,7 +43,7 @@ def test_return_ratio_orientation():
 
 
 def test_quantize_seeds_uses_per_seed_scales():
-    task = ptq.TASKS["ppo-cartpole"]
+    task = tasks.TASKS["ppo-cartpole"]
     state, _ = _random_policies(task, 2, jax.random.key(0))
     spec = QuantSpec("paper", 4)
     q = ptq.quantize_seeds(state.params, spec)
@@ -57,7 +57,7 @@ def test_quantize_seeds_uses_per_seed_scales():
 
 
 def test_evaluate_formats_reference_row_and_ordering():
-    task = ptq.TASKS["ppo-cartpole"]
+    task = tasks.TASKS["ppo-cartpole"]
     state, _ = _random_policies(task, 2, jax.random.key(1))
     specs = {"fp32": None, "fp16": QuantSpec("fp16"), "bits=2": QuantSpec("paper", 2)}
     out = ptq.evaluate_formats(task, state.params, specs, 2, jax.random.key(2))
@@ -79,15 +79,15 @@ def test_ptq_command_writes_report(tmp_path, monkeypatch, capsys):
     assert rc == 0
     out = capsys.readouterr().out
     assert "| ppo-cartpole | categorical |" in out and "| 3 |" in out
-    report = json.loads(path.read_text())
-    assert set(report) >= {"system", "config", "results", "timing_s", "summary"}
-    res = report["results"]["ppo-cartpole"]
+    report_ = json.loads(path.read_text())
+    assert set(report_) >= {"system", "config", "results", "timing_s", "summary"}
+    res = report_["results"]["ptq"]["ppo-cartpole"]
     assert list(res["formats"]) == ["fp32", "fp16", "int8", "bits=6", "bits=3"]
     assert res["final_train_return"] == pytest.approx(15.0)
-    assert report["summary"]["int8_min_return_ratio"] == pytest.approx(
+    assert report_["summary"]["int8_min_return_ratio"] == pytest.approx(
         res["formats"]["int8"]["return_ratio"]
     )
-    assert report["config"]["bits"] == [6, 3]
+    assert report_["config"]["bits"] == [6, 3]
 
 
 def test_qat_study_plumbing(monkeypatch):
@@ -104,14 +104,14 @@ def test_qat_study_plumbing(monkeypatch):
     entry = results["ppo-cartpole"]["bits"]["4"]
     assert set(entry) == {"ptq", "qat", "qat_final_train_return"}
     assert results["ppo-cartpole"]["fp32"]["return_ratio"] == 1.0
-    assert "| ppo-cartpole | 4 |" in qat.qat_table(results)
+    assert "| ppo-cartpole | 4 |" in report.qat_table(results)
     assert timing["total"] > 0
 
 
 def _random_q_networks(task, num_seeds, key):
-    """Stand-in for ptq.train_seeds on a DQN task: freshly initialised Q-networks."""
+    """Stand-in for studies.train_seeds on a DQN task: freshly initialised Q-networks."""
     q_apply, net, spec = dqn._network(task.config)
-    obs = jnp.zeros((1, spec["obs_dim"]))
+    obs = jnp.zeros((1, spec.obs_dim))
     params = jax.vmap(lambda k: net.init(k, obs))(jax.random.split(key, num_seeds))
     return SimpleNamespace(params=params), {}
 
@@ -123,15 +123,15 @@ def test_gap_ablation_plumbing_and_action_gap(monkeypatch):
         calls.append((task.config.advantage_learning, jax.random.key_data(key).tolist()))
         return _random_q_networks(task, num_seeds, key)
 
-    monkeypatch.setattr(ptq, "train_seeds", fake_train)
-    tasks = ("ppo-cartpole", "dqn-cartpole", "dqn-acrobot")
-    assert ptq.gap_ablation_tasks(tasks) == ("dqn-cartpole", "dqn-acrobot")
-    cfg = ptq.PTQConfig(tasks=ptq.gap_ablation_tasks(tasks), num_seeds=2, eval_episodes=2,
+    monkeypatch.setattr(gap, "train_seeds", fake_train)
+    names = ("ppo-cartpole", "dqn-cartpole", "dqn-acrobot")
+    assert gap.gap_ablation_tasks(names) == ("dqn-cartpole", "dqn-acrobot")
+    cfg = ptq.PTQConfig(tasks=gap.gap_ablation_tasks(names), num_seeds=2, eval_episodes=2,
                         bits=(), timesteps_scale=0.01)
-    results, _ = ptq.run_gap_ablation(cfg)
-    acrobot_alpha = ptq.TASKS["dqn-acrobot"].config.advantage_learning
-    assert acrobot_alpha > 0 and ptq.TASKS["dqn-cartpole"].config.advantage_learning == 0
-    assert [c[0] for c in calls] == [0.0, ptq.GAP_ABLATION_ALPHA, 0.0, acrobot_alpha]
+    results, _ = gap.run_gap_ablation(cfg)
+    acrobot_alpha = tasks.TASKS["dqn-acrobot"].config.advantage_learning
+    assert acrobot_alpha > 0 and tasks.TASKS["dqn-cartpole"].config.advantage_learning == 0
+    assert [c[0] for c in calls] == [0.0, gap.GAP_ABLATION_ALPHA, 0.0, acrobot_alpha]
     assert calls[0][1] == calls[1][1] and calls[2][1] == calls[3][1]  # same seeds per task
     for variants in results.values():
         assert list(variants) == ["plain", "advantage_learning"]
@@ -155,7 +155,7 @@ def test_gap_ablation_plumbing_and_action_gap(monkeypatch):
     fp32 = ptq.evaluate_formats(task, state.params, {"fp32": None}, 2, key)["fp32"]
     np.testing.assert_allclose(fp32["action_gap"], np.mean(gaps),
                                rtol=1e-5)
-    table = ptq.gap_table(results)
+    table = report.gap_table(results)
     assert "| dqn-acrobot | advantage learning | 0.97 |" in table
     assert table.count("| plain | 0 |") == 2
 
@@ -173,3 +173,4 @@ def test_commands_reject_bad_options(argv, message, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+

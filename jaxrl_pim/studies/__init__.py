@@ -1,0 +1,58 @@
+"""jaxrl_pim.studies: quantization studies over the learners of :mod:`jaxrl_pim.rl` and the
+quantizers of :mod:`jaxrl_pim.quant`.
+
+* :mod:`.tasks`: the registered study tasks (:data:`TASKS`) and seed-vmapped training.
+* :mod:`.ptq`: post-training quantization (fp32 / fp16 / int8 / bit sweep; return, KL and
+  action agreement against fp32 on the same initial states).
+* :mod:`.gap`: the action-gap ablation (plain vs advantage-learning DQN under int8).
+* :mod:`.qat`: quantization-aware training vs PTQ at the same bit widths.
+* :mod:`.quantized_policy`: :func:`evaluate_quantized`, PTQ of a user's own flax policy on any
+  gymnax environment.
+* :mod:`.report`: Markdown tables, headline numbers and plots (host code only).
+* :mod:`.command`: the ``jaxrl-pim ptq`` and ``jaxrl-pim qat`` commands.
+
+Seeds: a task's training and evaluation keys derive from the user's seed and the task's
+*name* (:func:`task_keys`), so the same task and seed train the same policies in every study.
+"""
+
+from jaxrl_pim.studies.gap import GAP_ABLATION_ALPHA, gap_ablation_tasks, run_gap_ablation
+from jaxrl_pim.studies.ptq import (
+    DEFAULT_BITS,
+    PTQConfig,
+    evaluate_formats,
+    format_specs,
+    return_ratio,
+    run_ptq,
+)
+from jaxrl_pim.studies.qat import QATStudyConfig, run_qat, with_qat
+from jaxrl_pim.studies.quantized_policy import evaluate_quantized
+from jaxrl_pim.studies.tasks import (
+    FULL_TASKS,
+    QUICK_TASKS,
+    TASKS,
+    StudyTask,
+    task_keys,
+    train_seeds,
+)
+
+__all__ = [
+    "DEFAULT_BITS",
+    "FULL_TASKS",
+    "GAP_ABLATION_ALPHA",
+    "QUICK_TASKS",
+    "TASKS",
+    "PTQConfig",
+    "QATStudyConfig",
+    "StudyTask",
+    "evaluate_formats",
+    "evaluate_quantized",
+    "format_specs",
+    "gap_ablation_tasks",
+    "return_ratio",
+    "run_gap_ablation",
+    "run_ptq",
+    "run_qat",
+    "task_keys",
+    "train_seeds",
+    "with_qat",
+]

@@ -1,0 +1,151 @@
+"""``jaxrl-pim ptq`` and ``jaxrl-pim qat``: the quantization studies from the command line.
+
+Examples::
+
+    jaxrl-pim ptq --tasks ppo-cartpole ddpg-pendulum --seeds 3 --bits 16 8 6 4 2 \\
+        --json ptq.json
+    jaxrl-pim ptq --tasks dqn-cartpole --gap-ablation --json gap.json
+    jaxrl-pim qat --tasks ddpg-pendulum --bits 4 3 --seeds 3 --json qat.json
+
+Both print Markdown tables; ``--json`` writes a report (system and provenance, config,
+results, timing_s, summary) whose ``results`` hold one entry per study part (``ptq``,
+``gap``, ``qat``), as ``benchmarks/quant_ptq.py`` writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from jaxrl_pim.cli import HelpFormatter
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _common(p: argparse.ArgumentParser, defaults: Any) -> None:
+    """Options shared by ``ptq`` and ``qat``; ``defaults`` is the study's default config."""
+    from jaxrl_pim.studies.tasks import TASKS
+
+    names = tuple(TASKS)
+    p.add_argument("--tasks", nargs="+", choices=names, default=list(defaults.tasks),
+                   metavar="TASK", help="study tasks (registry names): " + ", ".join(names))
+    p.add_argument("--seeds", type=int, default=defaults.num_seeds,
+                   help="policies trained per task and setting, vmapped (count, 1-1024)")
+    p.add_argument("--episodes", type=int, default=defaults.eval_episodes,
+                   help="greedy evaluation episodes per seed and format (count)")
+    p.add_argument("--timesteps-scale", type=float, default=defaults.timesteps_scale,
+                   help="multiplier on every task's training length in environment steps "
+                   "(e.g. 0.1 for a quick look)")
+    p.add_argument("--seed", type=int, default=defaults.seed,
+                   help="root PRNG seed; each task's seed is derived from it and the task's "
+                   "name, so a task trains the same policies in ptq, qat and --gap-ablation")
+    p.add_argument("--json", default=None, metavar="PATH",
+                   help="write a JSON report to this file (default: none, print only)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``ptq`` and ``qat`` sub-commands."""
+    from jaxrl_pim.studies.ptq import SCHEMES, PTQConfig
+    from jaxrl_pim.studies.qat import QATStudyConfig
+
+    ptq_defaults, qat_defaults = PTQConfig(), QATStudyConfig()
+    p = subparsers.add_parser(
+        "ptq",
+        help="post-training quantization study (fp32/fp16/int8 and a bit sweep)",
+        description="Train fp32 policies with the jitted learners, evaluate fake-quantized "
+        "copies (fp16, int8, --bits sweep) from the same initial states and report return, "
+        "KL and action agreement vs fp32. --gap-ablation adds plain-vs-advantage-learning DQN.",
+        formatter_class=HelpFormatter,
+    )
+    _common(p, ptq_defaults)
+    p.add_argument("--bits", type=int, nargs="+", default=list(ptq_defaults.bits),
+                   help="bit widths of the sweep (bits, 2-16; paper scheme: 16 = float16 "
+                   "round trip)")
+    p.add_argument("--scheme", choices=SCHEMES, default=ptq_defaults.scheme,
+                   help="integer quantizer of int8 and the sweep")
+    p.add_argument("--per-channel", action="store_true",
+                   help="one scale per output channel (default: off, one scale per tensor)")
+    p.add_argument("--no-biases", action="store_true",
+                   help="keep biases (and other 1-D leaves) in fp32 (default: off, "
+                   "quantize them too, as the paper does)")
+    p.add_argument("--gap-ablation", action="store_true",
+                   help="also run the action-gap ablation on the DQN tasks among --tasks "
+                   "(trains each twice: plain and advantage-learning targets) (default: off)")
+    p.set_defaults(func=run_ptq_command)
+
+    q = subparsers.add_parser(
+        "qat",
+        help="quantization-aware training study (QAT vs PTQ at the same bits)",
+        description="Train with fake quantization (straight-through gradient) after a delay "
+        "and compare with post-training quantization of fp32 policies at the same bit "
+        "widths (paper quantizer).",
+        formatter_class=HelpFormatter,
+    )
+    _common(q, qat_defaults)
+    q.add_argument("--bits", type=int, nargs="+", default=list(qat_defaults.bits),
+                   help="bit widths to train at (bits, 2-16)")
+    q.add_argument("--delay", type=float, default=qat_defaults.delay_fraction,
+                   help="fraction of training (0 <= f < 1) before fake quantization "
+                   "switches on")
+    q.set_defaults(func=run_qat_command)
+
+
+def _write(path: str, config: Any, results: dict[str, Any], timing: dict[str, Any],
+           summarize: Any) -> None:
+    from jaxrl_pim.report import RunRecord, write_results
+
+    write_results(path, run=RunRecord(), config=config, results=results, timing_s=timing,
+                  summarize=summarize)
+    _log(f"wrote {path}")
+
+
+def run_ptq_command(args: argparse.Namespace) -> int:
+    """Run ``jaxrl-pim ptq``; returns the exit status."""
+    from jaxrl_pim.studies import report
+    from jaxrl_pim.studies.gap import gap_ablation_tasks, run_gap_ablation
+    from jaxrl_pim.studies.ptq import PTQConfig, run_ptq
+
+    config = PTQConfig(
+        tasks=tuple(args.tasks), num_seeds=args.seeds, eval_episodes=args.episodes,
+        bits=tuple(args.bits), scheme=args.scheme, per_channel=args.per_channel,
+        include_biases=not args.no_biases, timesteps_scale=args.timesteps_scale,
+        seed=args.seed,
+    )
+    results: dict[str, Any] = {}
+    timing: dict[str, Any] = {}
+    results["ptq"], timing["ptq"] = run_ptq(config, log=_log)
+    print(report.ptq_table(results["ptq"]))
+    if config.bits:
+        print()
+        print(report.bits_table(results["ptq"]))
+    if args.gap_ablation:
+        if not gap_ablation_tasks(config.tasks):
+            raise ValueError("--gap-ablation needs a DQN task among --tasks (e.g. dqn-cartpole)")
+        results["gap"], timing["gap"] = run_gap_ablation(config, log=_log)
+        print()
+        print(report.gap_table(results["gap"]))
+    if args.json:
+        _write(args.json, config, results, timing, report.study_summary)
+    return 0
+
+
+def run_qat_command(args: argparse.Namespace) -> int:
+    """Run ``jaxrl-pim qat``; returns the exit status."""
+    from jaxrl_pim.studies import report
+    from jaxrl_pim.studies.qat import QATStudyConfig, run_qat
+
+    config = QATStudyConfig(
+        tasks=tuple(args.tasks), bits=tuple(args.bits), delay_fraction=args.delay,
+        num_seeds=args.seeds, eval_episodes=args.episodes,
+        timesteps_scale=args.timesteps_scale, seed=args.seed,
+    )
+    results: dict[str, Any] = {}
+    timing: dict[str, Any] = {}
+    results["qat"], timing["qat"] = run_qat(config, log=_log)
+    print(report.qat_table(results["qat"]))
+    if args.json:
+        _write(args.json, config, results, timing, report.study_summary)
+    return 0
