@@ -17,10 +17,12 @@ done at them) over the SAME buffer capacity holding the same data:
   batch (``jaxrl_pim.replay.gather_into``): no transpose, no fresh allocation.
 * ``interleaved_faithful_agent_major`` -- the same gather in ``Buffer.gather``'s default
   agent-major order into a fresh output (what the round did before; kept for the profile).
-* ``per_agent`` -- JAX, ``per_agent`` layout (N ring buffers), faithful: N^2 gathers.
+* ``per_agent`` -- JAX, ``per_agent`` layout (N ring buffers), faithful: N^2 gathers, in
+  agent-major order (that layout's natural one), donated.
 * ``interleaved`` -- the FAST mode: ONE index set shared by all agents, one gather of B rows
-  (a different sampling algorithm; reported as ``fast_mode_sampler_speedup_24`` next to its
-  measured effect on return, read from the MADDPG end-to-end results file).
+  (time-major, donated, like the headline round; a different sampling algorithm, reported
+  as ``fast_mode_sampler_speedup_24`` next to its measured effect on return, read from the
+  MADDPG end-to-end results file).
 
 Samplers (JAX): ``uniform``, ``neighbor`` (64 references x runs of 16), ``prioritized`` and
 ``info_prioritized`` (random priorities on every row); NumPy is uniform only, as the original.
@@ -345,10 +347,12 @@ class Round:
         return time.perf_counter() - t0
 
     def best(self, bstate, sstate, key, repeats: int) -> float:
-        """Best of ``repeats`` rounds after two warm-up rounds (compile; first donation)."""
-        self(bstate, sstate, key)
-        self(bstate, sstate, key)
-        return min(self(bstate, sstate, key) for _ in range(repeats))
+        """Best of ``repeats`` rounds after two warm-up rounds (compile; first donation); every
+        round draws new indices (its own key), as the NumPy sampler does."""
+        keys = jax.block_until_ready(jax.random.split(key, repeats + 2))
+        self(bstate, sstate, keys[0])
+        self(bstate, sstate, keys[1])
+        return min(self(bstate, sstate, k) for k in keys[2:])
 
 
 def numpy_buffers(host: dict[str, np.ndarray], capacity: int) -> list[np_ref.ReplayBuffer]:
@@ -448,9 +452,10 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
         headline.best(bstate, sstates["uniform"], rkey, 1)  # compile and first donation
         random.seed(args.seed)
         numpy_s, jax_s = [], []
-        for _ in range(args.repeats):
+        keys = jax.block_until_ready(jax.random.split(jax.random.fold_in(rkey, 1), args.repeats))
+        for k in keys:
             numpy_s.append(_timed(functools.partial(np_ref.sample_round, bufs, args.batch)))
-            jax_s.append(headline(bstate, sstates["uniform"], rkey))
+            jax_s.append(headline(bstate, sstates["uniform"], k))
     res["numpy_seconds_by_round"] = numpy_s
     res["interleaved_faithful_seconds_by_round"] = jax_s
     del bufs, host
