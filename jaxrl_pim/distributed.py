@@ -8,23 +8,23 @@ feeds only its own devices' shards (``jax.make_array_from_process_local_data``).
 
 * :func:`add_arguments` gives a command ``--coordinator HOST:PORT --num-processes N
   --process-id I`` (and ``--heartbeat-timeout``); :func:`initialize_from_args` joins the run,
-  or, with no flags, joins when a cluster environment (SLURM, Open MPI) says the job has
-  several tasks, letting ``jax.distributed.initialize()`` detect the rest. Otherwise the run
-  stays one process and nothing changes.
-* Faults: when a process dies, the others stop rather than hang. A collective whose peer
-  closed its connection fails at once (caught as ``jax.errors.JaxRuntimeError``: the command
-  prints one line and exits with status 1); otherwise the coordination service notices the
-  missing heartbeats within ``--heartbeat-timeout`` seconds (or at once when process 0, which
-  hosts the service, is gone) and terminates the survivors. Its C++ fatal report (a dozen
-  lines and a stack trace) is folded into one line by :func:`fold_fatal_reports`, a small
-  process that relays stderr. Only process 0 writes files, each atomically, so a stopped
-  run leaves earlier files as they were and no partial ones.
+  or, with no flags, joins when it was started as one task of several (a SLURM ``srun`` step,
+  an Open MPI ``mpirun``), letting ``jax.distributed.initialize()`` read the rest from the
+  environment. Otherwise the run stays one process and nothing changes.
+* Faults: when a process dies, the others stop rather than hang. The coordination service
+  notices the missing heartbeats within ``--heartbeat-timeout`` seconds (at once when process
+  0, which hosts the service, is gone) and terminates the survivors; its C++ fatal report (a
+  dozen lines and a stack trace) is folded into one line by :func:`fold_fatal_reports`, a
+  small process that relays stdout and stderr. A collective that reports the closed
+  connection first raises ``jax.errors.JaxRuntimeError``, which the command turns into one
+  line and exit status 1 (:func:`fail`). Only process 0 writes files, each atomically, so a
+  stopped run leaves earlier files as they were and no partial ones.
 * ``jaxrl-pim launch --processes N [--devices-per-process D] -- tabular ...`` (:func:`launch`)
   starts N local processes on 127.0.0.1 with a free port, each with D host CPU devices,
   prefixes their output with ``[i]``, and when one fails stops the others and exits non-zero.
 
-This module imports jax only inside functions, so the launcher and the stderr relay start
-quickly and set ``XLA_FLAGS`` before any jax loads.
+This module imports jax only inside functions, so the launcher and the relay start quickly
+and ``XLA_FLAGS`` can still be set before jax loads.
 """
 
 from __future__ import annotations
