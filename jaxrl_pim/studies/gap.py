@@ -13,11 +13,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-import jax
-
 from jaxrl_pim.quant import QuantSpec
 from jaxrl_pim.studies.ptq import PTQConfig, evaluate_formats
-from jaxrl_pim.studies.tasks import TASKS, train_seeds
+from jaxrl_pim.studies.tasks import TASKS, task_keys, train_seeds
 
 #: The advantage-learning weight the gap ablation gives DQN tasks registered without one.
 GAP_ABLATION_ALPHA = 0.9
@@ -34,7 +32,7 @@ def run_gap_ablation(
     """Plain DQN vs DQN with the advantage-learning target, each quantized after training.
 
     For every DQN task of ``config.tasks``, trains ``config.num_seeds`` policies twice from the
-    same keys, once
+    same keys (the PTQ study's keys of that task, :func:`jaxrl_pim.studies.task_keys`), once
     with ``advantage_learning = 0`` (the plain Q-learning target) and once with the task's
     registered ``alpha`` (:data:`GAP_ABLATION_ALPHA` if it has none), and evaluates
     fp32 and int8 copies as :func:`jaxrl_pim.studies.run_ptq` does. Returns ``(results,
@@ -50,11 +48,10 @@ def run_gap_ablation(
              "int8": QuantSpec(config.scheme, 8, per_channel=config.per_channel,
                                include_biases=config.include_biases)}
     results: dict[str, Any] = {}
-    root = jax.random.key(config.seed)
     for name in gap_ablation_tasks(config.tasks):
         base = config.task(name)
         alpha = base.config.advantage_learning or GAP_ABLATION_ALPHA
-        k_train, k_eval = jax.random.split(jax.random.fold_in(root, list(TASKS).index(name)))
+        k_train, k_eval = task_keys(config.seed, name)
         results[name] = {}
         for variant, a in (("plain", 0.0), ("advantage_learning", alpha)):
             task = dataclasses.replace(

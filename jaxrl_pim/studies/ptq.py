@@ -43,6 +43,7 @@ from jaxrl_pim.studies.tasks import (
     TASKS,
     StudyTask,
     final_train_return,
+    task_keys,
     train_seeds,
 )
 
@@ -80,7 +81,8 @@ class PTQConfig:
       per_channel: one scale per output channel instead of per tensor.
       include_biases: quantize biases too (the paper does).
       timesteps_scale: multiplies every task's training length (e.g. 0.5 for quick runs).
-      seed: root PRNG seed.
+      seed: root PRNG seed; a task's keys depend on it and the task's name
+        (:func:`jaxrl_pim.studies.task_keys`), not on its position in ``tasks``.
     """
 
     tasks: tuple[str, ...] = QUICK_TASKS
@@ -221,10 +223,9 @@ def run_ptq(
     timer = PhaseTimer()
     specs = format_specs(config)
     results: dict[str, Any] = {}
-    root = jax.random.key(config.seed)
-    for i, name in enumerate(config.tasks):
+    for name in config.tasks:
         task = config.task(name)
-        k_train, k_eval = jax.random.split(jax.random.fold_in(root, i))
+        k_train, k_eval = task_keys(config.seed, name)
         if log:
             log(f"[ptq] {name}: training {config.num_seeds} seed(s), "
                 f"{task.config.total_timesteps} steps")

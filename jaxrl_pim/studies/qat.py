@@ -18,7 +18,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-import jax
 import numpy as np
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
@@ -29,7 +28,7 @@ from jaxrl_pim.studies.ptq import (
     quantize_seeds,
     summarize_format,
 )
-from jaxrl_pim.studies.tasks import TASKS, StudyTask, final_train_return, train_seeds
+from jaxrl_pim.studies.tasks import TASKS, StudyTask, final_train_return, task_keys, train_seeds
 
 #: Tasks whose policies lose reward under low-bit PTQ (PPO on CartPole keeps its return even at
 #: 2 bits, so it cannot show a QAT benefit).
@@ -48,7 +47,8 @@ class QATStudyConfig:
       num_seeds: policies per (task, bits), vmapped.
       eval_episodes: greedy evaluation episodes per seed.
       timesteps_scale: multiplies every task's training length.
-      seed: root PRNG seed (the fp32, PTQ and QAT runs of a task share training keys).
+      seed: root PRNG seed (the fp32, PTQ and QAT runs of a task share training keys, which
+        depend on the seed and the task's name: the fp32 policies are the PTQ study's).
     """
 
     tasks: tuple[str, ...] = QUICK_QAT_TASKS
@@ -97,11 +97,10 @@ def run_qat(
     from jaxrl_pim.timing import PhaseTimer
 
     timer = PhaseTimer()
-    root = jax.random.key(config.seed)
     results: dict[str, Any] = {}
-    for i, name in enumerate(config.tasks):
+    for name in config.tasks:
         task = config.task(name)
-        k_train, k_eval = jax.random.split(jax.random.fold_in(root, i))
+        k_train, k_eval = task_keys(config.seed, name)
         if log:
             log(f"[qat] {name}: fp32 training, {config.num_seeds} seed(s)")
         state, _ = timer.timed(f"train_fp32/{name}", train_seeds, task, config.num_seeds,

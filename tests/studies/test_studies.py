@@ -174,3 +174,40 @@ def test_commands_reject_bad_options(argv, message, capsys):
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
 
+
+def test_task_seeds_depend_on_name_and_seed_not_position(monkeypatch):
+    """The same task and seed train the same policies (same config, same key) in ``ptq``
+    (whatever the task order), ``qat`` and the gap ablation; other tasks or seeds differ."""
+    calls = []
+
+    def fake_train(study):
+        def train(task, num_seeds, key):
+            calls.append((study, task.name, task.config, jax.random.key_data(key).tolist()))
+            maker = _random_q_networks if task.algo == "dqn" else _random_policies
+            state, _ = maker(task, num_seeds, key)
+            return state, {"episode_return": jnp.ones((num_seeds, 2))}
+
+        return train
+
+    for module in (ptq, qat, gap):
+        monkeypatch.setattr(module, "train_seeds", fake_train(module.__name__))
+    small = dict(num_seeds=1, eval_episodes=1, timesteps_scale=0.01)
+    ptq.run_ptq(ptq.PTQConfig(tasks=("ppo-cartpole", "dqn-cartpole"), bits=(), **small))
+    ptq.run_ptq(ptq.PTQConfig(tasks=("dqn-cartpole", "ppo-cartpole"), bits=(), **small))
+    qat.run_qat(qat.QATStudyConfig(tasks=("dqn-cartpole",), bits=(4,), **small))
+    gap.run_gap_ablation(ptq.PTQConfig(tasks=("dqn-cartpole",), bits=(), **small))
+    ptq.run_ptq(ptq.PTQConfig(tasks=("dqn-cartpole",), bits=(), seed=1, **small))
+    dqn_fp32 = [(c[2], c[3]) for c in calls
+                if c[1] == "dqn-cartpole" and c[2].qat is None and c[2].advantage_learning == 0]
+    # ptq twice (both orders), qat's fp32 run, the gap ablation's plain run, then seed 1
+    assert len(dqn_fp32) == 5
+    assert all(d == dqn_fp32[0] for d in dqn_fp32[:4])
+    assert dqn_fp32[4][1] != dqn_fp32[0][1]  # another seed, another key
+    ppo_keys = [c[3] for c in calls if c[1] == "ppo-cartpole"]
+    assert len(ppo_keys) == 2 and ppo_keys[0] == ppo_keys[1] != dqn_fp32[0][1]
+    # the QAT run of a task shares the fp32 run's key; the keys come from task_keys
+    qat_run = [c for c in calls if c[2].qat is not None]
+    assert len(qat_run) == 1 and qat_run[0][3] == dqn_fp32[0][1]
+    k_train, k_eval = tasks.task_keys(0, "dqn-cartpole")
+    assert jax.random.key_data(k_train).tolist() == dqn_fp32[0][1]
+    assert jax.random.key_data(k_eval).tolist() != dqn_fp32[0][1]
