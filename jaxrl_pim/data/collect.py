@@ -17,14 +17,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_pim._deprecated import renamed
 from jaxrl_pim.checks import check_float, check_int
-from jaxrl_pim.data.transitions import Transitions, compact
+from jaxrl_pim.data.transitions import Dataset, compact
 
-#: A behaviour policy maps ``(key, state int32 [])`` to an action (int32 []).
-Policy = Callable[[jax.Array, jax.Array], jax.Array]
+#: A behaviour policy maps ``(key, state int32 [])`` to an action (int32 []); it collects
+#: datasets (not :class:`jaxrl_pim.rl.ParametricPolicy`, a parametrised network).
+BehaviourPolicy = Callable[[jax.Array, jax.Array], jax.Array]
 
 
-def uniform_policy(num_actions: int) -> Policy:
+def uniform_policy(num_actions: int) -> BehaviourPolicy:
     """Uniform-random behaviour policy over ``num_actions`` actions."""
     check_int("num_actions", num_actions, 1)
 
@@ -35,7 +37,7 @@ def uniform_policy(num_actions: int) -> Policy:
     return policy
 
 
-def epsilon_greedy_policy(q_table: jax.Array, epsilon: float) -> Policy:
+def epsilon_greedy_policy(q_table: jax.Array, epsilon: float) -> BehaviourPolicy:
     """Epsilon-greedy over ``q_table`` ``[S, A]`` (greedy ties go to the lowest action)."""
     epsilon = check_float("epsilon", epsilon, 0.0, 1.0)
     q_table = jnp.asarray(q_table, jnp.float32)
@@ -49,7 +51,7 @@ def epsilon_greedy_policy(q_table: jax.Array, epsilon: float) -> Policy:
     return policy
 
 
-def boltzmann_policy(q_table: jax.Array, temperature: float) -> Policy:
+def boltzmann_policy(q_table: jax.Array, temperature: float) -> BehaviourPolicy:
     """Softmax policy ``pi(a|s) ~ exp(Q[s, a] / temperature)`` over ``q_table`` ``[S, A]``."""
     temperature = check_float("temperature", temperature, 0.0, lo_open=True)
     q_table = jnp.asarray(q_table, jnp.float32)
@@ -65,10 +67,10 @@ def collect(
     env_params,
     key: jax.Array,
     num_transitions: int,
-    policy: Policy | None = None,
+    policy: BehaviourPolicy | None = None,
     num_envs: int | None = None,
     rows: tuple[int, int] | None = None,
-) -> Transitions:
+) -> Dataset:
     """Collect ``num_transitions`` rows with ``policy`` (uniform random by default).
 
     Args:
@@ -81,7 +83,7 @@ def collect(
         bit for bit, running only the environment streams they come from.
 
     Returns:
-      Host NumPy :class:`Transitions` with arrays ``[M]`` (``[stop - start]``) in compact
+      Host NumPy :class:`Dataset` with arrays ``[M]`` (``[stop - start]``) in compact
       dtypes.
     """
     m = check_int("num_transitions", num_transitions, 1)
@@ -97,7 +99,7 @@ def collect(
     out = _collect_jit(env, env_params, policy, e, steps, (first, last))(key)
     offset = first * steps
     out = jax.tree.map(lambda x: np.asarray(x).reshape(-1)[start - offset:stop - offset], out)
-    return compact(Transitions(*out), num_states)
+    return compact(Dataset(*out), num_states)
 
 
 def collect_per_agent(
@@ -106,9 +108,9 @@ def collect_per_agent(
     key: jax.Array,
     num_agents: int,
     num_transitions: int,
-    policy: Policy | None = None,
+    policy: BehaviourPolicy | None = None,
     agents: tuple[int, int] | None = None,
-) -> Transitions:
+) -> Dataset:
     """One dataset per agent (independent keys), arrays ``[K, n]``: agent-major, time order.
 
     ``agents=(start, stop)`` returns only those agents' datasets ``[stop - start, n]``, bit for
@@ -125,10 +127,10 @@ def collect_per_agent(
     run = _collect_jit(env, env_params, policy, 1, n)
     rows = jax.jit(jax.vmap(run))(jax.random.split(key, k)[start:stop])
     rows = jax.tree.map(lambda x: np.asarray(x).reshape(stop - start, n), rows)
-    return compact(Transitions(*rows), num_states)
+    return compact(Dataset(*rows), num_states)
 
 
-def _collect_jit(env, env_params, policy: Policy, num_envs: int, steps: int,
+def _collect_jit(env, env_params, policy: BehaviourPolicy, num_envs: int, steps: int,
                  envs: tuple[int, int] | None = None):
     max_steps = env_params.max_steps_in_episode
 
@@ -157,3 +159,6 @@ def _collect_jit(env, env_params, policy: Policy, num_envs: int, steps: int,
         return jax.vmap(one_env)(keys)  # each field [E, T]
 
     return run
+
+
+__getattr__ = renamed(__name__, {"Policy": "jaxrl_pim.data.collect.BehaviourPolicy"})

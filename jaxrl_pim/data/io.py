@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxrl_pim.data.transitions import Transitions, compact, validate
+from jaxrl_pim.data.transitions import Dataset, compact, validate
 from jaxrl_pim.report import atomic_save
 
 
-def save_npz(path: str | os.PathLike[str], t: Transitions) -> Path:
+def save_npz(path: str | os.PathLike[str], t: Dataset) -> Path:
     """Save ``t`` as an uncompressed ``.npz`` with one array per field."""
-    arrays = {f: np.asarray(getattr(t, f)) for f in Transitions._fields}
+    arrays = {f: np.asarray(getattr(t, f)) for f in Dataset._fields}
 
     def writer(tmp: str) -> None:
         with open(tmp, "wb") as fh:
@@ -30,7 +30,7 @@ def save_npz(path: str | os.PathLike[str], t: Transitions) -> Path:
     return atomic_save(path, writer)
 
 
-def load_npz(path: str | os.PathLike[str], num_states: int, num_actions: int) -> Transitions:
+def load_npz(path: str | os.PathLike[str], num_states: int, num_actions: int) -> Dataset:
     """Load and validate a dataset written by :func:`save_npz` (pickle disabled)."""
     path = Path(path)
     if not path.exists():
@@ -40,15 +40,15 @@ def load_npz(path: str | os.PathLike[str], num_states: int, num_actions: int) ->
             arrays = {name: z[name] for name in z.files}
     except (OSError, EOFError, ValueError, zipfile.BadZipFile) as err:
         raise ValueError(f"{path}: not a readable .npz file ({err})") from err
-    missing = [f for f in Transitions._fields if f not in arrays]
+    missing = [f for f in Dataset._fields if f not in arrays]
     if missing:
         raise ValueError(f"{path}: missing arrays {missing}; has {sorted(arrays)}")
-    t = Transitions(*(arrays[f] for f in Transitions._fields))
+    t = Dataset(*(arrays[f] for f in Dataset._fields))
     validate(t, num_states, num_actions, name=str(path))
     return compact(t, num_states)
 
 
-def write_text(path: str | os.PathLike[str], t: Transitions) -> Path:
+def write_text(path: str | os.PathLike[str], t: Dataset) -> Path:
     """Write the four-column text format ``s a r s'`` (rewards must be integers)."""
     r = np.asarray(t.reward).reshape(-1)
     if not np.array_equal(r, np.round(r)):
@@ -65,7 +65,7 @@ def read_text(
     num_states: int,
     num_actions: int,
     terminal_states: np.ndarray | None = None,
-) -> Transitions:
+) -> Dataset:
     """Read and validate the four-column text format (see module docstring)."""
     path = Path(path)
     if not path.exists():
@@ -95,7 +95,7 @@ def read_text(
     else:
         mask = np.asarray(terminal_states, dtype=bool)
         term = mask[np.clip(s2, 0, len(mask) - 1)]
-    t = Transitions(s, a, table[:, 2].astype(np.float32), s2, term)
+    t = Dataset(s, a, table[:, 2].astype(np.float32), s2, term)
     validate(t, num_states, num_actions, name=str(path))
     return compact(t, num_states)
 
@@ -105,7 +105,7 @@ def load(
     num_states: int,
     num_actions: int,
     terminal_states: np.ndarray | None = None,
-) -> Transitions:
+) -> Dataset:
     """Load ``.npz`` or (any other suffix) the four-column text format."""
     if str(path).endswith(".npz"):
         return load_npz(path, num_states, num_actions)

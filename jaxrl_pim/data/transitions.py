@@ -1,9 +1,14 @@
-"""The offline-experience pytree and its validation.
+"""The offline dataset pytree and its validation.
 
-A dataset is a :class:`Transitions` of equal-length arrays, one row per transition
+A :class:`Dataset` holds equal-length arrays, one row per tabular transition
 ``(s, a, r, s', terminated)``, kept in time order so trajectories are contiguous. Arrays can
 carry leading axes: ``[M]`` for one dataset, ``[C, m]`` once chunked into ``C`` lanes
 (lane-major), ``[K, n]`` for per-agent datasets.
+
+``Transitions`` is the former name of :class:`Dataset` (same class), kept for one release.
+Not to be confused with the replay rows :class:`jaxrl_pim.replay.NStepTransition` (one
+single-agent transition) and :class:`jaxrl_pim.replay.Transition` (one lock-step row of N
+agents).
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import numpy as np
 from jaxrl_pim.checks import check_finite, check_index_range, check_int
 
 
-class Transitions(NamedTuple):
-    """Offline transitions; every field has the same shape (``[M]``, ``[C, m]`` or ``[K, n]``).
+class Dataset(NamedTuple):
+    """An offline tabular dataset: columns of transitions, every field of the same shape
+    (``[M]``, ``[C, m]`` or ``[K, n]``).
 
     Attributes:
       state: current state ``s`` (integer; compact dtype, see :func:`state_dtype`).
@@ -54,10 +60,14 @@ def state_dtype(num_states: int) -> np.dtype:
     return np.dtype(np.int32)
 
 
-def compact(t: Transitions, num_states: int) -> Transitions:
+#: Former name of :class:`Dataset` (deprecated; the same class).
+Transitions = Dataset
+
+
+def compact(t: Dataset, num_states: int) -> Dataset:
     """Cast to the compact storage dtypes (states via :func:`state_dtype`, uint8 actions)."""
     sd = state_dtype(num_states)
-    return Transitions(
+    return Dataset(
         state=np.asarray(t.state).astype(sd),
         action=np.asarray(t.action).astype(np.uint8),
         reward=np.asarray(t.reward).astype(np.float32),
@@ -66,7 +76,7 @@ def compact(t: Transitions, num_states: int) -> Transitions:
     )
 
 
-def validate(t: Transitions, num_states: int, num_actions: int, name: str = "dataset") -> None:
+def validate(t: Dataset, num_states: int, num_actions: int, name: str = "dataset") -> None:
     """Raise ValueError unless ``t`` is a usable dataset for a ``num_states x num_actions`` MDP.
 
     Checks: non-empty, equal shapes, integer states/actions in range (JAX gathers would clamp
@@ -74,7 +84,7 @@ def validate(t: Transitions, num_states: int, num_actions: int, name: str = "dat
     """
     check_int("num_states", num_states, 1)
     check_int("num_actions", num_actions, 1, 255)
-    shapes = {f: np.shape(getattr(t, f)) for f in Transitions._fields}
+    shapes = {f: np.shape(getattr(t, f)) for f in Dataset._fields}
     if len(set(shapes.values())) != 1:
         raise ValueError(f"{name}: fields must share one shape, got {shapes}")
     if t.num_rows == 0:
@@ -91,6 +101,6 @@ def validate(t: Transitions, num_states: int, num_actions: int, name: str = "dat
         raise ValueError(f"{name}.terminated must be boolean (0/1), got dtype {term.dtype}")
 
 
-def concatenate(parts: list[Transitions]) -> Transitions:
+def concatenate(parts: list[Dataset]) -> Dataset:
     """Concatenate datasets along their first axis."""
-    return Transitions(*(np.concatenate([np.asarray(p[i]) for p in parts]) for i in range(5)))
+    return Dataset(*(np.concatenate([np.asarray(p[i]) for p in parts]) for i in range(5)))
