@@ -3,8 +3,9 @@
 Nothing in this module is measured by jaxrl_pim: every value is a figure reported in
 "SwiftRL: Towards Efficient Reinforcement Learning on Real Processing-In-Memory Systems"
 (K. Gogineni et al., ISPASS 2024). Each group carries a ``source`` note; keys name the unit.
-This is a data module imported by the tabular benchmark scripts (not a script itself). Use :data:`PUBLISHED` (all
-groups) or one group dict directly, e.g. ``MULTI_AGENT["xeon_seconds_2000_agents"]``.
+This is a data module imported by the tabular benchmark scripts (not a script itself). Use
+:data:`PUBLISHED` (all groups) or one group dict directly, e.g.
+``MULTI_AGENT["xeon_seconds_2000_agents"]``.
 """
 
 from __future__ import annotations
