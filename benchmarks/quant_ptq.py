@@ -30,8 +30,10 @@ from typing import Any
 import harness
 import jax
 
-from jaxrl_pim.actorq import ptq, qat
+from jaxrl_pim import studies
 from jaxrl_pim.report import RunRecord
+from jaxrl_pim.studies import qat as qat_study
+from jaxrl_pim.studies import report as tables
 
 PARTS = ("ptq", "qat", "gap")
 TARGET_RATIO = 0.95
@@ -50,13 +52,13 @@ def sizes(mode: str) -> dict[str, Any]:
                 "timesteps_scale": 0.001, "parts": ["ptq"]}
     if mode == "quick":
         return {
-            "ptq_tasks": ptq.QUICK_TASKS, "qat_tasks": qat.QUICK_QAT_TASKS,
-            "qat_bits": (4, 3), "bits": ptq.DEFAULT_BITS, "seeds": 4 if accel else 3,
+            "ptq_tasks": studies.QUICK_TASKS, "qat_tasks": qat_study.QUICK_QAT_TASKS,
+            "qat_bits": (4, 3), "bits": studies.DEFAULT_BITS, "seeds": 4 if accel else 3,
             "episodes": 16 if accel else 8, "timesteps_scale": 1.0, "parts": list(PARTS),
         }
     return {
-        "ptq_tasks": ptq.FULL_TASKS, "qat_tasks": qat.FULL_QAT_TASKS,
-        "qat_bits": (6, 5, 4, 3, 2), "bits": ptq.DEFAULT_BITS, "seeds": 8 if accel else 5,
+        "ptq_tasks": studies.FULL_TASKS, "qat_tasks": qat_study.FULL_QAT_TASKS,
+        "qat_bits": (6, 5, 4, 3, 2), "bits": studies.DEFAULT_BITS, "seeds": 8 if accel else 5,
         "episodes": 32 if accel else 16, "timesteps_scale": 1.0, "parts": list(PARTS),
     }
 
@@ -71,10 +73,10 @@ def diagnose(name: str, r: dict[str, Any]) -> str:
                                            strict=True)
     )
     noise = fp["std_return"] / max(abs(fp["mean_return"]), 1e-9)
-    if ptq.is_number(ratio) and ratio >= TARGET_RATIO:
+    if tables.is_number(ratio) and ratio >= TARGET_RATIO:
         return f"{name}: within 5 % (ratio {ratio:.3f})."
     return (
-        f"{name}: int8/fp32 ratio {ptq.fmt(ratio, '.3f')}. int8 keeps the greedy action in "
+        f"{name}: int8/fp32 ratio {tables.fmt(ratio, '.3f')}. int8 keeps the greedy action in "
         f"{i8['action_agreement']:.1%} of the states the fp32 policy visits "
         f"(KL {i8['kl_mean']:.2e} nats, action MSE {i8['action_mse']:.2e}); fp32 return varies "
         f"{noise:.1%} across seeds; per-seed int8/fp32 returns: {seeds}."
@@ -92,23 +94,23 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     if ptq_results:
         ratios = {n: r["formats"]["int8"]["return_ratio"] for n, r in ptq_results.items()}
         fp16 = [r["formats"]["fp16"]["return_ratio"] for r in ptq_results.values()]
-        finite = [v for v in ratios.values() if ptq.is_number(v)]
+        finite = [v for v in ratios.values() if tables.is_number(v)]
         summary.update(
-            int8_min_return_ratio=ptq.int8_min_return_ratio(ptq_results),
+            int8_min_return_ratio=tables.int8_min_return_ratio(ptq_results),
             int8_mean_return_ratio=sum(finite) / len(finite) if finite else math.nan,
-            fp16_min_return_ratio=min((v for v in fp16 if ptq.is_number(v)), default=math.nan),
+            fp16_min_return_ratio=min((v for v in fp16 if tables.is_number(v)), default=math.nan),
             int8_max_kl=max(r["formats"]["int8"]["kl_mean"] for r in ptq_results.values()),
             int8_ratio_by_task=ratios,
             tasks_missing_5pct=[n for n, v in ratios.items()
-                                if not ptq.is_number(v) or v < TARGET_RATIO],
+                                if not tables.is_number(v) or v < TARGET_RATIO],
         )
     if qat_results:
         bits = sorted({int(b) for r in qat_results.values() for b in r["bits"]}, reverse=True)
-        summary["qat_min_return_ratio_by_bits"] = {b: qat.min_qat_ratio(qat_results, b)
+        summary["qat_min_return_ratio_by_bits"] = {b: tables.min_qat_ratio(qat_results, b)
                                                    for b in bits}
         summary["ptq_min_return_ratio_by_bits"] = {
             b: min((r["bits"][str(b)]["ptq"]["return_ratio"] for r in qat_results.values()
-                    if str(b) in r["bits"] and ptq.is_number(r["bits"][str(b)]["ptq"][
+                    if str(b) in r["bits"] and tables.is_number(r["bits"][str(b)]["ptq"][
                         "return_ratio"])), default=math.nan) for b in bits
         }
     if results.get("gap"):
@@ -145,16 +147,16 @@ def render_markdown(report: dict[str, Any]) -> str:
             "for negative returns); KL(fp32 || quantized) in nats on the states the fp32 "
             "policy visits.",
             "",
-            ptq.ptq_table(pres),
+            tables.ptq_table(pres),
             "",
-            f"Worst int8 ratio: **{ptq.fmt(summary['int8_min_return_ratio'], '.3f')}** "
+            f"Worst int8 ratio: **{tables.fmt(summary['int8_min_return_ratio'], '.3f')}** "
             f"(target >= {TARGET_RATIO}); mean "
-            f"{ptq.fmt(summary['int8_mean_return_ratio'], '.3f')}; worst fp16 ratio "
-            f"{ptq.fmt(summary['fp16_min_return_ratio'], '.3f')}.",
+            f"{tables.fmt(summary['int8_mean_return_ratio'], '.3f')}; worst fp16 ratio "
+            f"{tables.fmt(summary['fp16_min_return_ratio'], '.3f')}.",
             "",
             "### Bit sweep: mean return (ratio to fp32)",
             "",
-            ptq.bits_table(pres),
+            tables.bits_table(pres),
             "",
             "### Tasks against the 5 % target",
             "",
@@ -172,7 +174,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             "QAT policy is its quantized copy. PTQ: the fp32 policies (same seeds and length) "
             "quantized after training.",
             "",
-            qat.qat_table(qres),
+            tables.qat_table(qres),
             "",
             f"![PTQ vs QAT]({stem}_qat.png)",
             "",
@@ -189,7 +191,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             f"({cfg['eval_episodes']} greedy episodes per seed). Mean action gap: best minus "
             "second-best fp32 Q-value on the states the fp32 policy visits.",
             "",
-            ptq.gap_table(gres),
+            tables.gap_table(gres),
             "",
         ]
     return "\n".join(lines) + "\n"
@@ -218,26 +220,28 @@ def main(argv: list[str] | None = None) -> int:
     timing: dict[str, Any] = {}
     scale = size["timesteps_scale"]
     if "ptq" in parts:
-        cfg = ptq.PTQConfig(tasks=size["ptq_tasks"], num_seeds=seeds, eval_episodes=episodes,
+        cfg = studies.PTQConfig(tasks=size["ptq_tasks"], num_seeds=seeds, eval_episodes=episodes,
                             bits=size["bits"], timesteps_scale=scale)
-        results["ptq"], timing["ptq"] = ptq.run_ptq(cfg, log=_log)
+        results["ptq"], timing["ptq"] = studies.run_ptq(cfg, log=_log)
         config["ptq"] = cfg
     if "qat" in parts:
-        cfg = qat.QATStudyConfig(tasks=size["qat_tasks"], bits=size["qat_bits"],
-                                 num_seeds=seeds, eval_episodes=episodes, timesteps_scale=scale)
-        results["qat"], timing["qat"] = qat.run_qat(cfg, log=_log)
+        cfg = studies.QATStudyConfig(tasks=size["qat_tasks"], bits=size["qat_bits"],
+                                     num_seeds=seeds, eval_episodes=episodes,
+                                     timesteps_scale=scale)
+        results["qat"], timing["qat"] = studies.run_qat(cfg, log=_log)
         config["qat"] = cfg
     if "gap" in parts:
-        cfg = ptq.PTQConfig(tasks=ptq.gap_ablation_tasks(size["ptq_tasks"]), num_seeds=seeds,
-                            eval_episodes=episodes, bits=(), timesteps_scale=scale)
-        results["gap"], timing["gap"] = ptq.run_gap_ablation(cfg, log=_log)
+        cfg = studies.PTQConfig(tasks=studies.gap_ablation_tasks(size["ptq_tasks"]),
+                                num_seeds=seeds, eval_episodes=episodes, bits=(),
+                                timesteps_scale=scale)
+        results["gap"], timing["gap"] = studies.run_gap_ablation(cfg, log=_log)
         config["gap"] = cfg
     harness.write(out, run=run, config=config, results=results, timing_s=timing,
                   summarize=summarize, markdown=render_markdown)
     if results.get("ptq"):
-        ptq.plot_bits(results["ptq"], str(out.with_name(f"{out.stem}_bits.png")))
+        tables.plot_bits(results["ptq"], str(out.with_name(f"{out.stem}_bits.png")))
     if results.get("qat"):
-        qat.plot_qat(results["qat"], str(out.with_name(f"{out.stem}_qat.png")))
+        tables.plot_qat(results["qat"], str(out.with_name(f"{out.stem}_qat.png")))
     return 0
 
 
