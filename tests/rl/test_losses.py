@@ -208,6 +208,19 @@ def test_replay_buffer_wraps_and_samples_stored_rows():
     assert set(np.asarray(obs[:, 0]).tolist()) <= {1.0, 2.0, 3.0, 4.0, 5.0}
 
 
+def test_ring_buffer_rejects_mismatched_batches_and_indices():
+    buffer, _ = make_replay(4, 2)
+    buf = buffer.init()
+    good = one_step(jnp.zeros((2, 2)), jnp.zeros(2, jnp.int32), jnp.zeros(2), jnp.zeros((2, 2)),
+                    jnp.zeros(2, bool), 0.9)
+    with pytest.raises(ValueError, match=r"shape \(2, 3\); this buffer takes \(2, 2\)"):
+        buffer.add(buf, good._replace(obs=jnp.zeros((2, 3))))
+    with pytest.raises(ValueError, match="capacity 4"):
+        buffer.add(buf, jax.tree.map(lambda x: jnp.concatenate([x, x, x]), good))
+    with pytest.raises(ValueError, match="integer array"):
+        buffer.gather(buffer.add(buf, good), jnp.zeros((2,), jnp.float32))
+
+
 def test_dqn_loss_matches_numpy_with_and_without_weights():
     rng = np.random.default_rng(3)
     w = rng.normal(size=(3, 4)).astype(np.float32)
