@@ -176,21 +176,37 @@ def test_commands_reject_bad_options(argv, message, capsys):
 
 
 def test_task_seeds_depend_on_name_and_seed_not_position(monkeypatch):
-    """The same task and seed train the same policies (same config, same key) in ``ptq``
-    (whatever the task order), ``qat`` and the gap ablation; other tasks or seeds differ."""
-    calls = []
+    """The same task and seed train the same policies (same config, same key) and evaluate
+    them from the same states (same key) in ``ptq`` (whatever the task order), ``qat`` and the
+    gap ablation; other tasks or seeds differ. Training and evaluation are stubs here."""
+    calls, eval_keys = [], []
 
     def fake_train(study):
         def train(task, num_seeds, key):
             calls.append((study, task.name, task.config, jax.random.key_data(key).tolist()))
-            maker = _random_q_networks if task.algo == "dqn" else _random_policies
-            state, _ = maker(task, num_seeds, key)
-            return state, {"episode_return": jnp.ones((num_seeds, 2))}
+            return SimpleNamespace(params=None), {"episode_return": jnp.ones((num_seeds, 2))}
 
         return train
 
+    def fake_formats(task, params, specs, eval_episodes, key):
+        eval_keys.append((task.name, jax.random.key_data(key).tolist()))
+        return {label: {"action_gap": 0.0} for label in specs}
+
+    def fake_paired(task, eval_episodes):
+        def evaluate(ref, params, key):
+            eval_keys.append((task.name, jax.random.key_data(key).tolist()))
+            div = {k: np.zeros(1) for k in ("kl", "action_agreement", "action_mse",
+                                             "action_gap")}
+            return np.zeros((1, 1)), np.zeros((1, 1)), div
+
+        return evaluate
+
     for module in (ptq, qat, gap):
         monkeypatch.setattr(module, "train_seeds", fake_train(module.__name__))
+    monkeypatch.setattr(ptq, "evaluate_formats", fake_formats)
+    monkeypatch.setattr(gap, "evaluate_formats", fake_formats)
+    monkeypatch.setattr(qat, "make_paired_evaluate", fake_paired)
+    monkeypatch.setattr(qat, "quantize_seeds", lambda params, spec: params)
     small = dict(num_seeds=1, eval_episodes=1, timesteps_scale=0.01)
     ptq.run_ptq(ptq.PTQConfig(tasks=("ppo-cartpole", "dqn-cartpole"), bits=(), **small))
     ptq.run_ptq(ptq.PTQConfig(tasks=("dqn-cartpole", "ppo-cartpole"), bits=(), **small))
@@ -210,4 +226,8 @@ def test_task_seeds_depend_on_name_and_seed_not_position(monkeypatch):
     assert len(qat_run) == 1 and qat_run[0][3] == dqn_fp32[0][1]
     k_train, k_eval = tasks.task_keys(0, "dqn-cartpole")
     assert jax.random.key_data(k_train).tolist() == dqn_fp32[0][1]
-    assert jax.random.key_data(k_eval).tolist() != dqn_fp32[0][1]
+    # every evaluation of dqn-cartpole at seed 0 (ptq x2, qat x3, gap x2) starts from k_eval
+    dqn_evals = [k for name, k in eval_keys if name == "dqn-cartpole"]
+    assert len(dqn_evals) == 8
+    assert all(k == jax.random.key_data(k_eval).tolist() for k in dqn_evals[:7])
+    assert dqn_evals[7] != dqn_evals[0]
