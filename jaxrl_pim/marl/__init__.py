@@ -1,27 +1,60 @@
 """Multi-agent actor-critics (MADDPG, MATD3, MASAC) on the JAX particle worlds.
 
-``maddpg`` holds the config, the phase functions and the jitted trainer
-(``make_train(config) -> train(key) -> (state, metrics)``); ``replay`` the buffer layouts and
-samplers; ``checkpoint`` save / load of a train state; ``profiler`` the per-phase timings.
+Modules, in the order a run is built:
+
+* ``config``: :class:`MARLConfig`, validated once (limits shared with the components);
+* ``rules``: per-algorithm critic targets, critic / actor losses and Polyak averaging, and the
+  :class:`~jaxrl_pim.marl.rules.Algorithm` each algorithm is made of;
+* ``networks``: actor / critic MLPs, Gumbel-softmax, per-variable gradient clipping;
+* ``rollout``: the train state and the acting phases (init, action selection, env step,
+  buffer add); ``learner``: the update-round phases (sample, target Q, critic, actor,
+  targets);
+* ``trainer``: ``make_train(config) -> train(key) -> (state, metrics)`` and friends;
+* ``checkpoint`` (save / load a train state), ``profiler`` (per-phase timings), ``command``
+  (``jaxrl-pim marl``). The replay components live in :mod:`jaxrl_pim.replay`.
+
 See ``docs/marl.md``.
 """
 
-from jaxrl_pim.marl.maddpg import (
-    MARLConfig,
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.rules import Algorithm, make_algorithm
+from jaxrl_pim.marl.trainer import (
+    Phases,
     TrainState,
     make_init,
-    make_system,
+    make_phases,
     make_train,
     make_train_from,
     random_policy_return,
 )
 
 __all__ = [
+    "Algorithm",
     "MARLConfig",
+    "Phases",
     "TrainState",
+    "make_algorithm",
     "make_init",
-    "make_system",
+    "make_phases",
     "make_train",
     "make_train_from",
     "random_policy_return",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "make_system":
+        from jaxrl_pim.marl import maddpg
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            value = maddpg.make_system
+        warnings.warn("jaxrl_pim.marl.make_system is deprecated; use "
+                      "jaxrl_pim.marl.make_phases", DeprecationWarning, stacklevel=2)
+        return value
+    raise AttributeError(f"module 'jaxrl_pim.marl' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Save and restore a MARL :class:`~jaxrl_pim.marl.maddpg.TrainState` (npz of pytree leaves).
+"""Save and restore a MARL :class:`~jaxrl_pim.marl.trainer.TrainState` (npz of pytree leaves).
 
 The file holds every leaf of the state (networks, optimiser moments, replay buffers, sampler
 priorities, env state, RNG key, counters) as ``leaf_00000 ...`` plus the run's config as JSON.
@@ -21,7 +21,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxrl_pim.marl.maddpg import MARLConfig, TrainState, make_init
+from jaxrl_pim.envs.mpe import TAG_PRESETS
+from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.trainer import TrainState, make_init
 from jaxrl_pim.report import atomic_save
 
 # Config fields that may differ between the saved run and the resumed one.
@@ -32,6 +34,21 @@ def _config_json(config: MARLConfig) -> str:
     d = dataclasses.asdict(config)
     return json.dumps({k: v for k, v in d.items() if k not in _RESUMABLE_FIELDS},
                       sort_keys=True)
+
+
+def _world(d: dict) -> dict:
+    """``d`` with the predator-prey composition resolved, so a preset (``num_agents=3``) and
+    the same sizes given in full compare equal; files written before ``num_prey`` /
+    ``num_obstacles`` existed read as presets."""
+    d = dict(d)
+    prey, obstacles = d.get("num_prey"), d.get("num_obstacles")
+    if d.get("env") == "tag":
+        if prey is None and d.get("num_agents") in TAG_PRESETS:
+            _, prey, obstacles = TAG_PRESETS[d["num_agents"]]
+        elif prey is not None and obstacles is None:
+            obstacles = max(2, prey)
+    d["num_prey"], d["num_obstacles"] = prey, obstacles
+    return d
 
 
 def save(path: str | os.PathLike[str], state: TrainState, config: MARLConfig) -> Path:
@@ -65,8 +82,8 @@ def load(path: str | os.PathLike[str], config: MARLConfig) -> TrainState:
     with data:
         if "__config__" not in data:
             raise ValueError(f"{str(path)!r} is not a MARL checkpoint (no __config__ entry)")
-        saved = json.loads(str(data["__config__"]))
-        want = json.loads(_config_json(config))
+        saved = _world(json.loads(str(data["__config__"])))
+        want = _world(json.loads(_config_json(config)))
         for k in sorted(set(saved) | set(want)):
             if saved.get(k) != want.get(k):
                 raise ValueError(

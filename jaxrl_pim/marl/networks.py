@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -76,12 +77,6 @@ def gumbel_softmax(key: jax.Array, logits: jax.Array, temperature: float = 1.0) 
     return relaxed_sample(logits, gumbel_noise(key, logits.shape), temperature)
 
 
-def categorical_entropy(logits: jax.Array) -> jax.Array:
-    """Entropy ``-sum_k p_k log p_k`` of ``softmax(logits)`` over the last axis (nats)."""
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
-
-
 def clip_by_leaf_norm(max_norm: float) -> optax.GradientTransformation:
     """Clip every gradient leaf by its own L2 norm: ``g * max_norm / max(||g||, max_norm)``.
 
@@ -105,6 +100,30 @@ def clip_by_leaf_norm(max_norm: float) -> optax.GradientTransformation:
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-def polyak(target, online, tau: float):
-    """Soft target update ``target <- (1 - tau) * target + tau * online`` (leaf-wise)."""
-    return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)
+class Networks(NamedTuple):
+    """The modules and optimiser of a run: one actor module per team, one critic module
+    (every agent's critics share its shape), and the per-variable-clipped Adam."""
+
+    actors: tuple[MLP, ...]
+    critic: MLP
+    optimizer: optax.GradientTransformation
+
+
+def make_networks(hidden: Sequence[int], action_dims: Sequence[int], lr: float,
+                  grad_clip: float) -> Networks:
+    """Actors ``MLP(hidden, action_dim)`` per team, critic ``MLP(hidden, 1)``, and
+    ``clip_by_leaf_norm(grad_clip)`` followed by ``adam(lr)``."""
+    return Networks(
+        actors=tuple(MLP(tuple(hidden), a) for a in action_dims),
+        critic=MLP(tuple(hidden), 1),
+        optimizer=optax.chain(clip_by_leaf_norm(grad_clip), optax.adam(lr)),
+    )
+
+
+def __getattr__(name: str) -> Any:
+    # categorical_entropy and polyak are rules now (jaxrl_pim.marl.rules); kept importable here.
+    if name in ("categorical_entropy", "polyak"):
+        from jaxrl_pim.marl import rules
+
+        return getattr(rules, name)
+    raise AttributeError(f"module 'jaxrl_pim.marl.networks' has no attribute {name!r}")

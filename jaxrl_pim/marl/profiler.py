@@ -1,10 +1,11 @@
 """Phase profiler for the MARL learners: where does a training step's time go?
 
-Each phase of :mod:`jaxrl_pim.marl.maddpg` is jitted on its own and timed with
-:func:`jaxrl_pim.timing.time_call` (best of ``repeats`` blocked calls after a warm-up call, so
-compile time is excluded) on a realistic state: freshly initialised networks and optimisers,
-and replay buffers FILLED to ``capacity`` rows of random transitions (prioritised samplers get
-random priorities on every row). The phases, as in the characterisation paper:
+Each phase of the trainer (:func:`jaxrl_pim.marl.trainer.make_phases`) is jitted on its own
+and timed with :func:`jaxrl_pim.timing.time_call` (best of ``repeats`` blocked calls after a
+warm-up call, so compile time is excluded) on a realistic state: freshly initialised networks
+and optimisers, and replay buffers FILLED to ``capacity`` rows of random transitions
+(prioritised samplers get random priorities on every row). The phases, as in the
+characterisation paper:
 
 ===================  =================================================  ==================
 phase                what one timed call does                           how often
@@ -35,7 +36,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl_pim.marl.maddpg import MARLConfig, TrainState, make_system
+from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.rules import make_algorithm
+from jaxrl_pim.marl.trainer import Phases, TrainState, make_phases, make_sampler
 from jaxrl_pim.timing import time_call
 
 PHASES: tuple[str, ...] = (
@@ -51,60 +54,90 @@ PHASES: tuple[str, ...] = (
 ENV_PHASES: tuple[str, ...] = PHASES[:3]
 
 
-def filled_state(config: MARLConfig, key: jax.Array) -> TrainState:
+def filled_state(config: MARLConfig, key: jax.Array, phases: Phases | None = None
+                 ) -> TrainState:
     """An initial train state whose buffers hold ``buffer_capacity`` random transitions.
 
     Observations and rewards are standard normal, actions uniform on the simplex, ``done``
-    0; prioritised samplers get priorities uniform in ``[0, 1)`` on every row.
+    0; prioritised samplers get priorities uniform in ``[0, 1)`` on every row. ``phases``
+    defaults to ``make_phases(config)``.
     """
-    sys = make_system(config)
-    state = sys.init(key)
+    phases = make_phases(config) if phases is None else phases
     cap = config.buffer_capacity
-    buffers = []
-    for ti, (b, s) in enumerate(zip(sys.buffers, state.buffers, strict=True)):
-        kk = jax.random.fold_in(key, 100 + ti)
-        data = []
-        for fi, arr in enumerate(s.data):
-            k = jax.random.fold_in(kk, fi)
-            if fi == 1:  # action
-                data.append(jax.nn.softmax(jax.random.normal(k, arr.shape), axis=-1))
-            elif fi == 4:  # done
-                data.append(jnp.zeros_like(arr))
-            else:
-                data.append(jax.random.normal(k, arr.shape, arr.dtype))
-        del b
-        buffers.append(s._replace(data=type(s.data)(*data), size=jnp.asarray(cap, jnp.int32),
-                                  insert_pos=jnp.zeros((), jnp.int32)))
-    ss = state.sampler
-    if config.sampler in ("prioritized", "info_prioritized"):
-        prio = jax.random.uniform(jax.random.fold_in(key, 7), (cap,))
-        ss = jax.jit(sys.sampler.update_priorities)(ss, jnp.arange(cap, dtype=jnp.int32), prio)
-    return state._replace(buffers=tuple(buffers), sampler=ss)
+    prioritized = config.sampler in ("prioritized", "info_prioritized")
+    update_priorities = make_sampler(config).update_priorities
+
+    def fill(key):
+        state = phases.rollout.init(key)
+        buffers = []
+        for ti, s in enumerate(state.buffers):
+            kk = jax.random.fold_in(key, 100 + ti)
+            data = []
+            for fi, arr in enumerate(s.data):
+                k = jax.random.fold_in(kk, fi)
+                if fi == 1:  # action
+                    data.append(jax.nn.softmax(jax.random.normal(k, arr.shape), axis=-1))
+                elif fi == 4:  # done
+                    data.append(jnp.zeros_like(arr))
+                else:
+                    data.append(jax.random.normal(k, arr.shape, arr.dtype))
+            buffers.append(s._replace(data=type(s.data)(*data),
+                                      size=jnp.asarray(cap, jnp.int32),
+                                      insert_pos=jnp.zeros((), jnp.int32)))
+        ss = state.sampler
+        if prioritized:
+            prio = jax.random.uniform(jax.random.fold_in(key, 7), (cap,))
+            ss = update_priorities(ss, jnp.arange(cap, dtype=jnp.int32), prio)
+        return state._replace(buffers=tuple(buffers), sampler=ss)
+
+    return jax.jit(fill)(key)
+
+
+def calls_per_update_round(config: MARLConfig) -> dict[str, float]:
+    """How often each phase runs per update round in training: env-step phases
+    ``update_every`` times, the update phases once, the actor and target phases once every
+    ``policy_delay``-th round (MATD3)."""
+    delayed = 1.0 / make_algorithm(config).policy_delay
+    calls = {p: float(config.update_every) for p in ENV_PHASES}
+    calls.update(sampling=1.0, target_q=1.0, q_loss=1.0, p_loss=delayed,
+                 target_update=delayed)
+    return calls
+
+
+def phase_shares(seconds: dict[str, float], calls: dict[str, float]) -> dict[str, float]:
+    """Fraction of training time per phase: ``seconds * calls``, normalised to sum to 1."""
+    weighted = {p: seconds[p] * calls[p] for p in PHASES}
+    total = sum(weighted.values())
+    return {p: weighted[p] / total for p in PHASES}
 
 
 def profile_phases(
-    config: MARLConfig, key: jax.Array | None = None, repeats: int = 5
+    config: MARLConfig, key: jax.Array | None = None, repeats: int = 5,
+    phases: Phases | None = None,
 ) -> dict[str, Any]:
     """Time every phase of one training step / update round for ``config``.
 
-    Returns ``{"seconds": {phase: s per call}, "share": {phase: fraction of training time},
-    "update_round_fused": s, "calls_per_update_round": {phase: count}}``.
+    ``phases`` defaults to ``make_phases(config)`` (pass others, e.g. instrumented ones, with
+    the same signatures). Returns ``{"seconds": {phase: s per call}, "share": {phase:
+    fraction of training time}, "update_round_fused": s, "calls_per_update_round": {phase:
+    count}}``.
     """
     key = jax.random.PRNGKey(0) if key is None else key
-    sys = make_system(config)
-    state = filled_state(config, key)
+    phases = make_phases(config) if phases is None else phases
+    rollout, learner = phases
+    state = filled_state(config, key, phases)
     k = jax.random.PRNGKey(1)
     teams, buffers, ss = state.teams, state.buffers, state.sampler
 
-    act = jax.jit(sys.select_actions)
-    step = jax.jit(sys.env_step)
-    add = jax.jit(sys.buffer_add, donate_argnums=(0, 1))
-    sample = jax.jit(sys.sample)
-    target_q = jax.jit(sys.target_q)
-    critic = jax.jit(sys.critic_update)
-    actor = jax.jit(sys.actor_update)
-    target = jax.jit(sys.target_update)
-    fused = jax.jit(sys.update_round)
+    act = jax.jit(rollout.select_actions)
+    step = jax.jit(rollout.env_step)
+    add = jax.jit(rollout.buffer_add, donate_argnums=(0, 1))
+    sample = jax.jit(learner.sample)
+    target_q = jax.jit(learner.target_q)
+    critic = jax.jit(learner.critic_update)
+    actor = jax.jit(learner.actor_update)
+    target = jax.jit(learner.target_update)
+    fused = jax.jit(learner.update_round)
 
     actions = act(teams, state.obs, k)
     next_obs, _, rewards, terminated = step(k, state.env_state, actions)
@@ -132,16 +165,10 @@ def profile_phases(
     fused_s = time_call(lambda: fused(teams, buffers, ss, jnp.zeros((), jnp.int32), k),
                         repeats)
 
-    delayed = 1.0 / config.policy_delay if config.algo == "matd3" else 1.0
-    calls = {p: float(config.update_every) for p in ENV_PHASES}
-    calls.update(sampling=1.0, target_q=1.0, q_loss=1.0, p_loss=delayed,
-                 target_update=delayed)
-    weighted = {p: seconds[p] * calls[p] for p in PHASES}
-    total = sum(weighted.values())
-    share = {p: weighted[p] / total for p in PHASES}
+    calls = calls_per_update_round(config)
     return {
         "seconds": seconds,
-        "share": share,
+        "share": phase_shares(seconds, calls),
         "update_round_fused": fused_s,
         "calls_per_update_round": calls,
     }

@@ -5,7 +5,7 @@ run with the ``per_agent`` buffers from the same key, leaf for leaf (fast shared
 sampling, information-prioritised sampler, whose draws depend on the ring position). The
 trained state is then checked: in-range indices and weights, the learner's batch equal to a
 NumPy gather, and priority trees consistent after the learner's TD-error updates. (The
-prioritised sampler runs in ``test_maddpg.py``'s faithful-mode run, the neighbour sampler in
+prioritised sampler runs in ``test_trainer.py``'s faithful-mode run, the neighbour sampler in
 ``test_learning.py``'s MASAC run; the samplers' distributions are tested in
 ``test_replay.py``.)
 """
@@ -18,7 +18,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl_pim.marl.maddpg import MARLConfig, make_system, make_train
+from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.trainer import make_phases, make_train
 from tests.marl.compiled import compile_logic
 
 # 3 episodes x 10 steps x 4 envs = 120 transitions into 96 rows: the ring wraps.
@@ -31,12 +32,12 @@ CFG = MARLConfig(
 
 def _run(cfg: MARLConfig):
     """Train from key 0, then draw one batch from the final state (one compiled program)."""
-    sys = make_system(cfg)
+    sample = make_phases(cfg).learner.sample
     train = make_train(cfg)
 
     def run(key):
         state, metrics = train(key)
-        idx, w, batch, _ = sys.sample(state.buffers, state.sampler, jax.random.fold_in(key, 7))
+        idx, w, batch, _ = sample(state.buffers, state.sampler, jax.random.fold_in(key, 7))
         return state, metrics, idx, w, batch
 
     key = jax.random.PRNGKey(0)

@@ -2,7 +2,7 @@
 
 The issue's criterion: MADDPG beats the uniform-random policy's return in the same
 environment by at least 25 %. The random reference is the better of the two random policies
-of :func:`jaxrl_pim.marl.maddpg.random_policy_return` (Gumbel-softmax of zero logits, and
+of :func:`jaxrl_pim.marl.trainer.random_policy_return` (Gumbel-softmax of zero logits, and
 uniformly random one-hot actions), about -220 per agent and episode (1,024 episodes each;
 the MADDPG runs below end 27-33 % above it).
 Returns are negative, so "beats by 25 %" means ``R >= R_rand + 0.25 |R_rand|``.
@@ -28,7 +28,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl_pim.marl.maddpg import MARLConfig, make_system, make_train, random_policy_return
+from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.trainer import make_phases, make_train, random_policy_return
 
 SPREAD3 = MARLConfig(
     env="spread", num_agents=3, num_envs=256, num_episodes=150, update_every=1,
@@ -51,14 +52,14 @@ def random_return() -> float:
 def _train(cfg: MARLConfig, draw: bool = False, seed: int = 0):
     """Train from ``seed``; with ``draw`` also sample one batch from the final state (in the
     same program). Returns ``(state, metrics)`` or ``(state, metrics, idx, w, batch)``."""
-    sys = make_system(cfg)
+    sample = make_phases(cfg).learner.sample
     train = make_train(cfg)
 
     def run(key):
         state, metrics = train(key)
         if not draw:
             return state, metrics
-        idx, w, batch, _ = sys.sample(state.buffers, state.sampler, jax.random.fold_in(key, 7))
+        idx, w, batch, _ = sample(state.buffers, state.sampler, jax.random.fold_in(key, 7))
         return state, metrics, idx, w, batch
 
     return jax.device_get(jax.jit(run)(jax.random.PRNGKey(seed)))

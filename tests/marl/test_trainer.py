@@ -1,8 +1,10 @@
-"""MADDPG / MATD3 / MASAC: schedule, buffer writes, update maths, modes, checkpoint resume.
+"""The trainer's phases on MADDPG / MATD3 / MASAC: schedule, buffer writes, update maths,
+sampling modes, checkpoint resume.
 
 Programs are compiled with :func:`tests.marl.compiled.compile_logic` (tiny shapes; compile
-time dominates). Learning quality is in ``test_learning.py``; the replay layouts and samplers
-driven through the learner in ``test_learner_replay.py``.
+time dominates). The rules alone are in ``test_rules.py``, the config in ``test_config.py``;
+learning quality is in ``test_learning.py``; the replay layouts and samplers driven through
+the learner in ``test_learner_replay.py``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl_pim.marl import checkpoint, replay
-from jaxrl_pim.marl.maddpg import (
-    MARLConfig,
+from jaxrl_pim import replay
+from jaxrl_pim.marl import checkpoint, plan
+from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.trainer import (
     TeamBatch,
+    make_buffers,
+    make_env,
     make_init,
-    make_system,
+    make_phases,
     make_train_from,
 )
 from tests.marl.compiled import compile_logic
@@ -43,35 +48,6 @@ def tiny_run(init_state):
     return jax.device_get(state), jax.device_get(metrics)
 
 
-@pytest.mark.parametrize(
-    "kwargs, field",
-    [
-        ({"algo": "ddpg"}, "algo"),
-        ({"env": "tag", "num_agents": 5}, "num_agents"),
-        ({"batch_size": 2048, "buffer_capacity": 1000}, "batch_size"),
-        ({"learning_starts": 100}, "learning_starts"),
-        ({"sampler": "neighbor", "num_refs": 3}, "num_refs"),
-        ({"gamma": 1.5}, "gamma"),
-        ({"hidden": (64, 0)}, "hidden"),
-        ({"sampling_mode": "slow"}, "sampling_mode"),
-    ],
-)
-def test_config_rejects_bad_values(kwargs, field):
-    with pytest.raises(ValueError, match=field):
-        MARLConfig(**kwargs)
-
-
-def test_defaults_are_the_reference_hyperparameters():
-    """reference.md section 2: the original MADDPG defaults, MATD3 delay 2, MASAC alpha 0.05."""
-    c = MARLConfig()
-    assert (c.lr, c.gamma, c.tau, c.grad_clip, c.logits_reg) == (0.01, 0.95, 0.01, 0.5, 1e-3)
-    assert (c.batch_size, c.buffer_capacity, c.update_every, c.learning_starts) == (
-        1024, 1_000_000, 100, 25_600)
-    assert (c.hidden, c.episode_length, c.num_episodes, c.temperature) == (
-        (64, 64), 25, 60_000, 1.0)
-    assert c.policy_delay == 2 and c.entropy_coef == 0.05
-
-
 def test_schedule_counters_and_metrics(tiny_run):
     state, m = tiny_run
     steps = TINY.num_episodes * TINY.episode_length  # 20 vector steps of 2 envs
@@ -79,7 +55,7 @@ def test_schedule_counters_and_metrics(tiny_run):
     assert int(state.buffers[0].size) == 2 * steps == int(state.buffers[0].insert_pos)
     # Update after step s (1-based) iff s % update_every == 0 and 2 s >= learning_starts.
     want = sum(1 for s in range(1, steps + 1) if s % 2 == 0 and 2 * s >= 16)
-    assert int(state.num_updates) == want == 7
+    assert int(state.num_updates) == want == 7 == plan.plan_run(TINY).update_rounds
     assert m["episode_return"].shape == (4, 1)
     assert np.isnan(m["critic_loss"][0]).all()  # no update during the first episode
     assert np.isfinite(m["critic_loss"][1:]).all() and np.isfinite(m["actor_loss"][1:]).all()
@@ -115,11 +91,15 @@ def test_checkpoint_resume_is_bit_identical(tiny_run, init_state, tmp_path):
         checkpoint.load(tmp_path / "missing.npz", TINY)
 
 
-def _random_batch(sys, B, seed, done=0.0):
+def _teams(cfg):
+    return make_env(cfg)[0].teams
+
+
+def _random_batch(teams, B, seed, done=0.0):
     """A team batch of random data (drawn with NumPy: eager JAX draws compile per shape)."""
     rng = np.random.default_rng(seed)
     out = []
-    for t in sys.teams:
+    for t in teams:
         n = t.num_agents
         logits = rng.normal(size=(n, B, t.action_dim))
         out.append(TeamBatch(
@@ -152,10 +132,12 @@ def _agent(tree, j):
 
 def test_update_maths_and_faithful_equals_fast_on_shared_indices():
     cfg = dataclasses.replace(TINY, num_agents=3, sampling_mode="fast", sampler="uniform")
-    fast = make_system(cfg)
-    faithful = make_system(dataclasses.replace(cfg, sampling_mode="faithful"))
+    teams_spec = _teams(cfg)
+    fast = make_phases(cfg).learner
+    faithful = make_phases(dataclasses.replace(cfg, sampling_mode="faithful")).learner
+    init = make_init(cfg)
     B = 6
-    n_all = sum(t.num_agents for t in fast.teams)
+    n_all = sum(t.num_agents for t in teams_spec)
 
     def tile(tree):
         return jax.tree.map(lambda x: jnp.broadcast_to(x, (n_all, *x.shape)), tree)
@@ -163,7 +145,7 @@ def test_update_maths_and_faithful_equals_fast_on_shared_indices():
     def probe(key, batch, term, k):
         # One program for every phase (one compilation); faithful mode sees every drawing
         # agent on the same indices (the batch tiled over drawers).
-        teams = fast.init(key).teams
+        teams = init(key).teams
         ys = tuple(b.reward + 1.0 for b in batch)
         w = jnp.ones((B,))
         teams1, closs, _ = fast.critic_update(teams, batch, ys, w)
@@ -177,8 +159,8 @@ def test_update_maths_and_faithful_equals_fast_on_shared_indices():
         return (teams, ys, teams1, closs, teams2, closs2, teams_a, aloss_a, teams_b, aloss_b,
                 tgt, y_fast, y_faith)
 
-    args = (jax.random.PRNGKey(0), _random_batch(fast, B, 1),
-            _random_batch(fast, B, 2, done=1.0), jax.random.PRNGKey(5))
+    args = (jax.random.PRNGKey(0), _random_batch(teams_spec, B, 1),
+            _random_batch(teams_spec, B, 2, done=1.0), jax.random.PRNGKey(5))
     (teams, ys, teams1, closs, teams2, closs2, teams_a, aloss_a, teams_b, aloss_b, tgt, y_fast,
      y_faith) = jax.device_get(compile_logic(probe, *args)(*args))
     batch, term = args[1], args[2]
@@ -190,7 +172,7 @@ def test_update_maths_and_faithful_equals_fast_on_shared_indices():
         + [np.asarray(b.action).transpose(1, 0, 2).reshape(B, -1) for b in batch], axis=1)
     for ti, tp in enumerate(teams):
         want = [np.mean((_np_mlp(_agent(tp.critic, (j, 0)), x)[:, 0] - ys[ti][j]) ** 2)
-                for j in range(fast.teams[ti].num_agents)]
+                for j in range(teams_spec[ti].num_agents)]
         np.testing.assert_allclose(float(closs[ti]), np.mean(want), rtol=1e-4)
 
     # Faithful mode with every drawing agent on the same indices == fast mode.
@@ -210,7 +192,7 @@ def test_update_maths_and_faithful_equals_fast_on_shared_indices():
         + 0.01 * jax.tree.leaves(teams_a[0].actor)[0], rtol=1e-5, atol=1e-7)
 
     # Terminal transitions: y = r exactly (no bootstrap), in both modes.
-    for ti in range(len(fast.teams)):
+    for ti in range(len(teams_spec)):
         np.testing.assert_allclose(y_fast[ti], np.asarray(term[ti].reward))
         np.testing.assert_allclose(y_faith[ti], np.asarray(term[ti].reward))
 
@@ -244,23 +226,25 @@ def _check_twin_target(y, gamma):
 
 def test_matd3_twin_target_and_delays_actor_and_targets():
     cfg = dataclasses.replace(TINY, algo="matd3", sampling_mode="fast", sampler="uniform")
-    sys = make_system(cfg)
+    teams_spec = _teams(cfg)
+    rollout, learner = make_phases(cfg)
+    buffer = make_buffers(cfg, teams_spec)[0]
 
     def probe(key, rows, batch, k):
-        state = sys.init(key)
+        state = rollout.init(key)
         # 16 random rows in the buffer so an update round can sample.
-        buf = sys.buffers[0].add(state.buffers[0], rows)
+        buf = buffer.add(state.buffers[0], rows)
         # Rounds number 0 and 1 (vmapped: one copy of the round in the program).
-        rnd = jax.vmap(lambda nu: sys.update_round(state.teams, (buf,), state.sampler, nu,
-                                                   k)[0][0])(jnp.arange(2, dtype=jnp.int32))
+        rnd = jax.vmap(lambda nu: learner.update_round(state.teams, (buf,), state.sampler, nu,
+                                                       k)[0][0])(jnp.arange(2, dtype=jnp.int32))
         variants = _twin_variants(state.teams, cfg.hidden, SHIFTS)
-        y = jax.vmap(lambda t: sys.target_q(t, batch, k))(variants)
-        aloss = jax.vmap(lambda t: sys.actor_update(t, batch, k)[1])(variants)
+        y = jax.vmap(lambda t: learner.target_q(t, batch, k))(variants)
+        aloss = jax.vmap(lambda t: learner.actor_update(t, batch, k)[1])(variants)
         return state.teams[0], rnd, y, aloss
 
-    b = _random_batch(sys, 16, 1)[0]
+    b = _random_batch(teams_spec, 16, 1)[0]
     rows = replay.Transition(*jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), b))
-    args = (jax.random.PRNGKey(0), rows, _random_batch(sys, 8, 4),
+    args = (jax.random.PRNGKey(0), rows, _random_batch(teams_spec, 8, 4),
             jax.random.PRNGKey(2))
     t0, rnd, y, aloss = jax.device_get(compile_logic(probe, *args)(*args))
 
@@ -286,11 +270,13 @@ def test_masac_entropy_bonus_twin_min_and_current_actors():
     cfg = dataclasses.replace(TINY, algo="masac", num_agents=3, sampling_mode="fast",
                               sampler="uniform")
     assert cfg.entropy_coef == 0.05
-    sac = make_system(cfg)
-    no_ent = make_system(dataclasses.replace(cfg, entropy_coef=0.0))
+    teams_spec = _teams(cfg)
+    init = make_init(cfg)
+    sac = make_phases(cfg).learner
+    no_ent = make_phases(dataclasses.replace(cfg, entropy_coef=0.0)).learner
 
     def probe(key, batch, k):
-        teams = sac.init(key).teams
+        teams = init(key).teams
         # Target actors unlike the actors: MASAC must not read them.
         teams = tuple(tp._replace(target_actor=jax.tree.map(lambda x: 3.0 * x + 0.5,
                                                             tp.target_actor))
@@ -302,12 +288,12 @@ def test_masac_entropy_bonus_twin_min_and_current_actors():
         a_twin = jax.vmap(lambda t: sac.actor_update(t, batch, k)[1])(variants)
         return teams, y_sac, y_0, a_sac, a_0, y_twin, a_twin
 
-    args = (jax.random.PRNGKey(0), _random_batch(sac, 6, 1),
+    args = (jax.random.PRNGKey(0), _random_batch(teams_spec, 6, 1),
             jax.random.PRNGKey(5))
     teams, y_sac, y_0, a_sac, a_0, y_twin, a_twin = jax.device_get(
         compile_logic(probe, *args)(*args))
     batch = args[1]
-    n = sac.teams[0].num_agents
+    n = teams_spec[0].num_agents
     h_next = np.stack([_np_entropy(_np_mlp(_agent(teams[0].actor, j),
                                            np.asarray(batch[0].next_obs[j])))
                        for j in range(n)])  # [n, B]
@@ -321,3 +307,29 @@ def test_masac_entropy_bonus_twin_min_and_current_actors():
     # Actor loss -min(Q1, Q2): Q2 = Q1 + 100 changes nothing, Q2 = Q1 - 100 adds 100.
     np.testing.assert_allclose(a_twin[2], a_twin[0], rtol=1e-6, atol=1e-5)
     np.testing.assert_allclose(a_twin[1] - a_twin[0], 100.0, rtol=1e-4)
+
+
+def test_deprecated_maddpg_module_keeps_the_old_names():
+    import warnings
+
+    from jaxrl_pim.marl import maddpg, trainer
+
+    with pytest.warns(DeprecationWarning, match="jaxrl_pim.marl.trainer.make_train_from"):
+        assert maddpg.make_train_from is trainer.make_train_from
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from jaxrl_pim.marl.maddpg import MARLConfig as OldConfig
+        from jaxrl_pim.marl.maddpg import (
+            TrainState,
+            make_init,
+            make_system,
+            make_train,
+            random_policy_return,  # noqa: F401
+        )
+    assert OldConfig is MARLConfig and TrainState is trainer.TrainState
+    assert make_init is trainer.make_init and make_train is trainer.make_train
+    system = make_system(TINY)
+    assert len(system) == 17 and system.config is TINY
+    assert [t.name for t in system.teams] == ["agents"]
+    shapes = jax.eval_shape(system.init, jax.random.PRNGKey(0))
+    assert shapes.buffers[0].data.obs.shape == (2, 64, 12)

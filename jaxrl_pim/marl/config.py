@@ -1,0 +1,225 @@
+"""Configuration of a MADDPG / MATD3 / MASAC run, validated once at construction.
+
+Every field is checked exactly once, in field order, against limits shared with the
+component that uses it (``replay.MAX_CAPACITY`` for the buffers and samplers,
+``mpe.MAX_AGENTS`` for the worlds), so a config that validates builds and trains; a bad value
+raises ``ValueError`` naming the field, the value and the allowed range. Derived sizes
+(critic count, predator-prey composition, update schedule) are properties, static inside jit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.envs import mpe
+from jaxrl_pim.replay import LAYOUTS, SAMPLERS
+from jaxrl_pim.replay.buffers import MAX_CAPACITY
+
+ALGOS: tuple[str, ...] = ("maddpg", "matd3", "masac")
+ENVS: tuple[str, ...] = ("spread", "tag")
+SAMPLING_MODES: tuple[str, ...] = ("faithful", "fast")
+MAX_ENVS = 65_536
+MAX_EPISODE_LENGTH = 100_000
+MAX_WIDTH = 65_536
+
+__all__ = [
+    "ALGOS",
+    "ENVS",
+    "LAYOUTS",
+    "SAMPLERS",
+    "SAMPLING_MODES",
+    "MARLConfig",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class MARLConfig:
+    """Configuration of a MADDPG / MATD3 / MASAC run (defaults: the original MADDPG).
+
+    Attributes:
+      algo: ``"maddpg"``, ``"matd3"`` or ``"masac"``.
+      env: ``"spread"`` (cooperative navigation) or ``"tag"`` (predator-prey).
+      num_agents: spread: N agents (and N landmarks). tag: the number of predators; with
+        ``num_prey=None`` it must be a key of ``mpe.TAG_PRESETS`` and the preset gives the
+        composition (3 -> 3 predators, 1 prey, 2 obstacles).
+      num_prey: tag only: prey G (``None``: from the preset of ``num_agents``).
+      num_obstacles: tag only: obstacles L (``None``: the preset's, or ``max(2, num_prey)``).
+      num_envs: environments stepped in parallel (vmapped); each step stores ``num_envs``
+        transitions. 1 as the original.
+      num_episodes: training episodes per env (60,000 in the original).
+      episode_length: steps per episode (25).
+      sampling_mode: ``"faithful"`` (own indices per agent) or ``"fast"`` (shared indices).
+      sampler: ``"uniform"``, ``"neighbor"``, ``"prioritized"`` or ``"info_prioritized"``.
+      layout: replay layout, ``"per_agent"`` or ``"interleaved"``.
+      buffer_capacity: transitions (time steps) kept per team buffer (1e6), at most
+        ``replay.MAX_CAPACITY``.
+      batch_size: transitions per agent per update (1,024).
+      update_every: env steps (of the vectorised batch) between update rounds (100).
+      updates_per_round: gradient rounds each time an update is due (1).
+      learning_starts: stored transitions needed before the first update (25,600).
+      lr: Adam learning rate of actors and critics (0.01).
+      gamma: discount (0.95). tau: Polyak rate of the targets (0.01).
+      grad_clip: per-variable gradient-norm clip (0.5).
+      hidden: hidden layer widths of actors and critics ((64, 64)).
+      logits_reg: weight of ``mean(logits^2)`` in the actor loss (1e-3).
+      temperature: Gumbel-softmax temperature (1.0).
+      policy_delay: MATD3 critic updates per actor/target update (2).
+      target_noise, target_noise_clip: MATD3 target-policy smoothing on the target logits
+        (0.2, 0.5); ``target_noise=0`` disables it.
+      entropy_coef: MASAC entropy coefficient alpha (0.05).
+      num_refs: neighbour sampling: reference indices R per batch
+        (run length ``batch_size // num_refs``; 16 -> runs of 64 at batch 1,024).
+      window: neighbour sampling takes a window around each reference instead of a run after it.
+      priority_alpha, priority_beta: PER exponents (0.6, 0.4).
+    """
+
+    algo: str = "maddpg"
+    env: str = "spread"
+    num_agents: int = 3
+    num_envs: int = 1
+    num_episodes: int = 60_000
+    episode_length: int = 25
+    sampling_mode: str = "faithful"
+    sampler: str = "uniform"
+    layout: str = "per_agent"
+    buffer_capacity: int = 1_000_000
+    batch_size: int = 1024
+    update_every: int = 100
+    updates_per_round: int = 1
+    learning_starts: int = 25_600
+    lr: float = 0.01
+    gamma: float = 0.95
+    tau: float = 0.01
+    grad_clip: float = 0.5
+    hidden: tuple[int, ...] = (64, 64)
+    logits_reg: float = 1e-3
+    temperature: float = 1.0
+    policy_delay: int = 2
+    target_noise: float = 0.2
+    target_noise_clip: float = 0.5
+    entropy_coef: float = 0.05
+    num_refs: int = 16
+    window: bool = False
+    priority_alpha: float = 0.6
+    priority_beta: float = 0.4
+    num_prey: int | None = None
+    num_obstacles: int | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("algo", self.algo, ALGOS)
+        check_choice("env", self.env, ENVS)
+        self._check_world()
+        check_int("num_envs", self.num_envs, lo=1, hi=MAX_ENVS)
+        check_int("num_episodes", self.num_episodes, lo=0)
+        check_int("episode_length", self.episode_length, lo=1, hi=MAX_EPISODE_LENGTH)
+        check_choice("sampling_mode", self.sampling_mode, SAMPLING_MODES)
+        check_choice("sampler", self.sampler, SAMPLERS)
+        check_choice("layout", self.layout, LAYOUTS)
+        check_int("buffer_capacity", self.buffer_capacity, lo=1, hi=MAX_CAPACITY)
+        if self.buffer_capacity < self.num_envs:
+            raise ValueError(
+                f"buffer_capacity ({self.buffer_capacity}) must be >= num_envs "
+                f"({self.num_envs}): one vectorised step stores num_envs rows"
+            )
+        check_int("batch_size", self.batch_size, lo=1, hi=self.buffer_capacity)
+        check_int("update_every", self.update_every, lo=1)
+        check_int("updates_per_round", self.updates_per_round, lo=1)
+        check_int("learning_starts", self.learning_starts, lo=self.batch_size,
+                  hi=self.buffer_capacity)
+        check_float("lr", self.lr, 0.0, lo_open=True)
+        check_float("gamma", self.gamma, 0.0, 1.0)
+        check_float("tau", self.tau, 0.0, 1.0, lo_open=True)
+        check_float("grad_clip", self.grad_clip, 0.0, lo_open=True)
+        if not isinstance(self.hidden, tuple) or not self.hidden:
+            raise ValueError(f"hidden must be a non-empty tuple of widths, got {self.hidden!r}")
+        for w in self.hidden:
+            check_int("hidden width", w, lo=1, hi=MAX_WIDTH)
+        check_float("logits_reg", self.logits_reg, 0.0)
+        check_float("temperature", self.temperature, 0.0, lo_open=True)
+        check_int("policy_delay", self.policy_delay, lo=1)
+        check_float("target_noise", self.target_noise, 0.0)
+        check_float("target_noise_clip", self.target_noise_clip, 0.0)
+        check_float("entropy_coef", self.entropy_coef, 0.0)
+        check_int("num_refs", self.num_refs, lo=1,
+                  hi=self.batch_size if self.sampler == "neighbor" else None)
+        if self.sampler == "neighbor" and self.batch_size % self.num_refs:
+            raise ValueError(
+                f"batch_size ({self.batch_size}) must be divisible by num_refs "
+                f"({self.num_refs}) for {self.sampler} sampling"
+            )
+        if not isinstance(self.window, bool):
+            raise ValueError(f"window must be True or False, got {self.window!r}")
+        check_float("priority_alpha", self.priority_alpha, 0.0)
+        check_float("priority_beta", self.priority_beta, 0.0, 1.0)
+
+    def _check_world(self) -> None:
+        """``num_agents``, ``num_prey`` and ``num_obstacles`` (checked together: the tag
+        preset rule reads all three)."""
+        if self.env == "spread":
+            check_int("num_agents", self.num_agents, lo=1, hi=mpe.MAX_AGENTS)
+            for name in ("num_prey", "num_obstacles"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} applies to env='tag' only; got "
+                                     f"{name}={getattr(self, name)!r} with env='spread'")
+            return
+        if self.num_prey is None:
+            check_choice("num_agents (tag preset)", self.num_agents, sorted(mpe.TAG_PRESETS))
+            if self.num_obstacles is not None:
+                raise ValueError("num_obstacles needs num_prey (give the whole composition, "
+                                 "or neither to use a preset)")
+            return
+        check_int("num_agents (predators)", self.num_agents, lo=1, hi=mpe.MAX_AGENTS)
+        check_int("num_prey", self.num_prey, lo=1, hi=mpe.MAX_AGENTS - self.num_agents)
+        if self.num_obstacles is not None:
+            check_int("num_obstacles", self.num_obstacles, lo=0, hi=mpe.MAX_AGENTS)
+
+    # ------------------------------------------------------------------ derived sizes
+    @property
+    def num_critics(self) -> int:
+        """1 for MADDPG, 2 (twin critics) for MATD3 and MASAC (the algorithm's rules say)."""
+        from jaxrl_pim.marl.rules import make_algorithm
+
+        return make_algorithm(self).num_critics
+
+    @property
+    def steps_per_episode(self) -> int:
+        """Env steps per episode (of the vectorised batch)."""
+        return self.episode_length
+
+    @property
+    def tag_sizes(self) -> tuple[int, int, int]:
+        """Predator-prey composition ``(predators, prey, obstacles)`` (tag only)."""
+        if self.env != "tag":
+            raise ValueError(f"tag_sizes is defined for env='tag', not {self.env!r}")
+        if self.num_prey is None:
+            return mpe.TAG_PRESETS[self.num_agents]
+        obstacles = max(2, self.num_prey) if self.num_obstacles is None else self.num_obstacles
+        return self.num_agents, self.num_prey, obstacles
+
+    @property
+    def total_agents(self) -> int:
+        """Agents of every team together."""
+        if self.env == "spread":
+            return self.num_agents
+        predators, prey, _ = self.tag_sizes
+        return predators + prey
+
+    @property
+    def first_update_step(self) -> int:
+        """1-based env step (of the vectorised batch) after which the first update round runs:
+        the first multiple of ``update_every`` at which ``learning_starts`` transitions are
+        stored (``num_envs`` per step, capped by the buffer capacity)."""
+        fill = math.ceil(self.learning_starts / self.num_envs)
+        return math.ceil(fill / self.update_every) * self.update_every
+
+    def update_rounds(self, env_steps: int, start_step: int = 0) -> int:
+        """Update rounds run by env steps ``start_step + 1 .. start_step + env_steps``."""
+        first, u = self.first_update_step, self.update_every
+        end = start_step + env_steps
+        begin = max(start_step + 1, first)
+        if end < begin:
+            return 0
+        due = end // u - (begin - 1) // u
+        return due * self.updates_per_round
