@@ -21,6 +21,17 @@ global chunk array; the sync's ``psum`` then crosses processes. Lane ``c`` gets 
 ``c * m .. (c + 1) * m`` of the dataset whatever the layout, so the results equal one
 process's with the same device count (bit for bit for int32). Every process gets the final
 Q-table; the phases are timed on each process for its own part.
+
+Checkpoints (``checkpoints=``, a :class:`~jaxrl_pim.checkpoint.Checkpoints` folder): the run
+goes in segments of ``checkpoint_every`` whole sync rounds (:func:`make_train_from`, one
+compiled segment continues from any round) and after each segment the
+:class:`~jaxrl_pim.tabular.trainer.TabularState` (tables, lane LCG states, key, round counter)
+and the ``q_delta`` of the rounds so far are saved as checkpoint ``<rounds done>``; with
+``resume`` the run continues from the newest one. The final table equals an uninterrupted
+run's bit for bit in every format. Extra phases: ``checkpoint`` (saving and restoring). Across
+processes every process calls the saves and restores with the same (replicated) state, and
+orbax writes each array once, from process 0; the folder must be one that every process sees
+(the same path on a shared file system).
 """
 
 from __future__ import annotations
@@ -33,16 +44,22 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxrl_pim.data.transitions import Transitions
+from jaxrl_pim.checkpoint import Checkpoints
+from jaxrl_pim.checks import check_int
+from jaxrl_pim.data.transitions import Dataset
 from jaxrl_pim.distributed import failed_processes
 from jaxrl_pim.tabular.trainer import (
     Callback,
     TabularConfig,
+    TabularState,
     chunk,
     dropped_rows,
+    init_state,
     make_mesh,
     make_sync,
     make_train,
+    make_train_from,
+    q_table,
 )
 from jaxrl_pim.timing import PhaseTimer, time_call
 
@@ -60,6 +77,9 @@ class RunResult(NamedTuple):
       num_devices: devices the lanes ran on (all processes).
       num_processes: processes the lanes ran on.
       lanes: ``(lo, hi)``, the lanes whose chunks this process held.
+      start_round: sync rounds restored from a checkpoint (0: the run started afresh);
+        ``updates`` and ``updates_per_s`` count the rounds run by this call only.
+      checkpoints: checkpoints written by this call.
     """
 
     q_table: np.ndarray
@@ -71,6 +91,25 @@ class RunResult(NamedTuple):
     num_devices: int
     num_processes: int = 1
     lanes: tuple[int, int] = (0, 0)
+    start_round: int = 0
+    checkpoints: int = 0
+
+
+def default_checkpoint_every(config: TabularConfig) -> int:
+    """Rounds between checkpoints when none is given: about 10 % of the run (at least 1)."""
+    return max(1, -(-config.num_rounds // 10))
+
+
+def episodes_in_rounds(config: TabularConfig, start: int, stop: int) -> int:
+    """Episodes that sync rounds ``start .. stop - 1`` run (the last round may be shorter)."""
+    return min(stop * config.sync_period, config.num_episodes) - start * config.sync_period
+
+
+def checkpoint_template(config: TabularConfig, key: jax.Array) -> dict[str, Any]:
+    """Shapes and dtypes of a tabular checkpoint: ``{"state": TabularState, "q_delta": [R]}``
+    (``q_delta`` holds the rounds done so far, zeros after them)."""
+    return {"state": jax.eval_shape(lambda k: init_state(config, k), key),
+            "q_delta": jax.ShapeDtypeStruct((config.num_rounds,), np.float32)}
 
 
 def run_mesh(config: TabularConfig, num_devices: int | None = None) -> Mesh:
@@ -130,9 +169,9 @@ def process_rows(config: TabularConfig, num_rows: int, lanes: tuple[int, int]) -
 
 
 def _process_chunks(
-    config: TabularConfig, transitions: Transitions, lanes: tuple[int, int],
+    config: TabularConfig, transitions: Dataset, lanes: tuple[int, int],
     num_rows: int | None,
-) -> tuple[Transitions, int]:
+) -> tuple[Dataset, int]:
     """This process's chunks ``[hi - lo, m]`` and the whole dataset's row count (or agents)."""
     lo, hi = lanes
     if num_rows is None:  # the whole dataset: validate all of it, keep this process's lanes
@@ -140,7 +179,7 @@ def _process_chunks(
         whole = transitions.shape[0]
         if (lo, hi) == (0, config.num_cores):
             return chunks, whole
-        return Transitions(*(np.asarray(x)[lo:hi] for x in chunks)), whole
+        return Dataset(*(np.asarray(x)[lo:hi] for x in chunks)), whole
     start, stop = process_rows(config, num_rows, lanes)
     want = (stop - start,) if not config.independent else (stop - start, *transitions.shape[1:])
     if transitions.shape[:1] != want[:1]:
@@ -153,12 +192,15 @@ def _process_chunks(
 
 def run(
     config: TabularConfig,
-    transitions: Transitions,
+    transitions: Dataset,
     key: jax.Array,
     num_devices: int | None = None,
     callback: Callback | None = None,
     *,
     num_rows: int | None = None,
+    checkpoints: Checkpoints | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
 ) -> RunResult:
     """Train on ``num_devices`` devices (see :func:`run_mesh`) and time every phase.
 
@@ -166,6 +208,12 @@ def run(
     with ``num_rows`` (the whole dataset's ``M``, or ``K``), only the rows this process's lanes
     train on (:func:`process_rows`). Across processes every process calls ``run`` with the
     same arguments but its own rows; a data error in any process stops all of them.
+
+    With ``checkpoints`` the run is saved every ``checkpoint_every`` sync rounds (default
+    :func:`default_checkpoint_every`) and at its end (see the module docstring). ``resume``
+    continues from the folder's newest checkpoint (from round 0 when it has none); without
+    ``resume`` a folder that already holds checkpoints is refused (ValueError), as is a
+    checkpoint of another configuration (the folder's fingerprint).
     """
     timer = PhaseTimer()
     mesh = run_mesh(config, num_devices)
@@ -192,11 +240,36 @@ def run(
             jax.make_array_from_process_local_data(sharding, chunks, lane_shape))
     # across processes every process reads the whole table: gather it inside the program
     out = replicated if jax.process_count() > 1 else None
-    train = jax.jit(make_train(config, use_mesh, callback), out_shardings=out)
-    with timer.phase("compile"):
-        compiled = train.lower(key, device_chunks).compile()
-    with timer.phase("run"):
-        q, metrics = timer.block(compiled(key, device_chunks))
+    start_round, saved = 0, 0
+    if checkpoints is None:
+        train = jax.jit(make_train(config, use_mesh, callback), out_shardings=out)
+        with timer.phase("compile"):
+            compiled = train.lower(key, device_chunks).compile()
+        with timer.phase("run"):
+            q, metrics = timer.block(compiled(key, device_chunks))
+    else:
+        every = (default_checkpoint_every(config) if checkpoint_every is None
+                 else check_int("checkpoint_every", checkpoint_every, 1))
+        state, q_delta = _start_state(config, key, checkpoints, resume, timer)
+        start_round = int(state.round)
+        segments: dict[int, Any] = {}
+        while int(state.round) < config.num_rounds:
+            n = min(every, config.num_rounds - int(state.round))
+            if n not in segments:
+                seg = jax.jit(make_train_from(config, n, use_mesh, callback),
+                              out_shardings=out)
+                with timer.phase("compile"):
+                    segments[n] = seg.lower(state, device_chunks).compile()
+            with timer.phase("run"):
+                done = int(state.round)
+                state, seg_metrics = timer.block(segments[n](state, device_chunks))
+            q_delta[done:done + n] = np.asarray(jax.device_get(seg_metrics["q_delta"]))
+            with timer.phase("checkpoint"):
+                checkpoints.save(int(state.round), {"state": state, "q_delta": q_delta},
+                                 meta=_checkpoint_meta(config, int(state.round)))
+            saved += 1
+        q, metrics = q_table(config, state), {"q_delta": q_delta}
+        timer.seconds.setdefault("run", 0.0)
     # sync time measured in isolation on the real shapes, times the number of rounds
     sync_fn = jax.jit(make_sync(config, use_mesh))
     if config.independent:
@@ -216,12 +289,43 @@ def run(
         metrics_host = {k: np.asarray(jax.device_get(v)) for k, v in metrics.items()}
     timing = timer.as_dict(total=False)
     timing["total"] = sum(v for k, v in timing.items() if k != "compile")
-    updates = config.num_cores * chunks.shape[1] * config.num_episodes
+    episodes = episodes_in_rounds(config, start_round, config.num_rounds)
+    updates = config.num_cores * chunks.shape[1] * episodes
     return RunResult(
         q_host, metrics_host, timing, updates, updates / max(run_s, 1e-12),
         0 if config.independent else dropped_rows(config, whole), n_dev,
-        jax.process_count(), lanes,
+        jax.process_count(), lanes, start_round, saved,
     )
+
+
+def _checkpoint_meta(config: TabularConfig, rounds: int) -> dict[str, int]:
+    return {"rounds_done": rounds, "num_rounds": config.num_rounds,
+            "episodes_done": episodes_in_rounds(config, 0, rounds)}
+
+
+def _start_state(
+    config: TabularConfig, key: jax.Array, checkpoints: Checkpoints, resume: bool,
+    timer: PhaseTimer,
+) -> tuple[TabularState, np.ndarray]:
+    """The state to start from (restored with ``resume``) and the ``q_delta`` so far."""
+    newest = checkpoints.latest()
+    if newest is not None and not resume:
+        raise ValueError(
+            f"{str(checkpoints.directory)!r} already holds checkpoints (newest after round "
+            f"{newest}): resume from it (--resume) or choose an empty folder")
+    if newest is None:
+        return init_state(config, key), np.zeros(config.num_rounds, np.float32)
+    with timer.phase("checkpoint"):
+        restored, _ = checkpoints.restore(checkpoint_template(config, key), newest)
+    state = TabularState(*restored["state"])
+    if int(state.round) != newest or not 0 < newest <= config.num_rounds:
+        raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} holds round "
+                         f"{int(state.round)} of {config.num_rounds}")
+    if not np.array_equal(np.asarray(jax.random.key_data(state.key)),
+                          np.asarray(jax.random.key_data(key))):
+        raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} was made with "
+                         "another key (seed)")
+    return state, np.array(restored["q_delta"], np.float32)
 
 
 def describe(config: TabularConfig) -> dict[str, Any]:

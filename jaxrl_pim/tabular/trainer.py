@@ -1,7 +1,7 @@
 """SwiftRL on lanes: configuration, chunking and the jittable trainer.
 
 ``make_train(config, mesh=None, callback=None)`` returns ``train(key, chunks)`` where
-``chunks`` is a :class:`~jaxrl_pim.data.Transitions` with lane-major arrays ``[C, m]``
+``chunks`` is a :class:`~jaxrl_pim.data.Dataset` with lane-major arrays ``[C, m]``
 (see :func:`chunk`). ``train`` is pure and jittable (vmappable over keys) and returns
 ``(q_table, metrics)``:
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -28,7 +29,7 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
-from jaxrl_pim.data.transitions import Transitions, validate
+from jaxrl_pim.data.transitions import Dataset, validate
 from jaxrl_pim.tabular import formats
 from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, to_lane_data
 from jaxrl_pim.tabular.pallas_select import (
@@ -157,7 +158,7 @@ class TabularConfig:
         return choose_kernel(self.lane_spec(), backend or jax.default_backend(), probe)
 
 
-def chunk(config: TabularConfig, transitions: Transitions) -> Transitions:
+def chunk(config: TabularConfig, transitions: Dataset) -> Dataset:
     """Validate a dataset and split it into ``num_cores`` equal contiguous chunks ``[C, m]``.
 
     Normal mode takes ``[M]`` arrays; ``m = M // C`` and the last ``M mod C`` rows are
@@ -183,7 +184,7 @@ def chunk(config: TabularConfig, transitions: Transitions) -> Transitions:
                 f"num_cores={config.num_cores} exceeds the dataset size {shape[0]}: "
                 "every lane needs at least one transition"
             )
-        out = Transitions(
+        out = Dataset(
             *(np.asarray(x)[: m * config.num_cores].reshape(config.num_cores, m)
               for x in transitions)
         )
@@ -240,22 +241,85 @@ def make_sync(config: TabularConfig, mesh: Mesh | None = None) -> Callable[[jax.
     return jax.shard_map(sync, mesh=mesh, in_specs=P(axis), out_specs=P(axis))
 
 
-def make_train(
+class TabularState(NamedTuple):
+    """What a run carries from one sync round to the next: a pytree that resumes a run.
+
+    Attributes:
+      key: the run's typed PRNG key, shape ``[]``. Lane ``c`` draws its episode-``e`` random
+        numbers from ``fold_in(split(key, C)[c], e)``, so the key never changes during a run.
+      q: the Q-table in the format's storage dtype (int32 tables hold ``round(Q * 10,000)``):
+        ``[S, A]``, every lane's table after the last sync (zeros at the start), or
+        ``[C, S, A]``, one per agent, in independent mode.
+      lcg: ``[C]`` uint32 PIM LCG states, one per lane (only ``rng="lcg"`` advances them).
+      round: int32 ``[]``: sync rounds done, ``0 .. config.num_rounds``.
+    """
+
+    key: jax.Array
+    q: jax.Array
+    lcg: jax.Array
+    round: jax.Array
+
+
+def init_state(config: TabularConfig, key: jax.Array) -> TabularState:
+    """The state before the first round: zero tables, LCGs at ``lcg_seed``, round 0.
+
+    Pure and jittable (``jax.eval_shape(lambda k: init_state(config, k), key)`` gives a
+    checkpoint template); ``key`` is a typed PRNG key (``jax.random.key``).
+    """
+    c, s, a = config.num_cores, config.num_states, config.num_actions
+    shape = (c, s, a) if config.independent else (s, a)
+    return TabularState(
+        key=key,
+        q=jnp.zeros(shape, config.format.storage),
+        lcg=jnp.full((c,), config.lcg_seed, jnp.uint32),
+        round=jnp.zeros((), jnp.int32),
+    )
+
+
+def q_table(config: TabularConfig, state: TabularState) -> jax.Array:
+    """The state's table(s) descaled to float32: ``[S, A]`` (``[C, S, A]`` independent)."""
+    return config.format.decode(state.q)
+
+
+TrainFrom = Callable[[TabularState, Dataset], tuple[TabularState, dict[str, jax.Array]]]
+
+
+def make_train_from(
     config: TabularConfig,
+    num_rounds: int | None = None,
     mesh: Mesh | None = None,
     callback: Callback | None = None,
-) -> Callable[[jax.Array, Transitions], tuple[jax.Array, dict[str, jax.Array]]]:
-    """Build ``train(key, chunks) -> (q_table, metrics)`` (see module docstring).
+) -> TrainFrom:
+    """Build ``train_from(state, chunks) -> (state, metrics)``: continue a run by whole rounds.
+
+    ``train_from`` runs the sync rounds ``state.round .. state.round + num_rounds - 1`` (each
+    ``sync_period`` episodes; the run's last round ``num_episodes mod sync_period`` when that
+    is not 0) and returns the state after them with ``metrics["q_delta"]`` ``[num_rounds]``
+    (see the module docstring). It is pure and jittable, and ``state.round`` is a traced
+    value: one compiled segment continues a run from any round. Rounds past the run's end
+    (``config.num_rounds``) leave the state unchanged and report a ``q_delta`` of 0. Running a
+    run as segments gives the uninterrupted run's tables bit for bit, in every format: the
+    rounds compute the same values whatever segment they fall in, e.g.::
+
+        state = init_state(cfg, key)
+        seg = jax.jit(make_train_from(cfg, 5))
+        while int(state.round) < cfg.num_rounds:
+            state, _ = seg(state, chunks)   # save ``state`` here to resume later
+        q = q_table(cfg, state)             # == jax.jit(make_train(cfg))(key, chunks)[0]
 
     Args:
       config: validated :class:`TabularConfig`.
+      num_rounds: rounds per call, ``1 .. config.num_rounds`` (default all of them).
       mesh: optional 1-D mesh; lanes are split over its axis (``num_cores`` must divide).
       callback: optional host callback ``callback(round, num_rounds, {"q_delta": x})`` called
-        after each sync round through ``jax.debug.callback`` (progress display).
+        after each sync round through ``jax.debug.callback`` (``round`` counts from 1 to
+        ``config.num_rounds`` over the whole run, whichever segment runs it).
     """
+    total = config.num_rounds
+    seg_rounds = total if num_rounds is None else check_int("num_rounds", num_rounds, 1, total)
     spec = config.lane_spec()
     fmt = config.format
-    c = config.num_cores
+    c, num_s, num_a = config.num_cores, config.num_states, config.num_actions
     if mesh is not None:
         if len(mesh.axis_names) != 1:
             raise ValueError(f"mesh must have one axis; got {mesh.axis_names}")
@@ -302,40 +366,81 @@ def make_train(
     round_full = make_round(config.sync_period)
     round_rest = make_round(rest) if rest else None
 
-    def train(key: jax.Array, chunks: Transitions) -> tuple[jax.Array, dict[str, jax.Array]]:
+    def train_from(
+        state: TabularState, chunks: Dataset,
+    ) -> tuple[TabularState, dict[str, jax.Array]]:
         if chunks.shape[0] != c or len(chunks.shape) != 2:
             raise ValueError(f"chunks must be [num_cores={c}, m]; got {chunks.shape}")
+        want = (c, num_s, num_a) if config.independent else (num_s, num_a)
+        if (state.q.shape, state.q.dtype, state.lcg.shape) != (want, fmt.storage, (c,)):
+            raise ValueError(
+                f"state does not fit this config: q {state.q.shape} {state.q.dtype} (want "
+                f"{want} {np.dtype(fmt.storage)}), lcg {state.lcg.shape} (want ({c},))")
         data = to_lane_data(chunks, spec)
         if spec.sampling != "ran":
             m = data.sa.shape[1]
             order = jnp.arange(m) if spec.sampling == "seq" else stride_order(m, config.stride)
             data = LaneData(*(x[:, order].T for x in data))  # time-major [m, C]
-        data = impl.prepare(spec, data)  # the kernel's row layout, once per run
-        keys = jax.random.split(key, c)
-        lcg = jnp.full((c,), config.lcg_seed, jnp.uint32)
-        q = jnp.zeros((c, config.num_states, config.num_actions), fmt.storage)
-        num_rounds = config.num_rounds
+        data = impl.prepare(spec, data)  # the kernel's row layout, once per call
+        keys = jax.random.split(state.key, c)
+        q = state.q
+        if not config.independent:
+            q = jnp.broadcast_to(q, (c, num_s, num_a))  # every lane starts from the mean
+        start = jnp.asarray(state.round, jnp.int32)
 
-        def body(carry, r):
+        def body(carry, i):
             q, lcg = carry
-            q, lcg, delta = round_full(q, data, keys, lcg, r * config.sync_period)
-            delta = delta[0]
-            if config.independent:
-                delta = jnp.float32(0)
+            r = start + i
+            args = (q, data, keys, lcg, r * config.sync_period)
+            if round_rest is None:
+                new_q, new_lcg, delta = round_full(*args)
+            else:  # the run's last round is the shorter one
+                new_q, new_lcg, delta = jax.lax.cond(r == full_rounds, round_rest, round_full,
+                                                     *args)
+            # a round past the run's end changes nothing (select, so no value is altered)
+            active = r < total
+            q = jnp.where(active, new_q, q)
+            lcg = jnp.where(active, new_lcg, lcg)
+            delta = (jnp.float32(0) if config.independent
+                     else jnp.where(active, delta[0], jnp.float32(0)))
             if callback is not None:
-                jax.debug.callback(callback, r + 1, num_rounds, {"q_delta": delta})
+                jax.debug.callback(callback, jnp.minimum(r + 1, total), total,
+                                   {"q_delta": delta})
             return (q, lcg), delta
 
-        (q, lcg), deltas = jax.lax.scan(body, (q, lcg), jnp.arange(full_rounds, dtype=jnp.int32))
-        if round_rest is not None:
-            q, lcg, d = round_rest(q, data, keys, lcg, jnp.int32(full_rounds * config.sync_period))
-            d = d[0]
-            deltas = jnp.concatenate([deltas, d[None]])
-            if callback is not None:
-                jax.debug.callback(callback, num_rounds, num_rounds, {"q_delta": d})
-        metrics = {"q_delta": deltas}
-        if config.independent:
-            return fmt.decode(q), metrics
-        return fmt.decode(q[0]), metrics
+        (q, lcg), deltas = jax.lax.scan(body, (q, jnp.asarray(state.lcg, jnp.uint32)),
+                                        jnp.arange(seg_rounds, dtype=jnp.int32))
+        out = TabularState(
+            key=state.key,
+            q=q if config.independent else q[0],
+            lcg=lcg,
+            round=jnp.minimum(start + seg_rounds, total).astype(jnp.int32),
+        )
+        return out, {"q_delta": deltas}
+
+    return train_from
+
+
+def make_train(
+    config: TabularConfig,
+    mesh: Mesh | None = None,
+    callback: Callback | None = None,
+) -> Callable[[jax.Array, Dataset], tuple[jax.Array, dict[str, jax.Array]]]:
+    """Build ``train(key, chunks) -> (q_table, metrics)`` (see module docstring).
+
+    The whole run in one call: ``train_from(init_state(config, key), chunks)`` of
+    :func:`make_train_from`, returning the descaled table (:func:`q_table`).
+
+    Args:
+      config: validated :class:`TabularConfig`.
+      mesh: optional 1-D mesh; lanes are split over its axis (``num_cores`` must divide).
+      callback: optional host callback ``callback(round, num_rounds, {"q_delta": x})`` called
+        after each sync round through ``jax.debug.callback`` (progress display).
+    """
+    train_from = make_train_from(config, None, mesh, callback)
+
+    def train(key: jax.Array, chunks: Dataset) -> tuple[jax.Array, dict[str, jax.Array]]:
+        state, metrics = train_from(init_state(config, key), chunks)
+        return q_table(config, state), metrics
 
     return train
