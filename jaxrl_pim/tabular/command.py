@@ -1,15 +1,28 @@
 """``jaxrl-pim tabular``: collect or load a dataset, train on lanes, evaluate, report.
 
+The data come from a built-in environment (``--env``: collected with a uniform-random
+policy, or read from ``--dataset``), or from a file of your own MDP (``--dataset FILE
+--num-states S --num-actions A [--terminal-states LIST]``), which is trained on but not
+evaluated (no environment is known; the report says so).
+
+With ``--checkpoint DIR`` the run is saved every ``--checkpoint-every`` sync rounds (about
+10 % of the rounds by default) and at its end; ``--resume`` continues from the newest
+checkpoint, refusing one of another configuration, and ends with the table an uninterrupted
+run gives, bit for bit (see :mod:`jaxrl_pim.tabular.runner`).
+
 With ``--coordinator HOST:PORT --num-processes N --process-id I`` (or inside a SLURM / Open
 MPI job of several tasks) the command is one process of a multi-process run: every process
 collects only its own lanes' rows (or reads the dataset file and keeps its lanes' rows), the
 lanes train on one mesh over all processes' devices, and process 0 alone evaluates and
-writes the report and the Q-table (see :mod:`jaxrl_pim.distributed`).
+writes the report and the Q-table (see :mod:`jaxrl_pim.distributed`); every process takes
+part in the checkpoint saves, which orbax writes from process 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -22,16 +35,25 @@ from rich.table import Table
 
 from jaxrl_pim import data as data_lib
 from jaxrl_pim import distributed
+from jaxrl_pim.cli import HelpFormatter
 from jaxrl_pim.progress import RichProgress
 from jaxrl_pim.report import atomic_save, make_report, write_json
 from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
 from jaxrl_pim.tabular.formats import FORMATS
-from jaxrl_pim.tabular.runner import describe, process_lanes, process_rows, run, run_mesh
+from jaxrl_pim.tabular.runner import (
+    default_checkpoint_every,
+    describe,
+    process_lanes,
+    process_rows,
+    run,
+    run_mesh,
+)
 from jaxrl_pim.tabular.sampling import SAMPLINGS
-from jaxrl_pim.tabular.trainer import ALGOS, TabularConfig
+from jaxrl_pim.tabular.trainer import ALGOS, RNGS, TabularConfig
 
 ENVS = ("frozenlake", "taxi", "cliffwalking")
 PROG = "jaxrl-pim tabular"
+DEFAULT_ENV = "frozenlake"
 
 
 def register(subparsers: Any) -> None:
@@ -40,44 +62,155 @@ def register(subparsers: Any) -> None:
         "tabular",
         help="offline tabular Q-learning / SARSA on vmapped lanes (SwiftRL)",
         description="Collect (or load) an offline dataset, train one Q-table per lane with "
-        "periodic averaging, evaluate the greedy policy and print the time breakdown.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        "periodic averaging, evaluate the greedy policy and print the time breakdown. A "
+        "dataset of your own MDP: --dataset FILE --num-states S --num-actions A.",
+        formatter_class=HelpFormatter,
     )
-    p.add_argument("--env", choices=ENVS, default="frozenlake")
-    p.add_argument("--algo", choices=ALGOS, default="q")
-    p.add_argument("--sampling", choices=SAMPLINGS, default="seq")
-    p.add_argument("--dtype", choices=FORMATS, default="int32")
-    p.add_argument("--cores", type=int, default=2000, help="lanes (PIM cores)")
-    p.add_argument("--sync-period", type=int, default=50, help="episodes between averages")
-    p.add_argument("--episodes", type=int, default=2000)
+    p.add_argument("--env", choices=ENVS, default=None,
+                   help="environment that collects the dataset, sets S and A and evaluates "
+                   f"the policy (default: {DEFAULT_ENV}; none with --num-states)")
+    p.add_argument("--algo", choices=ALGOS, default="q",
+                   help="q: Q-learning (bootstrap max_a' Q[s', a']); sarsa: a' epsilon-greedy "
+                   "(epsilon 0.1) on the current table at s'")
+    p.add_argument("--sampling", choices=SAMPLINGS, default="seq",
+                   help="rows of a lane's chunk per episode: seq in order, ran uniform with "
+                   "replacement, str with stride 4")
+    p.add_argument("--dtype", choices=FORMATS, default="int32",
+                   help="Q-table format (int32: fixed point, values x 10,000)")
+    p.add_argument("--cores", type=int, default=2000,
+                   help="lanes (PIM cores); the dataset is split into this many contiguous "
+                   "chunks")
+    p.add_argument("--sync-period", type=int, default=50,
+                   help="episodes between lane averages (one sync round)")
+    p.add_argument("--episodes", type=int, default=2000,
+                   help="episodes; one episode is one pass of every lane over its chunk")
     p.add_argument("--transitions", type=int, default=1_000_000,
                    help="dataset rows to collect (per agent with --agents)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--agents", type=int, default=None,
-                   help="independent multi-agent mode: K agents, one lane and dataset each")
-    p.add_argument("--dataset", type=Path, default=None,
-                   help=".npz or four-column text file 's a r s'' to train on")
-    p.add_argument("--rng", choices=("jax", "lcg"), default="jax")
-    p.add_argument("--devices", type=int, default=None, help="devices to use (default all)")
-    p.add_argument("--eval-episodes", type=int, default=1000)
-    p.add_argument("--save-q", type=Path, default=None, help="write the final Q-table (.npy)")
-    p.add_argument("--json", type=Path, default=None, help="write the JSON report here")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the dataset collection, the training key and the evaluation "
+                   "episodes")
+    p.add_argument("--agents", type=int, default=None, metavar="K",
+                   help="independent multi-agent mode: K agents, one lane and one collected "
+                   "dataset each, never averaged (default: off)")
+    p.add_argument("--rng", choices=RNGS, default="jax",
+                   help="random numbers of ran sampling and SARSA: jax (threefry, per lane "
+                   "and episode) or lcg (the PIM generator, seed 42 per lane)")
+    p.add_argument("--devices", type=int, default=None,
+                   help="devices to use (default: the most visible devices that divide "
+                   "--cores)")
+    p.add_argument("--eval-episodes", type=int, default=1000,
+                   help="greedy evaluation episodes (with an environment)")
+    p.add_argument("--save-q", type=Path, default=None, metavar="PATH",
+                   help="write the final float32 Q-table as .npy (default: not written)")
+    p.add_argument("--json", type=Path, default=None, metavar="PATH",
+                   help="write the JSON report here (default: not written)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar per sync round on stderr (default: on when stdout and "
+                   "stderr are terminals)")
+    own = p.add_argument_group(
+        "a dataset of your own MDP",
+        "train on a file for an MDP that is not built in; without an environment the policy "
+        "is not evaluated (the report says so); evaluate the --save-q table yourself")
+    own.add_argument("--dataset", type=Path, default=None, metavar="FILE",
+                     help=".npz (data.save_npz) or text, one transition per line "
+                     "\"s a r s' [terminated]\" (default: collect from --env)")
+    own.add_argument("--num-states", type=int, default=None, metavar="S",
+                     help="states of the dataset's MDP, 0 .. S-1 (default: from --env)")
+    own.add_argument("--num-actions", type=int, default=None, metavar="A",
+                     help="actions of the dataset's MDP, 0 .. A-1, at most 255 (default: "
+                     "from --env)")
+    own.add_argument("--terminal-states", default=None, metavar="LIST",
+                     help="comma-separated states that end an episode, for a four-column text "
+                     "file: rows whose s' is one of them do not bootstrap (default: none, or "
+                     "--env's)")
+    ckpt = p.add_argument_group(
+        "checkpoints", "save the run as it goes and continue it after a crash or a kill")
+    ckpt.add_argument("--checkpoint", type=Path, default=None, metavar="DIR",
+                      help="folder of the run's checkpoints (orbax, written atomically, the "
+                      "newest 3 kept) (default: none)")
+    ckpt.add_argument("--checkpoint-every", type=int, default=None, metavar="ROUNDS",
+                      help="sync rounds between checkpoints (default: about 10%% of the "
+                      "rounds, ceil(rounds / 10))")
+    ckpt.add_argument("--resume", action="store_true",
+                      help="continue from the newest checkpoint in --checkpoint (same options "
+                      "required; an empty folder starts from round 0)")
     distributed.add_arguments(p)
     p.set_defaults(func=main)
+
+
+def _mdp(args: argparse.Namespace):
+    """``(env name or None, env, env_params, model or None, S, A, terminal mask or None)``."""
+    own = args.num_states is not None or args.num_actions is not None
+    if own:
+        if args.num_states is None or args.num_actions is None:
+            raise ValueError("give both --num-states and --num-actions")
+        if args.dataset is None:
+            raise ValueError("--num-states/--num-actions describe a --dataset file; without "
+                             "one the data are collected from --env")
+    if args.terminal_states is not None and (args.env is not None or not own):
+        raise ValueError("--terminal-states goes with --num-states/--num-actions (a dataset "
+                         "of your own MDP); an environment gives its own terminal states")
+    name = args.env if args.env is not None or own else DEFAULT_ENV
+    if name is None:
+        s, a = args.num_states, args.num_actions
+        return None, None, None, None, s, a, _terminal_mask(args.terminal_states, s)
+    from jaxrl_pim import envs  # gymnax's import runs jax code: only after joining the run
+
+    env, env_params = envs.make(name)
+    model = envs.tabular_model(env)
+    if own and (args.num_states, args.num_actions) != (model.num_states, model.num_actions):
+        raise ValueError(f"--env {name} has {model.num_states} states and {model.num_actions} "
+                         f"actions, not --num-states {args.num_states} --num-actions "
+                         f"{args.num_actions}")
+    return (name, env, env_params, model, model.num_states, model.num_actions,
+            model.terminal_states)
+
+
+def _terminal_mask(text: str | None, num_states: int) -> np.ndarray | None:
+    if text is None:
+        return None
+    try:
+        states = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise ValueError(f"--terminal-states must be comma-separated integers, got {text!r}"
+                         ) from None
+    bad = [x for x in states if not 0 <= x < num_states]
+    if bad:
+        raise ValueError(f"--terminal-states {bad[0]} is not a state 0 .. {num_states - 1}")
+    mask = np.zeros(num_states, bool)
+    mask[states] = True
+    return mask
+
+
+def _fingerprint(config: TabularConfig, args: argparse.Namespace, env_name: str | None,
+                 ) -> dict[str, Any]:
+    """What a checkpoint must match: the trainer's config, the data and the training seed."""
+    if args.dataset is not None:
+        digest = hashlib.sha256()
+        with open(args.dataset, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        source: dict[str, Any] = {"dataset_sha256": digest.hexdigest(),
+                                  "terminal_states": args.terminal_states}
+    else:
+        source = {"transitions": args.transitions, "agents": args.agents}
+    return {"config": dataclasses.asdict(config), "env": env_name, "seed": args.seed, **source}
+
+
+def _show_progress(flag: bool | None) -> bool:
+    if flag is not None:
+        return flag
+    return sys.stdout.isatty() and sys.stderr.isatty()
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
     procs = distributed.initialize_from_args(args, PROG)  # before any jax work
-    from jaxrl_pim import envs  # gymnax's import runs jax code, so only after that
-
     console = Console(stderr=True)
-    env, env_params = envs.make(args.env)
-    model = envs.tabular_model(env)
+    env_name, env, env_params, model, num_states, num_actions, terminal = _mdp(args)
     independent = args.agents is not None
     config = TabularConfig(
-        num_states=model.num_states, num_actions=model.num_actions, algo=args.algo,
+        num_states=num_states, num_actions=num_actions, algo=args.algo,
         sampling=args.sampling, dtype=args.dtype,
         num_cores=args.agents if independent else args.cores,
         sync_period=args.sync_period, num_episodes=args.episodes, rng=args.rng,
@@ -85,6 +218,12 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.eval_episodes < 1:
         raise ValueError(f"--eval-episodes must be >= 1, got {args.eval_episodes}")
+    if args.resume and args.checkpoint is None:
+        raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
+    if args.checkpoint_every is not None and args.checkpoint is None:
+        raise ValueError("--checkpoint-every needs --checkpoint DIR")
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
     key = jax.random.key(args.seed)
     k_data, k_train, k_eval = jax.random.split(key, 3)
     t0 = time.perf_counter()
@@ -93,8 +232,8 @@ def main(args: argparse.Namespace) -> int:
     if args.dataset is not None:
         if independent:
             raise ValueError("--dataset holds one dataset; --agents collects one per agent")
-        transitions = data_lib.load(args.dataset, model.num_states, model.num_actions,
-                                    terminal_states=model.terminal_states)
+        transitions = data_lib.load(args.dataset, num_states, num_actions,
+                                    terminal_states=terminal)
         source = str(args.dataset)
         dataset_rows = transitions.num_rows
     elif independent:
@@ -113,50 +252,77 @@ def main(args: argparse.Namespace) -> int:
         dataset_rows = m
     collect_s = time.perf_counter() - t0
 
+    checkpoints = None
+    if args.checkpoint is not None:
+        from jaxrl_pim.checkpoint import Checkpoints
+
+        checkpoints = Checkpoints(args.checkpoint, keep=3,
+                                  fingerprint=_fingerprint(config, args, env_name))
+    if procs.is_main:
+        _print_size(config, dataset_rows, checkpoints, args)
     if procs.count > 1:
         print(f"process {procs.index} of {procs.count}: lanes {lanes[0]}..{lanes[1] - 1} of "
               f"{config.num_cores}; training", file=sys.stderr, flush=True)
-    show = not args.no_progress
-    with RichProgress("sync rounds", enabled=None if show and procs.is_main else False) as progress:
+    show = _show_progress(args.progress)
+    with RichProgress("sync rounds", enabled=show and procs.is_main) as progress:
         # every process runs the same program: the others pass a callback that does nothing
         callback = (progress if procs.is_main else _ignore) if show else None
         try:
             result = run(config, transitions, k_train, args.devices, callback=callback,
-                         num_rows=num_rows)
+                         num_rows=num_rows, checkpoints=checkpoints,
+                         checkpoint_every=args.checkpoint_every, resume=args.resume)
         except jax.errors.JaxRuntimeError as err:
             if procs.count == 1:
                 raise
             distributed.fail(PROG, distributed.describe_lost_peer(err))
+        finally:
+            if checkpoints is not None:
+                checkpoints.close()
     if not procs.is_main:
         print(f"process {procs.index} of {procs.count}: done; process 0 evaluates and writes "
               "the results", file=sys.stderr, flush=True)
         return 0
 
-    q_eval = result.q_table.mean(axis=0) if independent else result.q_table
-    ev = evaluate(env, env_params, q_eval, k_eval, args.eval_episodes)
-    q_star = value_iteration(model, config.gamma)
-    opt = evaluate(env, env_params, q_star, k_eval, args.eval_episodes)
-    results = {
+    results: dict[str, Any] = {
         **describe(config),
-        "env": args.env,
+        "env": env_name,
         "dataset": source,
         "dataset_rows": dataset_rows,
         "dropped_rows": result.dropped_rows,
         "devices": result.num_devices,
         "processes": result.num_processes,
-        "mean_return": ev.mean_return,
-        "std_return": ev.std_return,
-        "success_rate": ev.success_rate,
-        "optimal_mean_return": opt.mean_return,
-        "optimal_success_rate": opt.success_rate,
-        "optimal_value_discounted": optimal_value(model, q_star),
+    }
+    timing = {"collect": collect_s, **result.timing_s}
+    if env is not None:
+        t_eval = time.perf_counter()
+        q_eval = result.q_table.mean(axis=0) if independent else result.q_table
+        ev = evaluate(env, env_params, q_eval, k_eval, args.eval_episodes)
+        q_star = value_iteration(model, config.gamma)
+        opt = evaluate(env, env_params, q_star, k_eval, args.eval_episodes)
+        results.update({
+            "mean_return": ev.mean_return,
+            "std_return": ev.std_return,
+            "success_rate": ev.success_rate,
+            "optimal_mean_return": opt.mean_return,
+            "optimal_success_rate": opt.success_rate,
+            "optimal_value_discounted": optimal_value(model, q_star),
+        })
+        if independent:
+            results["evaluated"] = "mean of the agents' Q-tables"
+        timing["evaluate"] = time.perf_counter() - t_eval
+    else:
+        results["evaluation"] = ("skipped: no environment or model is known for a dataset "
+                                 "given with --num-states/--num-actions (evaluate the --save-q "
+                                 "table against your own model)")
+    results.update({
         "updates": result.updates,
         "updates_per_s": result.updates_per_s,
         "q_delta_last": float(result.metrics["q_delta"][-1]),
-    }
-    if independent:
-        results["evaluated"] = "mean of the agents' Q-tables"
-    timing = {"collect": collect_s, **result.timing_s}
+    })
+    if checkpoints is not None:
+        results.update({"checkpoint_dir": str(args.checkpoint),
+                        "resumed_from_round": result.start_round,
+                        "checkpoints_written": result.checkpoints})
     _print_table(config, results, timing)
     if args.save_q is not None:
         atomic_save(args.save_q, lambda tmp: np.save(tmp, result.q_table.astype(np.float32)))
@@ -164,6 +330,23 @@ def main(args: argparse.Namespace) -> int:
         write_json(args.json, make_report(config, results, timing))
         console.print(f"report written to {args.json}")
     return 0
+
+
+def _print_size(config: TabularConfig, dataset_rows: int, checkpoints: Any,
+                args: argparse.Namespace) -> None:
+    """One line on stderr before training: the run's size in updates and sync rounds."""
+    rows = dataset_rows // config.num_cores  # per lane (per agent in independent mode)
+    updates = config.num_cores * rows * config.num_episodes
+    line = (f"{PROG}: {config.num_cores:,} lanes x {rows:,} rows x {config.num_episodes:,} "
+            f"episodes = {updates:.3g} updates in {config.num_rounds:,} sync rounds")
+    if checkpoints is not None:
+        every = args.checkpoint_every or default_checkpoint_every(config)
+        newest = checkpoints.latest() if args.resume else None
+        line += f"; a checkpoint every {every} rounds in {args.checkpoint}"
+        if args.resume:
+            line += (f", resuming after round {newest}" if newest is not None
+                     else ", no checkpoint yet: starting at round 0")
+    print(line, file=sys.stderr, flush=True)
 
 
 def _ignore(*args: Any) -> None:
@@ -177,13 +360,17 @@ def _positive(name: str, value: int) -> int:
 
 
 def _print_table(config: TabularConfig, results: dict, timing: dict) -> None:
-    table = Table(title=f"{results['variant']} on {results['env']}, {config.num_cores} lanes, "
+    where = results["env"] or f"your MDP ({config.num_states} x {config.num_actions})"
+    table = Table(title=f"{results['variant']} on {where}, {config.num_cores} lanes, "
                   f"sync every {config.sync_period}, {config.num_episodes} episodes")
     table.add_column("quantity")
     table.add_column("value", justify="right")
-    table.add_row("mean return (greedy)", f"{results['mean_return']:.4f}")
-    table.add_row("success rate", f"{results['success_rate']:.3f}")
-    table.add_row("optimal policy return", f"{results['optimal_mean_return']:.4f}")
+    if "mean_return" in results:
+        table.add_row("mean return (greedy)", f"{results['mean_return']:.4f}")
+        table.add_row("success rate", f"{results['success_rate']:.3f}")
+        table.add_row("optimal policy return", f"{results['optimal_mean_return']:.4f}")
+    else:
+        table.add_row("evaluation", "skipped (no environment)")
     table.add_row("updates/s", f"{results['updates_per_s']:.3e}")
     for phase, sec in timing.items():
         table.add_row(f"time: {phase} (s)", f"{sec:.3f}")

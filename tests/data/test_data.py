@@ -67,24 +67,56 @@ def test_policies_and_per_agent_datasets(frozen):
 
 def test_npz_and_text_round_trip(tmp_path, frozen):
     env, params, model = frozen
-    d = data_lib.collect(env, params, jax.random.key(4), 1_000)
+    d = data_lib.collect(env, params, jax.random.key(4), 1_000, num_envs=10)
     data_lib.save_npz(tmp_path / "d.npz", d)
     back = data_lib.load(tmp_path / "d.npz", 16, 4)
     for x, y in zip(d, back, strict=True):
         np.testing.assert_array_equal(x, y)
-    data_lib.write_text(tmp_path / "d.txt", d)
+    assert d.terminated.any()  # the flags below are not all zeros
+    # five columns "s a r s' terminated": the flags round-trip without a model
+    data_lib.write_text(tmp_path / "d5.txt", d)
+    lines = (tmp_path / "d5.txt").read_text().splitlines()
+    assert [[int(v) for v in ln.split()] for ln in lines] == [
+        [int(x[i]) for x in (d.state, d.action, d.reward, d.next_state, d.terminated)]
+        for i in range(len(lines))]
+    for x, y in zip(d, data_lib.load(tmp_path / "d5.txt", 16, 4), strict=True):
+        np.testing.assert_array_equal(x, y)
+    # with the model's terminal states the flags must agree with the column
+    for x, y in zip(d, data_lib.load(tmp_path / "d5.txt", 16, 4,
+                                     terminal_states=model.terminal_states), strict=True):
+        np.testing.assert_array_equal(x, y)
+    # the published four columns "s a r s'": flags come from terminal_states, or none at all
+    data_lib.write_text(tmp_path / "d.txt", d, terminated=False)
     first = (tmp_path / "d.txt").read_text().splitlines()[0].split()
     assert [int(v) for v in first] == [d.state[0], d.action[0], int(d.reward[0]), d.next_state[0]]
     txt = data_lib.load(tmp_path / "d.txt", 16, 4, terminal_states=model.terminal_states)
     for x, y in zip(d, txt, strict=True):
         np.testing.assert_array_equal(x, y)
+    assert not data_lib.load(tmp_path / "d.txt", 16, 4).terminated.any()
+
+
+def test_text_comments_blank_lines_and_flag_mismatch(tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text("# s a r s' terminated\n0 1 -1 2 0\n\n2 0 5 3 1\n")
+    d = data_lib.read_text(path, 4, 2)
+    np.testing.assert_array_equal(d.state, [0, 2])
+    np.testing.assert_array_equal(d.reward, np.float32([-1, 5]))
+    np.testing.assert_array_equal(d.terminated, [False, True])
+    mask = np.array([False, False, True, False])  # says s' = 2 is terminal, s' = 3 is not
+    with pytest.raises(ValueError, match="row 1: terminated is 0 but terminal_states says 1"):
+        data_lib.read_text(path, 4, 2, terminal_states=mask)
+    with pytest.raises(ValueError, match=r"boolean mask \[4\]"):
+        data_lib.read_text(path, 4, 2, terminal_states=np.zeros(3, bool))
 
 
 @pytest.mark.parametrize(
     "content,match",
     [
         ("", "empty dataset"),
-        ("0 1 0\n", "expected 4 numbers"),
+        ("0 1 0\n", "expected 4 or 5 numbers"),
+        ("0 1 0 2 1 7\n", "expected 4 or 5 numbers"),
+        ("0 1 0 2 1\n0 1 0 2\n", r"bad.txt:2: expected 5 numbers"),
+        ("0 1 0 2 2\n", "terminated must be 0 or 1"),
         ("0 1 0 4\n0 x 0 1\n", "not numbers"),
         ("0 1 0 16\n", r"next_state must lie in \[0, 15\]"),
         ("0 4 0 1\n", r"action must lie in \[0, 3\]"),
