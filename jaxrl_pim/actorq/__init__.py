@@ -8,9 +8,15 @@ fp32), broadcast and acted with. Two deployments share the same agents, rules an
 code:
 
 * single program (:mod:`.single`): ``make_train(config) -> train(key) -> (state, metrics)``,
-  actors vmapped on the learner's device, everything jitted;
-* multi-process (:mod:`.distributed`): ``run_multiprocess(config)``, actor processes on CPU,
-  weights through a shared-memory block and experience through a queue (:mod:`.transport`).
+  actors vmapped on the learner's device, everything jitted; ``run_timed`` drives it in
+  timed chunks with optional checkpoints and resume;
+* distributed (:mod:`.distributed`): ``run_distributed(config, seed, transport="ray")``, the
+  learner here and the actors as Ray actors (:mod:`.ray_pool`: broadcasts through the object
+  store, restarts after failures, a local Ray or a cluster) or as local OS processes
+  (:mod:`.transport`: a shared-memory block and a queue), each an :class:`.worker.ActorWorker`.
+
+int8 actors compute with int8 matmuls (:mod:`jaxrl_pim.quant.compute`) unless
+``actor_compute="float32"``.
 
 The building blocks come from the rest of the library: the DQN loss from
 :mod:`jaxrl_pim.rl.dqn`, the networks from :mod:`jaxrl_pim.rl.networks`, the replay from
@@ -23,7 +29,7 @@ from jaxrl_pim.actorq.agent import Agent, EnvInfo
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import actor_params, broadcast_spec, decode, encode
 from jaxrl_pim.actorq.config import ActorQConfig, default_config
-from jaxrl_pim.actorq.distributed import run_multiprocess
+from jaxrl_pim.actorq.distributed import run_distributed, run_multiprocess
 from jaxrl_pim.actorq.energy import EnergyTracker
 from jaxrl_pim.actorq.experiment import compare_precisions, run_one
 from jaxrl_pim.actorq.metrics import reward_target, speedups, time_to_reward
@@ -54,6 +60,7 @@ __all__ = [
     "make_train",
     "n_step_window",
     "reward_target",
+    "run_distributed",
     "run_multiprocess",
     "run_one",
     "run_timed",

@@ -5,11 +5,16 @@
   bytes than float32). The paper's uniform quantizer at 8 bits needs codes in [-256, 256],
   i.e. 16-bit storage, so it would not shrink the broadcast 4x; it stays available for the
   PTQ studies. ``"fp16"`` is a float16 round trip (2x), ``"fp32"`` the identity.
-* ``actor_params(params, precision)``: the jittable device-side path used by single-program
-  mode; equals ``unpack(pack(params, spec))`` bit for bit (the toolkit's contract, tested).
-* ``encode`` / ``decode``: the host-side wire path of multi-process mode. Per broadcast only
-  payload + scales + CRC32 travel; the tree layout (``BroadcastMeta``) is sent once when an
-  actor starts.
+* ``actor_params(params, precision, compute)``: the jittable device-side path used by
+  single-program mode: the parameters an actor holds after a broadcast. With
+  ``compute="native"`` (the default) int8 actors keep their kernels as int8 codes + scale and
+  run real int8 matmuls, fp16 actors keep float16 kernels and run half matmuls
+  (:mod:`jaxrl_pim.quant.compute`); ``compute="float32"`` dequantizes everything (the
+  *dequantized policy*, float32 arithmetic).
+* ``encode`` / ``decode``: the host-side wire path of the distributed deployments. Per
+  broadcast only payload + scales + CRC32 travel; the tree layout (``BroadcastMeta``) is sent
+  once when an actor starts. ``decode(*encode(p, precision), compute)`` equals
+  ``actor_params(p, precision, compute)`` bit for bit (tested).
 """
 
 from __future__ import annotations
@@ -17,19 +22,18 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim.quant import (
     PackedParams,
     QuantSpec,
-    dequantize_tree,
-    fake_quantize,
     pack,
     packed_nbytes,
     params_nbytes,
+    quantize_tree,
     unpack_qtensors,
 )
+from jaxrl_pim.quant.compute import COMPUTES, actor_tree
 
 _SPECS = {
     "fp32": QuantSpec("fp32"),
@@ -45,11 +49,18 @@ def broadcast_spec(precision: str) -> QuantSpec:
     return _SPECS[precision]
 
 
-def actor_params(params: Any, precision: str) -> Any:
-    """The parameters an actor holds after a broadcast (jittable; fp32 is the identity)."""
+def actor_params(params: Any, precision: str, compute: str = "native") -> Any:
+    """The parameters an actor holds after a broadcast (jittable; fp32 is the identity).
+
+    ``compute="native"``: int8 kernels as int8 :class:`~jaxrl_pim.quant.QTensor` (codes +
+    per-tensor scale), fp16 kernels as float16, other leaves float32; ``"float32"``: every
+    leaf dequantized (equal to ``fake_quantize(params, broadcast_spec(precision))``).
+    """
+    if compute not in COMPUTES:
+        raise ValueError(f"compute must be one of {', '.join(COMPUTES)}; got {compute!r}")
     if precision == "fp32":
         return params
-    return fake_quantize(params, broadcast_spec(precision))
+    return actor_tree(quantize_tree(params, broadcast_spec(precision)), compute)
 
 
 class BroadcastMeta(NamedTuple):
@@ -61,16 +72,17 @@ class BroadcastMeta(NamedTuple):
 
 
 class Wire(NamedTuple):
-    """The bytes that travel per broadcast."""
+    """The bytes that travel per broadcast (``bytes`` or any buffer, e.g. a read-only NumPy
+    ``uint8`` view of an object in Ray's object store)."""
 
-    payload: bytes
-    scales: bytes
+    payload: Any
+    scales: Any
     checksum: int
 
     @property
     def nbytes(self) -> int:
         """Payload plus scales (what ``packed_nbytes`` counts)."""
-        return len(self.payload) + len(self.scales)
+        return memoryview(self.payload).nbytes + memoryview(self.scales).nbytes
 
 
 def encode(params: Any, precision: str) -> tuple[Wire, BroadcastMeta]:
@@ -92,26 +104,25 @@ def deserialize(wire: Wire, meta: BroadcastMeta) -> Any:
     return unpack_qtensors(packed)
 
 
-def _load(qtree: Any) -> Any:
-    return jax.tree.map(jnp.asarray, dequantize_tree(qtree))
+_load_jit = jax.jit(actor_tree, static_argnums=1)
 
 
-_load_jit = jax.jit(_load)
-
-
-def load(qtree: Any) -> Any:
-    """Dequantize a deserialized tree into float32 device arrays (the actor's weights).
+def load(qtree: Any, compute: str = "native") -> Any:
+    """A deserialized tree as the actor's device arrays (:func:`actor_params`'s layout).
 
     One jitted call (compiled once per tree layout): the codes and scales are copied to the
-    device and dequantized there, one fused multiply per leaf. fp32 broadcasts arrive as
-    NumPy views of the payload and are only copied.
+    device; int8 / float16 kernels stay as they are with ``compute="native"``, everything
+    else is dequantized there (one fused multiply per leaf). fp32 broadcasts arrive as NumPy
+    views of the payload and are only copied.
     """
-    return _load_jit(qtree)
+    if compute not in COMPUTES:
+        raise ValueError(f"compute must be one of {', '.join(COMPUTES)}; got {compute!r}")
+    return _load_jit(qtree, compute)
 
 
-def decode(wire: Wire, meta: BroadcastMeta) -> Any:
-    """``load(deserialize(wire, meta))``."""
-    return load(deserialize(wire, meta))
+def decode(wire: Wire, meta: BroadcastMeta, compute: str = "native") -> Any:
+    """``load(deserialize(wire, meta), compute)``."""
+    return load(deserialize(wire, meta), compute)
 
 
 def broadcast_sizes(params: Any) -> dict[str, int]:

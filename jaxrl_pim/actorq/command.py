@@ -4,9 +4,15 @@ Example::
 
     jaxrl-pim actorq --algo dqn --env CartPole-v1 --precision fp32 int8 \\
         --mode single --actors 4 --actor-update-period 100 --steps 20000 --json out.json
+    jaxrl-pim actorq --mode ray --actors 8 --ray-address auto ...   # on a Ray cluster
 
 Several ``--precision`` values run one after the other with the same seed and add the time
 to 95 % of the fp32 reward and the speed-ups to the output.
+
+With ``--checkpoint DIR`` each precision's run is saved into ``DIR/<precision>`` every
+``--checkpoint-every`` environment steps (about 10 % of the run by default) and at its end
+(orbax, atomically, the last 3 kept); ``--resume`` continues from the newest checkpoints, and
+in single-program mode ends with the state an uninterrupted run reaches, bit for bit.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 
 from jaxrl_pim.actorq.config import (
     ALGOS,
+    COMPUTES,
     D4PG_ENVS,
     DQN_ENVS,
     MODES,
@@ -53,8 +60,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="one or more actor precisions (policy held and broadcast as "
                    "fp32/fp16/int8); with fp32 among them, speed-ups too")
     p.add_argument("--mode", choices=MODES, default="single",
-                   help="single: actors vmapped in one jitted program; multiprocess: one OS "
-                   "process per actor")
+                   help="single: actors vmapped in one jitted program; ray: one Ray actor per "
+                   "actor (a local Ray instance, or the cluster of --ray-address); processes: "
+                   "one local OS process per actor (shared memory + queue)")
+    p.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help="Ray cluster to join with --mode ray ('auto', HOST:6379 or "
+                   "ray://HOST:10001) (default: start a local Ray instance)")
+    p.add_argument("--actor-compute", choices=COMPUTES, default=d.actor_compute,
+                   help="native: int8 actors run int8 matmuls, fp16 actors float16 matmuls; "
+                   "float32: actors dequantize and compute in float32")
     p.add_argument("--actors", type=int, default=d.num_actors,
                    help="number of actors K (count)")
     p.add_argument("--envs-per-actor", type=int, default=d.envs_per_actor,
@@ -75,6 +89,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "optional extra (default: off)")
     p.add_argument("--country", default="USA",
                    help="3-letter ISO country code for codecarbon's carbon intensity")
+    p.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="save each precision's run into DIR/<precision> as it goes (orbax, "
+                   "atomic, last 3 kept) (default: no checkpoints)")
+    p.add_argument("--checkpoint-every", type=int, default=None, metavar="STEPS",
+                   help="environment steps between checkpoints (default with --checkpoint: "
+                   "about 10%% of --steps)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the newest checkpoints in --checkpoint (same options "
+                   "as the run that wrote them)")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="write a JSON report to this file (default: none, print only)")
     p.add_argument("--no-progress", action="store_true",
@@ -86,7 +109,16 @@ def run(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
     from jaxrl_pim.report import make_report, write_json
 
+    if args.resume and args.checkpoint is None:
+        raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
+    if args.checkpoint_every is not None and args.checkpoint is None:
+        raise ValueError("--checkpoint-every needs --checkpoint DIR")
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+    if args.ray_address is not None and args.mode != "ray":
+        raise ValueError("--ray-address needs --mode ray")
     overrides: dict[str, Any] = dict(
+        actor_compute=args.actor_compute,
         num_actors=args.actors,
         envs_per_actor=args.envs_per_actor,
         actor_update_period=args.actor_update_period,
@@ -105,12 +137,24 @@ def run(args: argparse.Namespace) -> int:
         return RichProgress(f"actorq {config.algo} {config.env_name} {p} ({args.mode})")
 
     with energy:
-        result = compare_precisions(config, precisions, args.mode, args.seed, progress)
+        result = compare_precisions(config, precisions, args.mode, args.seed, progress,
+                                    ray_address=args.ray_address,
+                                    checkpoint_dir=args.checkpoint,
+                                    checkpoint_every=args.checkpoint_every,
+                                    resume=args.resume)
     rows = breakdown_table(result)
     print(f"ActorQ {config.algo} on {config.env_name}, mode={args.mode}, "
           f"{config.num_actors} actors, update period {config.actor_update_period}, "
           f"{config.total_steps} steps")
     print(format_table(rows))
+    for p, r in result["runs"].items():
+        if "transitions_requested" in r:
+            print(f"{p}: transitions requested {r['transitions_requested']}, received "
+                  f"{r['transitions_received']}, lost {r['transitions_lost']} (batches in "
+                  f"flight on {r['actor_failures']} failed actor(s)), unused at the end "
+                  f"{r['transitions_unused']}")
+        if r.get("resumed_from") is not None:
+            print(f"{p}: resumed from {r['resumed_from']} (iterations or environment steps)")
     ttr = result["time_to_reward"]
     if ttr is not None:
         print(f"target reward (95% of fp32 improvement): {ttr['target']:.4g}")
@@ -125,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         timing = {f"{p}_{k}": v for p, r in result["runs"].items()
                   for k, v in r["timing_s"].items()}
         results = dict(result, table=rows, energy=e, mode=args.mode, seed=args.seed,
-                       precisions=precisions)
+                       precisions=precisions, checkpoint=args.checkpoint, resumed=args.resume)
         path = write_json(args.json, make_report(config, results, timing))
         print(f"wrote {path}")
     return 0

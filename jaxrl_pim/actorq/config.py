@@ -2,7 +2,10 @@
 
 The learner always trains in full precision; ``precision`` only chooses how the policy is
 broadcast to (and held by) the actors: ``"fp32"`` (no quantization), ``"fp16"`` (float16
-round trip) or ``"int8"`` (the paper's 8-bit uniform quantizer, packed as int8 codes).
+round trip) or ``"int8"`` (symmetric per-tensor int8 codes and one float32 scale per tensor).
+``actor_compute`` chooses the actors' arithmetic: ``"native"`` (int8 actors run int8 x int8
+-> int32 matmuls, fp16 actors float16 matmuls) or ``"float32"`` (dequantize, float32
+matmuls).
 
 Units: every ``*_steps`` count is in environment steps summed over all actors;
 ``actor_update_period`` is in steps of one actor; learner periods are in learner updates.
@@ -20,7 +23,8 @@ from jaxrl_pim.rl.common import check_env
 
 ALGOS = ("dqn", "d4pg")
 PRECISIONS = ("fp32", "fp16", "int8")
-MODES = ("single", "multiprocess")
+MODES = ("single", "ray", "processes")
+COMPUTES = ("native", "float32")
 # The tasks with tuned defaults (and tests); any gymnax task with flat observations and
 # discrete (DQN) or continuous (D4PG) actions is accepted.
 DQN_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
@@ -67,8 +71,11 @@ class ActorQConfig:
         or for D4PG a MuJoCo Playground task ``"playground/<EnvName>[@<max_steps>]"``, e.g.
         ``"playground/CartpoleBalance"`` (actions in [-1, 1]; needs the playground extra).
       precision: actor-side policy precision and broadcast format: fp32, fp16 or int8.
-      num_actors: K actors; in single-program mode a vmap axis, in multi-process mode the
-        number of actor processes.
+      actor_compute: ``"native"``: actors compute in the precision they hold (int8 kernels
+        run int8 matmuls with int8 activations and int32 accumulation, float16 kernels half
+        matmuls); ``"float32"``: actors dequantize and compute in float32.
+      num_actors: K actors; in single-program mode a vmap axis, in the distributed modes the
+        number of actors (Ray actors or OS processes).
       envs_per_actor: environments each actor steps in lock-step (a vmap axis).
       actor_update_period: actor steps between two policy refreshes (pull + unpack + load).
       total_steps: environment steps over all actors and environments.
@@ -102,6 +109,7 @@ class ActorQConfig:
     algo: str = "dqn"
     env_name: str = "CartPole-v1"
     precision: str = "fp32"
+    actor_compute: str = "native"
     num_actors: int = 4
     envs_per_actor: int = 1
     actor_update_period: int = 100
@@ -148,6 +156,7 @@ class ActorQConfig:
             check_env("env_name", self.env_name, discrete=self.algo == "dqn",
                       algo=f"ActorQ's {self.algo.upper()}")
         check_choice("precision", self.precision, PRECISIONS)
+        check_choice("actor_compute", self.actor_compute, COMPUTES)
         check_int("num_actors", self.num_actors, 1, 4096)
         check_int("envs_per_actor", self.envs_per_actor, 1, 4096)
         check_int("actor_update_period", self.actor_update_period, 1, 10**7)

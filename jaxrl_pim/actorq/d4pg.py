@@ -6,7 +6,8 @@ Critic: layer-norm MLP with a ``num_atoms`` categorical head on ``[v_min, v_max]
 with cross-entropy to the n-step target distribution ``r + discount * z`` of the target
 networks, projected back on the support (``categorical_l2_project``). Policy: tanh MLP,
 trained to maximise the critic's mean value. Adam for both, global-norm clip, hard target
-copies every ``target_period`` learner updates. The policy network is what is broadcast.
+copies every ``target_period`` learner updates. The policy network is what is broadcast;
+actors run it in the precision they hold it in (:func:`jaxrl_pim.quant.compute.policy_apply`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import optax
 
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
 from jaxrl_pim.actorq.rules import categorical_l2_project
+from jaxrl_pim.quant.compute import policy_apply
 from jaxrl_pim.replay import NStepTransition
 from jaxrl_pim.rl.networks import D4PGActor, DistributionalCritic
 
@@ -94,11 +96,12 @@ def make_d4pg(config: Any, info: EnvInfo) -> Agent:
     def policy_params(state: D4PGState) -> Any:
         return state.policy
 
+    # actors run the policy in the precision they hold it in (int8 kernels: int8 matmuls)
     def greedy(params: Any, obs: jax.Array) -> jax.Array:
-        return mid + half * policy_net.apply(params, obs)
+        return mid + half * policy_apply(policy_net, params, obs)
 
     def act(params: Any, obs: jax.Array, key: jax.Array, noise: jax.Array) -> jax.Array:
-        a = policy_net.apply(params, obs)
+        a = policy_apply(policy_net, params, obs)
         a = a + noise * jax.random.normal(key, a.shape, a.dtype)
         return mid + half * jnp.clip(a, -1.0, 1.0)
 

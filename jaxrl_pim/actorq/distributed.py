@@ -1,26 +1,42 @@
-"""Multi-process ActorQ: actors in separate OS processes, the learner in this process.
+"""Distributed ActorQ: actors in other processes (Ray actors, or local OS processes), the
+learner here.
 
-Actors are ``multiprocessing`` processes started with ``spawn`` on CPU
-(``JAX_PLATFORMS=cpu``, one XLA thread each); the learner runs here on the default device
-(a GPU when there is one). Weights travel through ``transport.ParamServer`` (shared-memory
-block, packed int8 / fp16 / fp32 broadcasts), experience through a bounded queue.
+``run_distributed(config, seed, transport="ray")`` runs the learner in this process on the
+default device (a GPU when there is one) and ``config.num_actors`` actors through an actor
+pool:
 
-Each actor loops: run ``actor_update_period`` steps of its ``envs_per_actor`` environments
-with its current (quantized) policy in one jitted scan ("inference", the paper's "step"),
-send the n-step transitions, then pull the newest broadcast ("pull": copy the bytes out),
-check and rebuild it ("deserialize": CRC32 + int8 codes / scales views) and dequantize it
-into device arrays ("load"). The learner ingests experience, performs the learner updates
+* ``"ray"`` (:class:`~jaxrl_pim.actorq.ray_pool.RayPool`): Ray actors, on this machine
+  (``ray.init()``) or on a cluster (``ray_address``); broadcasts through the object store;
+  failed actors are restarted and the batches they had in flight counted as lost.
+* ``"processes"`` (:class:`~jaxrl_pim.actorq.transport.ProcessPool`): ``multiprocessing``
+  processes on this machine, broadcasts through a shared-memory block and batches through a
+  queue; no restarts.
+
+Each actor (:class:`~jaxrl_pim.actorq.worker.ActorWorker`) runs ``actor_update_period`` steps
+of its ``envs_per_actor`` environments with its current (quantized) policy ("inference"),
+hands the batch of n-step transitions over ("send"), then takes the newest broadcast ("pull",
+"deserialize", "load"). The learner ingests batches in arrival order, performs the updates
 owed at the same update-to-data ratio as single-program mode (one update per
-``train_every * num_actors * envs_per_actor`` environment steps), and publishes after every
-round of updates. The clock starts when every actor has compiled and reported ready.
+``train_every * num_actors * envs_per_actor`` environment steps once ``learning_starts`` are
+collected) and publishes a broadcast after every round of updates. The clock starts when
+every actor has compiled and reported ready.
+
+Counting: the report gives ``transitions_requested`` (asked of the actors),
+``transitions_received`` (added to replay), ``transitions_lost`` (batches in flight on an
+actor that failed: at most ``in_flight`` batches per failure) and ``transitions_unused``
+(still in flight when the run ended); requested = received + lost + unused.
+
+Checkpoints (``checkpoints=``, a :class:`jaxrl_pim.checkpoint.Checkpoints` folder): the
+learner's state, its replay and its counters are saved every ``checkpoint_every``
+environment steps and at the end; ``resume=True`` continues from the newest one with fresh
+actors (their environments restart; the learner's updates continue where they stopped).
+Unlike single-program mode the continuation is not bit-identical to an uninterrupted run:
+arrival order depends on timing.
 """
 
 from __future__ import annotations
 
-import os
-import queue as queue_lib
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -28,166 +44,125 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl_pim.actorq.actor import env_step, evaluate, init_carry
-from jaxrl_pim.actorq.algorithms import make_agent
-from jaxrl_pim.actorq.broadcast import (
-    actor_params,
-    decode,
-    deserialize,
-    encode,
-    load,
-)
+from jaxrl_pim.actorq.actor import evaluate
+from jaxrl_pim.actorq.broadcast import actor_params, encode
 from jaxrl_pim.actorq.config import ActorQConfig
-from jaxrl_pim.actorq.single import Curve, exploration, make_learner
-from jaxrl_pim.actorq.transport import ParamClient, ParamServer
+from jaxrl_pim.actorq.single import Curve, default_checkpoint_every, make_learner
+from jaxrl_pim.actorq.worker import ACTOR_PHASES, Lost
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.replay import NStepTransition
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
-ACTOR_PHASES = ("inference", "send", "pull", "deserialize", "load")
-_CHILD_ENV = {
-    "JAX_PLATFORMS": "cpu",
-    "XLA_FLAGS": with_flags("--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-                            *CPU_WORKAROUND_FLAGS),
-}
+TRANSPORTS = ("ray", "processes")
+
+__all__ = ["ACTOR_PHASES", "TRANSPORTS", "actor_breakdown", "make_pool", "run_distributed",
+           "run_multiprocess"]
 
 
-def _actor_main(config: ActorQConfig, actor_id: int, seed: int, shm_name: str, lock: Any,
-                out_q: Any, go: Any, stop: Any, meta: Any) -> None:
-    """Body of one actor process (see the module docstring)."""
-    try:
-        env, env_params, info = make_with_info(config.env_name)
-        agent = make_agent(config, info)
-        n_env, period = config.envs_per_actor, config.actor_update_period
-        key = jax.random.fold_in(jax.random.PRNGKey(seed), 1000 + actor_id)
-        key, k_init = jax.random.split(key)
-        carry = jax.vmap(lambda k: init_carry(env, env_params, agent, config.n_step, k))(
-            jax.random.split(k_init, n_env)
-        )
-        step_one = lambda p, c, k, e: env_step(
-            env, env_params, agent, config.gamma, config.reward_scale, p, c, k, e
-        )
-        step_all = jax.vmap(step_one, in_axes=(None, 0, 0, None))
+def make_pool(transport: str, ray_address: str | None = None, **kwargs: Any) -> Any:
+    """The actor pool of ``transport`` (``"ray"`` or ``"processes"``)."""
+    if transport == "ray":
+        from jaxrl_pim.actorq.ray_pool import RayPool
 
-        def rollout(params, carry, key, explore):
-            body = lambda c, k: step_all(params, c, jax.random.split(k, n_env), explore)
-            return jax.lax.scan(body, carry, jax.random.split(key, period))
+        return RayPool(address=ray_address, **kwargs)
+    if transport == "processes":
+        if ray_address is not None:
+            raise ValueError("ray_address needs transport='ray'")
+        from jaxrl_pim.actorq.transport import ProcessPool
 
-        client = ParamClient(shm_name, lock)
-        wire = client.pull()
-        if wire is None:
-            raise RuntimeError("no broadcast published before the actor started")
-        params = jax.block_until_ready(decode(wire, meta))
-        explore0 = exploration(config, jnp.zeros((), jnp.float32))
-        rollout_c = jax.jit(rollout).lower(params, carry, key, explore0).compile()
-        out_q.put(("ready", actor_id, None))
-        go.wait()
-
-        timing = dict.fromkeys(ACTOR_PHASES, 0.0)
-        refreshes = rollouts = 0
-        own_steps = 0
-        while not stop.is_set():
-            key, k_roll = jax.random.split(key)
-            explore = exploration(config, jnp.asarray(own_steps * config.num_actors, jnp.float32))
-            t0 = time.perf_counter()
-            carry, out = rollout_c(params, carry, k_roll, explore)
-            out = jax.device_get(out)
-            t1 = time.perf_counter()
-            timing["inference"] += t1 - t0
-            rollouts += 1
-            own_steps += period * n_env
-            tr = out.transition
-            flat = lambda x: np.asarray(x).reshape((period * n_env,) + np.shape(x)[2:])
-            msg = {
-                "transition": tuple(flat(x) for x in tr),
-                "valid": flat(out.valid),
-                "returns": np.asarray(out.episode_return)[np.asarray(out.episode_done)],
-                "steps": period * n_env,
-                "version": client.version,
-            }
-            out_q.put(("exp", actor_id, msg))
-            t2 = time.perf_counter()
-            timing["send"] += t2 - t1
-            wire = client.pull()
-            t3 = time.perf_counter()
-            timing["pull"] += t3 - t2
-            if wire is not None:
-                qtree = deserialize(wire, meta)
-                t4 = time.perf_counter()
-                params = jax.block_until_ready(load(qtree))
-                t5 = time.perf_counter()
-                timing["deserialize"] += t4 - t3
-                timing["load"] += t5 - t4
-                refreshes += 1
-        client.close()
-        out_q.put(("done", actor_id, {"timing_s": timing, "refreshes": refreshes,
-                                      "rollouts": rollouts, "steps": own_steps}))
-    except Exception:  # report to the learner instead of dying silently
-        out_q.put(("error", actor_id, traceback.format_exc()))
+        return ProcessPool(**kwargs)
+    raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}; got {transport!r}")
 
 
-def run_multiprocess(
+def run_distributed(
     config: ActorQConfig,
     seed: int = 0,
+    *,
+    transport: str = "ray",
+    ray_address: str | None = None,
+    pool: Any = None,
     callback: Callable[..., None] | None = None,
     final_eval: bool = True,
     start_timeout_s: float = 300.0,
-    message_timeout_s: float = 120.0,
+    message_timeout_s: float = 180.0,
+    checkpoints: Any = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+    on_batch: Callable[[Any, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Train with ``config.num_actors`` actor processes; returns results and timings.
+    """Train with ``config.num_actors`` distributed actors; returns results and timings.
 
-    Returns a dict with ``curve`` (:class:`single.Curve`: arrival time of each experience
-    message, environment steps, mean of the last ``return_window`` episodes),
-    ``episode_returns``, ``final_eval_return`` (greedy quantized policy; None without
-    ``final_eval``), ``learner_updates``,
-    ``broadcasts``, ``broadcast_bytes``, ``experience_bytes``, ``replay_size``, per-actor
-    ``actors`` reports (timing per phase, refreshes), ``actor_breakdown_ms`` (mean ms per
-    rollout / refresh over actors), ``timing_s`` (learner phases) and ``final_state``.
+    Args:
+      config: the run (``num_actors`` actors of ``envs_per_actor`` environments each).
+      seed: PRNG seed of the learner and the actors' environments.
+      transport: ``"ray"`` or ``"processes"`` (see the module docstring); ignored when
+        ``pool`` is given.
+      ray_address: Ray cluster to join (None: a local instance).
+      pool: an actor pool object to use instead (e.g. a ``RayPool`` with other settings).
+      callback: ``callback(env_steps, total_steps, {"return": ...})`` after every batch.
+      final_eval: evaluate the final quantized policy greedily.
+      start_timeout_s / message_timeout_s: how long to wait for the actors to start and for
+        each batch (RuntimeError after that).
+      checkpoints / checkpoint_every / resume: see the module docstring (``checkpoint_every``
+        in environment steps; default about 10 % of the run).
+      on_batch: ``on_batch(pool, summary)`` after every ingested batch (tests use it to
+        stop an actor mid-run).
 
-    Raises RuntimeError when an actor fails or does not start in ``start_timeout_s``.
+    Returns:
+      A dict with ``curve`` (:class:`~jaxrl_pim.actorq.single.Curve`: arrival time of each
+      batch, environment steps, mean of the last ``return_window`` episodes),
+      ``episode_returns``, ``final_eval_return`` (None without ``final_eval``),
+      ``env_steps``, ``learner_updates``, ``broadcasts``, ``broadcast_bytes``,
+      ``experience_bytes``, ``replay_size``, the transition counters, ``actors`` (per-actor
+      phase times, refreshes, rollouts, incarnations), ``actor_breakdown_ms``, ``timing_s``
+      (learner phases), ``transport``, ``resumed_from`` and ``final_state``.
     """
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
     env, env_params, info = make_with_info(config.env_name)
     agent, replay, learn = make_learner(config, info)
     key = jax.random.PRNGKey(seed)
     k_learn, k_run, k_eval = jax.random.split(key, 3)
     timing: dict[str, float] = {"startup": 0.0, "wait": 0.0, "ingest": 0.0, "learn": 0.0,
-                                "publish": 0.0, "eval": 0.0}
+                                "publish": 0.0, "checkpoint": 0.0, "eval": 0.0}
     t_boot = time.perf_counter()
-
     learner = jax.jit(agent.init)(k_learn)
     rstate = replay.init()
+
+    every = None
+    if checkpoints is not None:
+        every = default_checkpoint_every(config) if checkpoint_every is None else \
+            checkpoint_every
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"checkpoint_every must be >= 1 environment steps, got {every!r}")
+        if not resume and checkpoints.latest() is not None:
+            raise ValueError(f"{str(checkpoints.directory)!r} already holds checkpoints of a run; "
+                             "resume it (--resume) or choose another folder")
+    env_steps = updates = 0
+    broadcasts = 1
+    exp_bytes = 0
+    returns: list[float] = []
+    times: list[float] = []
+    steps: list[int] = []
+    avgs: list[float] = []
+    train_offset = 0.0
+    lost_before = 0
+    resumed_from = None
+    if resume and checkpoints is not None and checkpoints.latest() is not None:
+        restored, meta = checkpoints.restore({"learner": learner, "replay": rstate})
+        learner, rstate = restored["learner"], restored["replay"]
+        env_steps, updates = int(meta["env_steps"]), int(meta["updates"])
+        broadcasts, exp_bytes = int(meta["broadcasts"]), int(meta["experience_bytes"])
+        returns, times, steps = list(meta["returns"]), list(meta["times"]), list(meta["steps"])
+        avgs = [float("nan") if v is None else v for v in meta["avgs"]]
+        train_offset = float(meta["train_s"])
+        lost_before = int(meta.get("transitions_lost", 0))
+        resumed_from = env_steps
+
+    if pool is None:
+        pool = make_pool(transport, ray_address)
     example = jax.tree.map(lambda x: x[0], rstate.buffer.data)
-
-
-    wire, meta = encode(agent.policy_params(learner), config.precision)
-    server = ParamServer(ctx, wire.nbytes + 64)
-    procs: list[Any] = []
-    out_q = ctx.Queue(maxsize=max(4, 2 * config.num_actors))
-    go, stop = ctx.Event(), ctx.Event()
+    wire, meta_b = encode(agent.policy_params(learner), config.precision)
     try:
-        server.publish(wire)
-        saved = {k: os.environ.get(k) for k in _CHILD_ENV}
-        os.environ.update(_CHILD_ENV)
-        try:
-            for a in range(config.num_actors):
-                p = ctx.Process(
-                    target=_actor_main,
-                    args=(config, a, seed, server.name, server.lock, out_q, go, stop, meta),
-                    daemon=True,
-                )
-                p.start()
-                procs.append(p)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-
-        # Compile while the actors start, before the clock starts (as in single mode).
+        pool.start(config, seed, wire, meta_b, start_timeout_s)
+        # Compile (the actors compile at the same time), before the clock starts.
         n_msg = config.actor_update_period * config.envs_per_actor
         msg_batch = jax.tree.map(lambda x: jnp.zeros((n_msg,) + x.shape, x.dtype), example)
         add_c = jax.jit(replay.add, donate_argnums=0).lower(
@@ -197,34 +172,21 @@ def run_multiprocess(
         copy = lambda t: jax.tree.map(jnp.copy, t)
         jax.block_until_ready(add_c(copy(rstate), msg_batch, jnp.ones((n_msg,), bool)))
         jax.block_until_ready(learn_c(copy(learner), copy(rstate), k_run))
-
-        ready = 0
-        deadline = time.perf_counter() + start_timeout_s
-        while ready < config.num_actors:
-            kind, aid, payload = _get(out_q, procs, deadline)
-            if kind == "error":
-                raise RuntimeError(f"actor {aid} failed:\n{payload}")
-            ready += kind == "ready"
         timing["startup"] = time.perf_counter() - t_boot
 
         steps_per_update = config.steps_per_iteration * config.train_every
         first_update = (max(config.learning_starts, config.batch_size)
                         + (config.n_step - 1) * config.steps_per_iteration)
-        env_steps = updates = 0
-        broadcasts = 1
-        exp_bytes = 0
-        returns: list[float] = []
-        times, steps, avgs = [], [], []
-        go.set()
+        last_saved = env_steps
+        train_s = train_offset
+        pool.go()
         t_start = time.perf_counter()
         while env_steps < config.total_steps:
             t0 = time.perf_counter()
-            kind, aid, msg = _get(out_q, procs, t0 + message_timeout_s)
+            msg = pool.next(message_timeout_s)
             t1 = time.perf_counter()
             timing["wait"] += t1 - t0
-            if kind == "error":
-                raise RuntimeError(f"actor {aid} failed:\n{msg}")
-            if kind != "exp":
+            if isinstance(msg, Lost):
                 continue
             batch = NStepTransition(*(jnp.asarray(x) for x in msg["transition"]))
             rstate = add_c(rstate, batch, jnp.asarray(msg["valid"]))
@@ -233,50 +195,58 @@ def run_multiprocess(
             returns.extend(np.asarray(msg["returns"], np.float64).tolist())
             t2 = time.perf_counter()
             timing["ingest"] += t2 - t1
-            times.append(t2 - t_start)
+            train_s = train_offset + t2 - t_start
+            times.append(train_s)
             steps.append(env_steps)
             avgs.append(float(np.mean(returns[-config.return_window:])) if returns
                         else float("nan"))
-            owed = (env_steps - first_update) // steps_per_update + 1 if env_steps >= \
-                first_update else 0
+            owed = ((env_steps - first_update) // steps_per_update + 1
+                    if env_steps >= first_update else 0)
             if owed > updates:
                 loss = None
                 while updates < owed:
-                    learner, rstate, loss = learn_c(learner, rstate, jax.random.fold_in(k_run,
-                                                                                        updates))
+                    learner, rstate, loss = learn_c(learner, rstate,
+                                                    jax.random.fold_in(k_run, updates))
                     updates += 1
                 jax.block_until_ready(loss)
                 t3 = time.perf_counter()
                 timing["learn"] += t3 - t2
                 wire, _ = encode(agent.policy_params(learner), config.precision)
-                server.publish(wire)
+                pool.publish(wire)
                 broadcasts += 1
                 timing["publish"] += time.perf_counter() - t3
+            done = env_steps >= config.total_steps
+            if every is not None and (env_steps - last_saved >= every or done):
+                t4 = time.perf_counter()
+                checkpoints.save(env_steps, {"learner": learner, "replay": rstate}, meta={
+                    "env_steps": env_steps, "updates": updates, "broadcasts": broadcasts,
+                    "experience_bytes": exp_bytes, "returns": returns, "times": times,
+                    "steps": steps, "avgs": [None if not np.isfinite(v) else v for v in avgs],
+                    "train_s": train_s,
+                    "transitions_lost": lost_before + pool.counters["transitions_lost"]})
+                last_saved = env_steps
+                timing["checkpoint"] += time.perf_counter() - t4
+            if on_batch is not None:
+                on_batch(pool, {"env_steps": env_steps, "updates": updates})
             if callback is not None:
                 callback(min(env_steps, config.total_steps), config.total_steps,
                          {"return": avgs[-1]})
-        train_s = time.perf_counter() - t_start
-        stop.set()
-        actors = _drain(out_q, procs)
+        timing["train"] = train_s
     finally:
-        stop.set()
-        go.set()
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.terminate()
-                p.join(timeout=5)
-        server.close()
+        actors = pool.stop()
 
-    t4 = time.perf_counter()
+    t5 = time.perf_counter()
     final_return = None
     if final_eval:
-        final_params = actor_params(agent.policy_params(learner), config.precision)
+        final_params = actor_params(agent.policy_params(learner), config.precision,
+                                    config.actor_compute)
         final_return = float(jax.jit(lambda p, k: evaluate(
             env, env_params, agent, info, p, k, config.eval_episodes))(final_params, k_eval))
-    timing["eval"] = time.perf_counter() - t4
-    timing["train"] = train_s
+    timing["eval"] = time.perf_counter() - t5
+    counters = dict(pool.counters)
+    counters["transitions_lost_total"] = lost_before + counters["transitions_lost"]
     return {
+        "transport": pool.name,
         "curve": Curve(np.asarray(times), np.asarray(steps), np.asarray(avgs)),
         "episode_returns": np.asarray(returns),
         "final_eval_return": final_return,
@@ -286,23 +256,36 @@ def run_multiprocess(
         "broadcast_bytes": wire.nbytes,
         "experience_bytes": exp_bytes,
         "replay_size": int(rstate.size),
+        **counters,
         "actors": actors,
         "actor_breakdown_ms": actor_breakdown(actors),
         "timing_s": timing,
+        "resumed_from": resumed_from,
         "final_state": learner,
     }
 
 
+def run_multiprocess(config: ActorQConfig, seed: int = 0, **kwargs: Any) -> dict[str, Any]:
+    """Deprecated: ``run_distributed(config, seed, transport="processes", ...)``."""
+    import warnings
+
+    warnings.warn("jaxrl_pim.actorq.run_multiprocess is deprecated; use run_distributed("
+                  "config, seed, transport='processes') or transport='ray'", DeprecationWarning,
+                  stacklevel=2)
+    return run_distributed(config, seed, transport="processes", **kwargs)
+
+
 def actor_breakdown(actors: dict[int, dict[str, Any]]) -> dict[str, float | None]:
     """Mean milliseconds per rollout (inference, send) and per refresh (pull, deserialize,
-    load) over the actors' reports; pull is charged per attempt (once per rollout)."""
+    load) over the actors' reports, and each phase's share of the actors' busy time."""
     if not actors:
         return dict.fromkeys(ACTOR_PHASES)
     out: dict[str, float | None] = {}
     for ph in ACTOR_PHASES:
         per = []
         for rep in actors.values():
-            denom = rep["refreshes"] if ph in ("deserialize", "load") else rep["rollouts"]
+            denom = rep["refreshes"] if ph in ("pull", "deserialize", "load") else \
+                rep["rollouts"]
             if denom:
                 per.append(1e3 * rep["timing_s"][ph] / denom)
         out[ph] = float(np.mean(per)) if per else None
@@ -311,33 +294,3 @@ def actor_breakdown(actors: dict[int, dict[str, Any]]) -> dict[str, float | None
     for ph in ACTOR_PHASES:
         out[f"{ph}_fraction"] = tot[ph] / total if total > 0 else None
     return out
-
-
-def _get(q: Any, procs: list[Any], deadline: float) -> tuple[str, int, Any]:
-    """Next message, raising RuntimeError if every actor died or the deadline passed."""
-    while True:
-        try:
-            return q.get(timeout=0.5)
-        except queue_lib.Empty:
-            if procs and not any(p.is_alive() for p in procs):
-                raise RuntimeError("all actor processes exited unexpectedly") from None
-            if time.perf_counter() > deadline:
-                raise RuntimeError("timed out waiting for the actors") from None
-
-
-def _drain(q: Any, procs: list[Any], timeout_s: float = 60.0) -> dict[int, dict[str, Any]]:
-    """After ``stop``: read until every actor said done; returns their reports."""
-    reports: dict[int, dict[str, Any]] = {}
-    deadline = time.perf_counter() + timeout_s
-    while len(reports) < len(procs) and time.perf_counter() < deadline:
-        try:
-            kind, aid, msg = q.get(timeout=0.5)
-        except queue_lib.Empty:
-            if not any(p.is_alive() for p in procs):
-                break
-            continue
-        if kind == "done":
-            reports[aid] = msg
-        elif kind == "error":
-            raise RuntimeError(f"actor {aid} failed:\n{msg}")
-    return reports

@@ -6,7 +6,8 @@ loss weighted by prioritized-replay importance weights, targets ``r + discount *
 Q_target(s', a)`` on n-step transitions), hard target copy every ``target_period`` learner
 updates, global-norm gradient clip. The Q-network is :func:`jaxrl_pim.rl.networks.q_network`.
 What differs from :func:`jaxrl_pim.rl.dqn.make_train` is the loop around it: actors act
-epsilon-greedily with whatever (quantized) Q-network parameters they were last sent, and the
+epsilon-greedily with whatever (quantized) Q-network parameters they were last sent --
+int8 kernels run int8 matmuls (:func:`jaxrl_pim.quant.compute.policy_apply`) -- and the
 target copy counts learner updates rather than environment iterations.
 """
 
@@ -19,6 +20,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
+from jaxrl_pim.quant.compute import policy_apply
 from jaxrl_pim.replay import NStepTransition
 from jaxrl_pim.rl.dqn import dqn_loss
 from jaxrl_pim.rl.networks import q_network
@@ -60,7 +62,8 @@ def make_dqn(config: Any, info: EnvInfo) -> Agent:
         return state.params
 
     def greedy(params: Any, obs: jax.Array) -> jax.Array:
-        return jnp.argmax(net.apply(params, obs), axis=-1).astype(jnp.int32)
+        # the actor's (possibly int8 / float16) parameters compute in their own precision
+        return jnp.argmax(policy_apply(net, params, obs), axis=-1).astype(jnp.int32)
 
     def act(params: Any, obs: jax.Array, key: jax.Array, epsilon: jax.Array) -> jax.Array:
         k1, k2 = jax.random.split(key)

@@ -1,9 +1,9 @@
 """Run ActorQ for one or several broadcast precisions and summarise (host-side driver).
 
-``run_one`` trains one configuration in single-program or multi-process mode and returns a
-JSON-ready dict; ``compare_precisions`` runs fp32 / fp16 / int8 one after the other in the
-same process (same seed, same machine) and adds times to 95 % of the fp32 reward,
-speed-ups and the broadcast sizes. Used by ``jaxrl-pim actorq`` and
+``run_one`` trains one configuration in single-program mode or with distributed actors (Ray
+or local processes) and returns a JSON-ready dict; ``compare_precisions`` runs fp32 / fp16 /
+int8 one after the other in the same process (same seed, same machine) and adds times to
+95 % of the fp32 reward, speed-ups and the broadcast sizes. Used by ``jaxrl-pim actorq`` and
 ``benchmarks/actorq_speedup.py``.
 """
 
@@ -36,23 +36,39 @@ def run_one(
     seed: int = 0,
     callback: Callable[..., None] | None = None,
     num_chunks: int = 20,
+    *,
+    ray_address: str | None = None,
+    checkpoints: Any = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
-    """Train once; returns curve, returns, counts, timings (JSON-ready, no device arrays)."""
+    """Train once; returns curve, returns, counts, timings (JSON-ready, no device arrays).
+
+    ``mode``: ``"single"`` (:func:`jaxrl_pim.actorq.single.run_timed`), ``"ray"`` or
+    ``"processes"`` (:func:`jaxrl_pim.actorq.distributed.run_distributed` with that
+    transport). ``checkpoints`` / ``checkpoint_every`` (environment steps) / ``resume`` are
+    passed on (see those functions).
+    """
     check_choice("mode", mode, MODES)
     if mode == "single":
         from jaxrl_pim.actorq.single import run_timed
 
+        if ray_address is not None:
+            raise ValueError("ray_address needs mode='ray'")
         out = run_timed(config, jax.random.PRNGKey(seed), num_chunks=num_chunks,
-                        callback=callback)
+                        callback=callback, checkpoints=checkpoints,
+                        checkpoint_every=checkpoint_every, resume=resume)
         state = out.pop("final_state")
         out["learner_updates"] = int(state.learner.step)
         out["env_steps"] = int(out["curve"].env_steps[-1]) if out["curve"].env_steps.size else 0
         out["broadcasts"] = 1 + int(state.iteration) // config.actor_update_period
         out["replay_size"] = int(state.replay.size)
     else:
-        from jaxrl_pim.actorq.distributed import run_multiprocess
+        from jaxrl_pim.actorq.distributed import run_distributed
 
-        out = run_multiprocess(config, seed=seed, callback=callback)
+        out = run_distributed(config, seed=seed, transport=mode, ray_address=ray_address,
+                              callback=callback, checkpoints=checkpoints,
+                              checkpoint_every=checkpoint_every, resume=resume)
         out.pop("final_state")
     curve = out.pop("curve")
     out["curve"] = {
@@ -74,23 +90,46 @@ def compare_precisions(
     seed: int = 0,
     callback_factory: Callable[[str], Any] | None = None,
     num_chunks: int = 20,
+    *,
+    ray_address: str | None = None,
+    checkpoint_dir: Any = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run each precision with otherwise identical settings; add speed-ups when fp32 ran.
 
     Returns ``{"runs": {precision: run_one(...)}, "broadcast_bytes": {...},
     "time_to_reward": speedups(...) or None}``. ``callback_factory(precision)`` may return a
-    context manager yielding a progress callback (e.g. ``RichProgress``).
+    context manager yielding a progress callback (e.g. ``RichProgress``). With
+    ``checkpoint_dir`` each precision checkpoints into ``<checkpoint_dir>/<precision>``
+    (:class:`jaxrl_pim.checkpoint.Checkpoints`, keeping the last 3), fingerprinted by its
+    config, seed, chunking and mode; ``resume`` continues each from its newest checkpoint.
     """
     for p in precisions:
         check_choice("precision", p, PRECISIONS)
     runs: dict[str, Any] = {}
     for p in precisions:
         cfg = config.replace(precision=p)
-        if callback_factory is None:
-            runs[p] = run_one(cfg, mode, seed, None, num_chunks)
-        else:
-            with callback_factory(p) as cb:
-                runs[p] = run_one(cfg, mode, seed, cb, num_chunks)
+        ckpt = None
+        if checkpoint_dir is not None:
+            from pathlib import Path
+
+            from jaxrl_pim.actorq.single import checkpoint_fingerprint
+            from jaxrl_pim.checkpoint import Checkpoints
+
+            ckpt = Checkpoints(Path(checkpoint_dir) / p, keep=3,
+                               fingerprint=checkpoint_fingerprint(cfg, seed, num_chunks, mode))
+        kwargs = dict(ray_address=ray_address, checkpoints=ckpt,
+                      checkpoint_every=checkpoint_every, resume=resume)
+        try:
+            if callback_factory is None:
+                runs[p] = run_one(cfg, mode, seed, None, num_chunks, **kwargs)
+            else:
+                with callback_factory(p) as cb:
+                    runs[p] = run_one(cfg, mode, seed, cb, num_chunks, **kwargs)
+        finally:
+            if ckpt is not None:
+                ckpt.close()
     ttr = None
     if "fp32" in runs and runs["fp32"]["final_train_return"] is not None:
         curves = {
@@ -136,6 +175,7 @@ def breakdown_table(result: dict[str, Any]) -> list[dict[str, Any]]:
             "pull_ms": bd.get("pull"),
             "deserialize_ms": bd.get("deserialize"),
             "load_ms": bd.get("load"),
+            "transitions_lost": r.get("transitions_lost"),
         })
     return rows
 

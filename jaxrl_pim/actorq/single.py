@@ -120,7 +120,8 @@ def make_system(config: ActorQConfig) -> System:
         )
         return RunState(
             learner=learner,
-            actor_params=actor_params(agent.policy_params(learner), config.precision),
+            actor_params=actor_params(agent.policy_params(learner), config.precision,
+                                      config.actor_compute),
             carry=carry,
             replay=replay.init(),
             key=k_run,
@@ -144,7 +145,8 @@ def make_system(config: ActorQConfig) -> System:
         refresh = (it + 1) % config.actor_update_period == 0
         a_params = jax.lax.cond(
             refresh,
-            lambda: actor_params(agent.policy_params(learner), config.precision),
+            lambda: actor_params(agent.policy_params(learner), config.precision,
+                                 config.actor_compute),
             lambda: state.actor_params,
         )
         new = RunState(learner, a_params, carry, rstate, key, it + 1)
@@ -206,22 +208,67 @@ class Curve(NamedTuple):
     avg_return: np.ndarray  # mean of the last ``return_window`` completed episodes (nan: none)
 
 
+def default_checkpoint_every(config: ActorQConfig) -> int:
+    """Environment steps between checkpoints when none is given: about 10 % of the run."""
+    return max(config.steps_per_iteration, -(-config.total_steps // 10))
+
+
+def checkpoint_fingerprint(config: ActorQConfig, seed: Any, num_chunks: int,
+                           mode: str = "single") -> dict[str, Any]:
+    """What a checkpoint must match to be resumed: the whole config, the seed, the chunking
+    (the compiled chunk program) and the deployment."""
+    from jaxrl_pim.report import to_jsonable
+
+    return {"config": to_jsonable(config), "seed": to_jsonable(seed), "num_chunks": num_chunks,
+            "mode": mode}
+
+
+def _nan_to_none(values: list[float]) -> list[float | None]:
+    return [None if not np.isfinite(v) else float(v) for v in values]
+
+
 def run_timed(
     config: ActorQConfig,
     key: jax.Array,
     num_chunks: int = 20,
     callback: Callable[..., None] | None = None,
+    *,
+    checkpoints: Any = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run single-program ActorQ from the host in ``num_chunks`` jitted chunks, timing each.
 
     Returns a dict with ``curve`` (:class:`Curve`), ``episode_returns`` (all completed
     episodes), ``final_eval_return`` (greedy quantized policy), ``timing_s`` (compile,
-    train, eval) and ``final_state``.
+    train, eval), ``final_state`` and ``resumed_from`` (iterations restored, or None).
+
+    Checkpoints: with ``checkpoints`` (a :class:`jaxrl_pim.checkpoint.Checkpoints` folder) the
+    whole :class:`RunState` (learner, actors' policy, environments, replay, PRNG key) and the
+    curve so far are saved atomically after the first chunk that completes
+    ``checkpoint_every`` environment steps since the last save (default
+    :func:`default_checkpoint_every`, about 10 % of the run) and after the last chunk; the
+    step of a checkpoint is the number of iterations done. ``resume=True`` continues from the
+    newest checkpoint (a finished run is returned from its final checkpoint without training
+    again); the resumed run's final state equals an uninterrupted run's bit for bit, because
+    the iteration is a pure function of the state and the chunk program is the same. Without
+    ``resume`` a folder that already holds checkpoints is refused (ValueError). The clock of
+    a resumed run continues from the checkpoint's (the time lost since it is not counted).
     """
     system = make_system(config)
     total = config.num_iterations
     chunk = max(1, total // num_chunks)
     n_chunks = total // chunk
+    every = None
+    if checkpoints is not None:
+        steps = default_checkpoint_every(config) if checkpoint_every is None else \
+            checkpoint_every
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"checkpoint_every must be >= 1 environment steps, got {steps!r}")
+        every = max(1, -(-steps // (chunk * config.steps_per_iteration)))  # in chunks
+        if not resume and checkpoints.latest() is not None:
+            raise ValueError(f"{str(checkpoints.directory)!r} already holds checkpoints of a run; "
+                             "resume it (--resume) or choose another folder")
 
     def run_chunk(state):
         return jax.lax.scan(lambda s, _: system.iteration(s), state, None, length=chunk)
@@ -229,34 +276,63 @@ def run_timed(
     t0 = time.perf_counter()
     init = jax.jit(system.init)
     state = jax.block_until_ready(init(key))
-    run_chunk_c = jax.jit(run_chunk, donate_argnums=0).lower(state).compile()
+    start_chunk, train_s = 0, 0.0
+    times: list[float] = []
+    steps_l: list[int] = []
+    avgs: list[float] = []
+    all_returns: list[float] = []
+    resumed_from = None
+    if resume and checkpoints is not None and checkpoints.latest() is not None:
+        state, meta = checkpoints.restore(state)
+        start_chunk = int(meta["chunks_done"])
+        train_s = float(meta["train_s"])
+        times, steps_l = list(meta["times"]), list(meta["steps"])
+        avgs = [float("nan") if v is None else v for v in meta["avgs"]]
+        all_returns = list(meta["returns"])
+        resumed_from = start_chunk * chunk
     eval_c = jax.jit(system.evaluate)
-    # one throwaway chunk: first-execution costs (allocations, thread pools) stay off the
-    # clock, so the first of several runs in a process is not penalised
-    jax.block_until_ready(run_chunk_c(init(jax.random.fold_in(key, 2))))
+    if start_chunk < n_chunks:
+        run_chunk_c = jax.jit(run_chunk, donate_argnums=0).lower(state).compile()
+        # one throwaway chunk: first-execution costs (allocations, thread pools) stay off the
+        # clock, so the first of several runs in a process is not penalised
+        jax.block_until_ready(run_chunk_c(init(jax.random.fold_in(key, 2))))
     compile_s = time.perf_counter() - t0
 
-    times, steps, avgs, all_returns = [], [], [], []
+    def save(c: int) -> None:
+        checkpoints.save(c * chunk, state, meta={
+            "chunks_done": c, "train_s": train_s, "times": times, "steps": steps_l,
+            "avgs": _nan_to_none(avgs), "returns": all_returns})
+
     window = config.return_window
-    train_s = 0.0
-    for c in range(n_chunks):
+    checkpoint_s = 0.0
+    last_saved = start_chunk
+    for c in range(start_chunk, n_chunks):
         t1 = time.perf_counter()
         state, m = run_chunk_c(state)
         m = jax.block_until_ready(m)
         train_s += time.perf_counter() - t1
         all_returns.extend(episode_returns(m).tolist())
         times.append(train_s)
-        steps.append((c + 1) * chunk * config.steps_per_iteration)
+        steps_l.append((c + 1) * chunk * config.steps_per_iteration)
         avgs.append(float(np.mean(all_returns[-window:])) if all_returns else float("nan"))
+        if every is not None and (c + 1 - last_saved >= every or c + 1 == n_chunks):
+            t_ck = time.perf_counter()
+            save(c + 1)
+            last_saved = c + 1
+            checkpoint_s += time.perf_counter() - t_ck
         if callback is not None:
             callback(c + 1, n_chunks, {"return": avgs[-1]})
     t2 = time.perf_counter()
     final_eval = float(eval_c(state.actor_params, jax.random.fold_in(key, 1)))
     eval_s = time.perf_counter() - t2
+    timing = {"compile": compile_s, "train": train_s, "eval": eval_s}
+    if checkpoints is not None:
+        timing["checkpoint"] = checkpoint_s
     return {
-        "curve": Curve(np.asarray(times), np.asarray(steps), np.asarray(avgs)),
+        "curve": Curve(np.asarray(times), np.asarray(steps_l), np.asarray(avgs)),
         "episode_returns": np.asarray(all_returns),
         "final_eval_return": final_eval,
-        "timing_s": {"compile": compile_s, "train": train_s, "eval": eval_s},
+        "timing_s": timing,
         "final_state": state,
+        "resumed_from": resumed_from,
     }

@@ -22,6 +22,8 @@ from jaxrl_pim.actorq.config import ActorQConfig, default_config
 from jaxrl_pim.actorq.single import make_system
 from jaxrl_pim.actorq.transport import ParamClient, ParamServer
 from jaxrl_pim.envs import make_with_info
+from jaxrl_pim.quant import QTensor
+from jaxrl_pim.quant.compute import dequantized
 
 
 def _tree_equal(a, b) -> bool:
@@ -39,18 +41,33 @@ def policy():
     return agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(3)))
 
 
+@pytest.mark.parametrize("compute", ["native", "float32"])
 @pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
-def test_wire_roundtrip_equals_device_path(policy, precision):
+def test_wire_roundtrip_equals_device_path(policy, precision, compute):
     wire, meta = encode(policy, precision)
-    on_actor = decode(wire, meta)
-    assert _tree_equal(on_actor, jax.jit(actor_params, static_argnums=1)(policy, precision))
+    on_actor = decode(wire, meta, compute)
+    device = jax.jit(actor_params, static_argnums=(1, 2))(policy, precision, compute)
+    assert _tree_equal(on_actor, device)
+    kernels = [x for x in jax.tree.leaves(on_actor, is_leaf=lambda x: isinstance(x, QTensor))
+               if isinstance(x, QTensor) or x.dtype == np.float16]
+    if compute == "native" and precision != "fp32":
+        # every 2-D kernel stays low precision: int8 codes + scale, or float16 values
+        assert len(kernels) == 3
+        for k in kernels:
+            dt = k.codes.dtype if isinstance(k, QTensor) else k.dtype
+            assert dt == (np.int8 if precision == "int8" else np.float16)
+    else:
+        assert not kernels
     err = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
-              for a, b in zip(jax.tree.leaves(on_actor), jax.tree.leaves(policy), strict=True))
+              for a, b in zip(jax.tree.leaves(dequantized(on_actor)), jax.tree.leaves(policy),
+                              strict=True))
     if precision == "fp32":
         assert err == 0.0
     else:
         amax = max(float(np.max(np.abs(np.asarray(x)))) for x in jax.tree.leaves(policy))
         assert 0.0 < err <= amax / (127 if precision == "int8" else 1000)
+    # the dequantized tree is the fake-quantized policy whatever the compute mode
+    assert _tree_equal(dequantized(on_actor), decode(wire, meta, "float32"))
 
 
 def test_broadcast_sizes(policy):

@@ -1,4 +1,5 @@
-"""Multi-process ActorQ end to end: 2 actor processes, real shared-memory/queue transport."""
+"""Distributed ActorQ end to end with the local-process transport: 2 actor processes, real
+shared-memory/queue transport (the Ray transport: ``test_ray.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import jax
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import encode
 from jaxrl_pim.actorq.config import default_config
-from jaxrl_pim.actorq.distributed import ACTOR_PHASES, run_multiprocess
+from jaxrl_pim.actorq.distributed import ACTOR_PHASES, run_distributed
 from jaxrl_pim.envs import make_with_info
 
 
@@ -15,7 +16,7 @@ def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
                          total_steps=400, actor_update_period=25, learning_starts=50,
                          batch_size=16, buffer_size=1_000, hidden_sizes=(16,))
-    out = run_multiprocess(cfg, seed=0, final_eval=False)
+    out = run_distributed(cfg, seed=0, transport="processes", final_eval=False)
     # experience from both actors reached the learner's replay
     assert out["env_steps"] >= cfg.total_steps
     assert out["replay_size"] == out["env_steps"]
@@ -27,6 +28,11 @@ def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
     # the learner trained and re-broadcast; actors pulled new versions
     assert out["learner_updates"] > 0 and out["broadcasts"] > 1
     assert sum(rep["refreshes"] for rep in out["actors"].values()) >= 1
+    # every transition the actors sent was received or still queued at the end
+    assert out["transitions_lost"] == 0
+    assert out["transitions_requested"] == out["transitions_received"] + out[
+        "transitions_unused"]
+    assert out["transitions_received"] == out["env_steps"]
     # what travelled per broadcast is the packed int8 policy
     _, _, info = make_with_info(cfg.env_name)
     agent = make_agent(cfg, info)

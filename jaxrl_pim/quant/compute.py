@@ -1,0 +1,187 @@
+"""Policies that compute in the precision they were quantized to (actor-side arithmetic).
+
+A broadcast policy arrives as a tree of :class:`~jaxrl_pim.quant.QTensor` leaves
+(:func:`jaxrl_pim.quant.quantize_tree` on the device, :func:`jaxrl_pim.quant.unpack_qtensors`
+from the wire). :func:`actor_tree` turns it into the parameters an actor runs with:
+
+* ``compute="float32"``: every leaf dequantized to float32 (the *dequantized policy*: the
+  same values as :func:`jaxrl_pim.quant.fake_quantize`), run with float32 matmuls;
+* ``compute="native"``: the 2-D ``kernel`` leaves keep their low-precision form -- int8
+  codes with their float32 scale (any QTensor whose codes are int8), or float16 values --
+  and everything else (biases, norm scales) is dequantized to float32.
+
+:func:`policy_apply` runs a flax linen module with such parameters: each ``nn.Dense`` whose
+kernel is an int8 QTensor runs :func:`jaxrl_pim.quant.int8.int8_matmul` (activations
+quantized symmetric int8 per row, ``int8 x int8 -> int32`` ``dot_general``, rescaled by
+``s_x * s_w``); a float16 kernel runs a ``float16 x float16 -> float32`` ``dot_general``
+(activations cast to float16, float32 accumulation); a float32 kernel runs the layer
+unchanged. Other layers (activations, LayerNorm) always run in float32.
+
+:func:`int8_error_bound` is the bound the int8 path keeps to the dequantized policy (derived
+in its docstring); the tests check it on every output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl_pim.quant.fake import dequantize_qtensor, is_qtensor
+from jaxrl_pim.quant.formats import QTensor
+from jaxrl_pim.quant.int8 import int8_matmul
+
+PyTree = Any
+COMPUTES = ("float32", "native")
+
+
+def _kernel_kind(path: tuple, leaf: Any) -> str:
+    """``"int8"``, ``"fp16"`` or ``"other"`` for one leaf of a QTensor tree."""
+    name = getattr(path[-1], "key", None) if path else None
+    if name != "kernel" or not is_qtensor(leaf) or np.ndim(leaf.codes) != 2:
+        return "other"
+    dt = jnp.asarray(leaf.codes).dtype
+    if dt == jnp.int8:
+        return "int8"
+    if dt == jnp.float16:
+        return "fp16"
+    return "other"
+
+
+def actor_tree(qtree: PyTree, compute: str = "native") -> PyTree:
+    """The parameters an actor holds for a quantized tree (see the module docstring).
+
+    Args:
+      qtree: pytree of QTensors (and plain arrays for leaves left in full precision), e.g.
+        ``quantize_tree(params, spec)``; NumPy or JAX arrays.
+      compute: ``"native"`` (int8 / float16 kernels kept for integer / half arithmetic) or
+        ``"float32"`` (everything dequantized).
+    Returns:
+      A pytree with the structure of the original parameters: float32 arrays, and with
+      ``"native"`` int8 :class:`QTensor` (codes ``int8`` of the kernel's shape, float32
+      ``scale`` of shape ``()`` or ``(1, out)``) or ``float16`` kernels. Jittable.
+    """
+    if compute not in COMPUTES:
+        raise ValueError(f"compute must be one of {', '.join(COMPUTES)}; got {compute!r}")
+
+    def one(path, leaf):
+        kind = _kernel_kind(path, leaf) if compute == "native" else "other"
+        if kind == "int8":
+            return QTensor(jnp.asarray(leaf.codes, jnp.int8), jnp.asarray(leaf.scale, jnp.float32),
+                           jnp.asarray(leaf.zero_point, jnp.int32))
+        if kind == "fp16":
+            return jnp.asarray(leaf.codes, jnp.float16)
+        if is_qtensor(leaf):
+            return dequantize_qtensor(leaf, jnp.float32)
+        return jnp.asarray(leaf, jnp.float32)
+
+    return jax.tree_util.tree_map_with_path(one, qtree, is_leaf=is_qtensor)
+
+
+def dequantized(params: PyTree) -> PyTree:
+    """An :func:`actor_tree` result with every leaf back in float32 (the dequantized policy)."""
+
+    def one(leaf):
+        if is_qtensor(leaf):
+            return dequantize_qtensor(leaf, jnp.float32)
+        return jnp.asarray(leaf, jnp.float32)
+
+    return jax.tree.map(one, params, is_leaf=is_qtensor)
+
+
+def fp16_matmul(x: jax.Array, kernel: jax.Array) -> jax.Array:
+    """``x @ kernel`` with float16 operands and a float32 accumulator: ``(..., in) x (in, out)
+    -> float32 (..., out)``."""
+    return jax.lax.dot_general(
+        jnp.asarray(x).astype(jnp.float16), kernel.astype(jnp.float16),
+        dimension_numbers=(((jnp.ndim(x) - 1,), (0,)), ((), ())),
+        preferred_element_type=jnp.float32)
+
+
+def _interceptor(next_fun: Callable, args: tuple, kwargs: dict, context: Any) -> Any:
+    module = context.module
+    if not (isinstance(module, nn.Dense) and context.method_name == "__call__"):
+        return next_fun(*args, **kwargs)
+    variables = module.variables["params"]
+    kernel = variables["kernel"]
+    if isinstance(kernel, dict):  # a QTensor flattened by flax into a dict
+        kernel = QTensor(**kernel)
+    if isinstance(kernel, QTensor):
+        matmul = int8_matmul
+    elif jnp.asarray(kernel).dtype == jnp.float16:
+        matmul = fp16_matmul
+    else:
+        return next_fun(*args, **kwargs)
+    (x,) = args
+    y = matmul(jnp.asarray(x, jnp.float32), kernel)
+    if module.use_bias:
+        y = y + jnp.asarray(variables["bias"], jnp.float32)
+    return y.astype(module.dtype or jnp.float32)
+
+
+def has_lowp_kernels(variables: PyTree) -> bool:
+    """Whether ``variables`` hold int8 QTensor or float16 kernels (a ``"native"`` tree)."""
+    leaves = jax.tree.leaves(variables, is_leaf=is_qtensor)
+    return any(is_qtensor(x) or jnp.asarray(x).dtype == jnp.float16 for x in leaves)
+
+
+def policy_apply(module: nn.Module, variables: PyTree, *args: Any, **kwargs: Any) -> Any:
+    """``module.apply(variables, *args)``, with each ``nn.Dense`` computing in its kernel's
+    precision (int8 QTensor: int8 matmul; float16: half matmul; float32: unchanged).
+
+    With only float32 leaves this is exactly ``module.apply``. Jittable and vmappable.
+    """
+    if not has_lowp_kernels(variables):
+        return module.apply(variables, *args, **kwargs)
+    with nn.intercept_methods(_interceptor):
+        return module.apply(variables, *args, **kwargs)
+
+
+def int8_error_bound(kernels: Sequence[np.ndarray], activations: Sequence[np.ndarray],
+                     lipschitz: float = 1.0) -> np.ndarray:
+    """Elementwise bound on ``|int8 path - dequantized path|`` at an MLP's output.
+
+    The MLP is ``x_{l+1} = phi(x_l W_l + b_l)`` for ``l < L`` and ``y = x_L W_L + b_L``, with
+    ``phi`` applied elementwise and ``lipschitz``-Lipschitz (ReLU, tanh: 1); ``W_l`` are the
+    dequantized kernels (``codes * scale``: both paths use exactly these values). The int8
+    path replaces each layer's input row ``x~`` (its own, already perturbed activations) by
+    ``s q``, ``q = rint(x~ / s)``, ``s = max|x~| / 127``, so ``|s q - x~| <= s / 2``
+    elementwise, and computes ``(s q) W`` exactly in int32 before one float32 rescale.
+    With ``d_l >= |x~_l - x_l|`` (``d_0 = 0``: the observation is exact),
+
+    ``|x~_l W_l - x_l W_l| <= (d_l + s~_l / 2) |W_l|``,  ``s~_l <= (max|x_l| + max d_l) / 127``
+
+    so ``d_{l+1} = lipschitz * (d_l + s~_l / 2) |W_l|`` (the biases are the same on both
+    sides). Float32 rounding of both products adds at most ``gamma_n (|x_l| + d_l) |W_l|``
+    with ``gamma_n = (n + 3) u / (1 - (n + 3) u)``, ``u = 2^-24``, ``n`` the fan-in (the
+    reference's dot product and the int8 path's two rescaling multiplies); it is included.
+
+    Args:
+      kernels: the dequantized kernels ``W_l``, shapes ``(n_l, n_{l+1})``.
+      activations: the dequantized (float32) path's layer inputs ``x_l``, shapes ``(B, n_l)``
+        (``activations[0]`` is the observation batch).
+    Returns:
+      float64 ``(B, n_out)``: for every sample and output, a bound on the difference.
+    """
+    if len(kernels) != len(activations):
+        raise ValueError(f"one activation per kernel: got {len(kernels)} kernels and "
+                         f"{len(activations)} activations")
+    u = 2.0**-24
+    d = np.zeros_like(np.asarray(activations[0], np.float64))
+    out = d
+    for i, (w, x) in enumerate(zip(kernels, activations, strict=True)):
+        w = np.abs(np.asarray(w, np.float64))
+        x = np.abs(np.asarray(x, np.float64))
+        if x.shape[-1] != w.shape[0] or d.shape != x.shape:
+            raise ValueError(f"layer {i}: activation {x.shape} does not match kernel {w.shape}")
+        n = w.shape[0]
+        gamma = (n + 3) * u / (1 - (n + 3) * u)
+        s = (x.max(axis=-1, keepdims=True) + d.max(axis=-1, keepdims=True)) / 127.0
+        s = s * (1 + 4 * u)  # the scale itself is computed in float32
+        out = (d + s / 2) @ w + gamma * (x + d) @ w
+        d = lipschitz * out
+    return out
