@@ -25,13 +25,15 @@ Q-table; the phases are timed on each process for its own part.
 Checkpoints (``checkpoints=``, a :class:`~jaxrl_pim.checkpoint.Checkpoints` folder): the run
 goes in segments of ``checkpoint_every`` whole sync rounds (:func:`make_train_from`, one
 compiled segment continues from any round) and after each segment the
-:class:`~jaxrl_pim.tabular.trainer.TabularState` (tables, lane LCG states, key, round counter)
-and the ``q_delta`` of the rounds so far are saved as checkpoint ``<rounds done>``; with
+:class:`~jaxrl_pim.tabular.trainer.TabularState` (tables, lane LCG states, the key as raw data,
+round counter; host arrays) and the ``q_delta`` of the rounds so far are saved as checkpoint
+``<rounds done>`` (:func:`checkpoint_template`); with
 ``resume`` the run continues from the newest one. The final table equals an uninterrupted
 run's bit for bit in every format. Extra phases: ``checkpoint`` (saving and restoring). Across
-processes every process calls the saves and restores with the same (replicated) state, and
-orbax writes each array once, from process 0; the folder must be one that every process sees
-(the same path on a shared file system).
+processes every process gets the whole state after each segment and calls the saves and
+restores with it, and orbax writes the files from process 0; to resume, every process reads
+the folder, so it must be one that every process sees (the same path on a shared file system
+across hosts).
 """
 
 from __future__ import annotations
@@ -106,10 +108,30 @@ def episodes_in_rounds(config: TabularConfig, start: int, stop: int) -> int:
 
 
 def checkpoint_template(config: TabularConfig, key: jax.Array) -> dict[str, Any]:
-    """Shapes and dtypes of a tabular checkpoint: ``{"state": TabularState, "q_delta": [R]}``
-    (``q_delta`` holds the rounds done so far, zeros after them)."""
-    return {"state": jax.eval_shape(lambda k: init_state(config, k), key),
+    """Shapes and dtypes of a tabular checkpoint: ``{"state": TabularState, "q_delta": [R]}``.
+
+    The state's ``key`` is stored as its raw data (``jax.random.key_data``, uint32);
+    ``q_delta`` holds the rounds done so far, zeros after them.
+    """
+    state = jax.eval_shape(lambda k: init_state(config, k), key)
+    raw = jax.eval_shape(jax.random.key_data, key)
+    return {"state": state._replace(key=raw),
             "q_delta": jax.ShapeDtypeStruct((config.num_rounds,), np.float32)}
+
+
+def _raw_segment(config: TabularConfig, num_rounds: int, mesh: Mesh | None,
+                 callback: Callback | None, key: jax.Array):
+    """:func:`make_train_from` over a state whose key is raw key data, so every call takes
+    host arrays (the same kind of input each time, also across processes)."""
+    train_from = make_train_from(config, num_rounds, mesh, callback)
+    impl = jax.random.key_impl(key)
+
+    def segment(state: TabularState, chunks: Dataset):
+        state = state._replace(key=jax.random.wrap_key_data(state.key, impl=impl))
+        state, metrics = train_from(state, chunks)
+        return state._replace(key=jax.random.key_data(state.key)), metrics
+
+    return segment
 
 
 def run_mesh(config: TabularConfig, num_devices: int | None = None) -> Mesh:
@@ -256,13 +278,15 @@ def run(
         while int(state.round) < config.num_rounds:
             n = min(every, config.num_rounds - int(state.round))
             if n not in segments:
-                seg = jax.jit(make_train_from(config, n, use_mesh, callback),
+                seg = jax.jit(_raw_segment(config, n, use_mesh, callback, key),
                               out_shardings=out)
                 with timer.phase("compile"):
                     segments[n] = seg.lower(state, device_chunks).compile()
             with timer.phase("run"):
                 done = int(state.round)
                 state, seg_metrics = timer.block(segments[n](state, device_chunks))
+                # back to the host: the next segment and the checkpoint take host arrays
+                state = jax.tree.map(np.asarray, jax.device_get(state))
             q_delta[done:done + n] = np.asarray(jax.device_get(seg_metrics["q_delta"]))
             with timer.phase("checkpoint"):
                 checkpoints.save(int(state.round), {"state": state, "q_delta": q_delta},
@@ -307,22 +331,24 @@ def _start_state(
     config: TabularConfig, key: jax.Array, checkpoints: Checkpoints, resume: bool,
     timer: PhaseTimer,
 ) -> tuple[TabularState, np.ndarray]:
-    """The state to start from (restored with ``resume``) and the ``q_delta`` so far."""
+    """The state to start from (restored with ``resume``), its key as raw data, and the
+    ``q_delta`` so far."""
     newest = checkpoints.latest()
     if newest is not None and not resume:
         raise ValueError(
             f"{str(checkpoints.directory)!r} already holds checkpoints (newest after round "
             f"{newest}): resume from it (--resume) or choose an empty folder")
+    key_data = np.asarray(jax.random.key_data(key))
     if newest is None:
-        return init_state(config, key), np.zeros(config.num_rounds, np.float32)
+        state = jax.tree.map(np.asarray, init_state(config, key)._replace(key=key_data))
+        return state, np.zeros(config.num_rounds, np.float32)
     with timer.phase("checkpoint"):
         restored, _ = checkpoints.restore(checkpoint_template(config, key), newest)
-    state = TabularState(*restored["state"])
+    state = TabularState(*(np.asarray(x) for x in restored["state"]))
     if int(state.round) != newest or not 0 < newest <= config.num_rounds:
         raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} holds round "
                          f"{int(state.round)} of {config.num_rounds}")
-    if not np.array_equal(np.asarray(jax.random.key_data(state.key)),
-                          np.asarray(jax.random.key_data(key))):
+    if not np.array_equal(state.key, key_data):
         raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} was made with "
                          "another key (seed)")
     return state, np.array(restored["q_delta"], np.float32)

@@ -277,8 +277,12 @@ def init_state(config: TabularConfig, key: jax.Array) -> TabularState:
 
 
 def q_table(config: TabularConfig, state: TabularState) -> jax.Array:
-    """The state's table(s) descaled to float32: ``[S, A]`` (``[C, S, A]`` independent)."""
-    return config.format.decode(state.q)
+    """The state's table(s) descaled to float32: ``[S, A]`` (``[C, S, A]`` independent).
+
+    Computed by XLA also for host (NumPy) tables, so it equals the table ``make_train``
+    returns bit for bit (NumPy's float32 division rounds differently).
+    """
+    return config.format.decode(jnp.asarray(state.q))
 
 
 TrainFrom = Callable[[TabularState, Dataset], tuple[TabularState, dict[str, jax.Array]]]

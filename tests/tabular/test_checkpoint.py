@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -131,13 +132,14 @@ def test_segments_on_a_two_device_mesh(multi_device):
 # (a run that forgets its start would not show a resume that restores the wrong tables).
 CLI_S, CLI_A = 2000, 4
 SMALL = ["tabular", "--num-states", str(CLI_S), "--num-actions", str(CLI_A), "--cores", "4",
-         "--episodes", "60", "--sync-period", "2", "--no-progress", "--devices", "1"]
+         "--sync-period", "2", "--no-progress"]
 
 
 def cli_args(data: Path, dtype: str, rng: str = "jax", algo: str = "sarsa", seed: int = 3,
-             ) -> list[str]:
+             episodes: int = 60, one_device: bool = True) -> list[str]:
     return [*SMALL, "--dataset", str(data), "--dtype", dtype, "--rng", rng, "--algo", algo,
-            "--sampling", "ran", "--seed", str(seed)]
+            "--sampling", "ran", "--seed", str(seed), "--episodes", str(episodes),
+            *(["--devices", "1"] if one_device else [])]
 
 
 def cli_dataset(path: Path, seed: int) -> Path:
@@ -231,6 +233,34 @@ def test_checkpoint_options_are_checked(tmp_path, capsys):
                          (["--checkpoint-every", "2"], "--checkpoint-every needs --checkpoint")]:
         assert main([*cli_args(data, "fp32"), *extra]) == 2
         assert match in capsys.readouterr().err
+
+
+def _launch(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "jaxrl_pim.cli", "launch", "--processes", "2",
+           "--devices-per-process", "1", "--", *argv]
+    proc = subprocess.run(cmd, env=_subprocess_env(), cwd=cwd, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def test_two_processes_save_and_resume(tmp_path):
+    # every process takes part in the saves (orbax writes from process 0); a run resumed
+    # from an earlier checkpoint of the folder ends with the same table, bit for bit
+    data = cli_dataset(tmp_path / "mdp.txt", seed=1)
+    # across processes the mesh takes every device (no --devices)
+    argv = [*cli_args(data, "int32", "lcg", episodes=12, one_device=False),
+            "--checkpoint", "ckpt", "--checkpoint-every", "2"]
+    _launch([*argv, "--save-q", "whole.npy"], tmp_path)
+    assert Checkpoints(tmp_path / "ckpt").steps() == [2, 4, 6]
+    for step in (4, 6):  # as if the run had been killed after round 2
+        shutil.rmtree(tmp_path / "ckpt" / str(step))
+    _launch([*argv, "--resume", "--save-q", "resumed.npy", "--json", "r.json"], tmp_path)
+    res = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert res["processes"] == 2 and res["resumed_from_round"] == 2
+    whole = np.load(tmp_path / "whole.npy")
+    assert np.abs(whole).max() > 0.01
+    np.testing.assert_array_equal(np.load(tmp_path / "resumed.npy"), whole)
 
 
 # --------------------------------------------------------------------------------------------
