@@ -85,7 +85,7 @@ def estimate_seconds(config: MARLConfig, plan: RunPlan, key: jax.Array | None = 
     """Measured per-call times of one env step (actions, world step, buffer append) and one
     update round (on an initial state), scaled by the plan's counts.
 
-    The timed copy of the run keeps every size but the buffer capacity, cut to
+    The timed copy of the run (all-zero state) keeps every size but the buffer capacity, cut to
     ``max(ESTIMATE_ROWS, batch_size, num_envs)`` rows (no more memory than that is used):
     a step writes and a round reads a fixed number of rows whatever the capacity; only the
     prioritised samplers' tree depth grows with it (``log2`` of the capacity).
@@ -101,7 +101,10 @@ def estimate_seconds(config: MARLConfig, plan: RunPlan, key: jax.Array | None = 
     config = dataclasses.replace(config, buffer_capacity=rows,
                                  learning_starts=min(config.learning_starts, rows))
     rollout, learner = make_phases(config)
-    state = jax.jit(rollout.init)(key)
+    # Zeros of the state's shapes: the timed work does not depend on the values, and no
+    # initialisation program has to be compiled.
+    state = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype),
+                         jax.eval_shape(rollout.init, key))
 
     def env_step(state, k):
         actions = rollout.select_actions(state.teams, state.obs, k)
@@ -141,6 +144,8 @@ def _human_bytes(n: int) -> str:
 
 
 def _human_seconds(s: float) -> str:
+    if s < 1:
+        return f"{s:.2f} s"
     if s < 120:
         return f"{s:.0f} s"
     if s < 7200:

@@ -113,14 +113,14 @@ def phase_shares(seconds: dict[str, float], calls: dict[str, float]) -> dict[str
 
 def profile_phases(
     config: MARLConfig, key: jax.Array | None = None, repeats: int = 5,
-    phases: Phases | None = None,
+    phases: Phases | None = None, fused: bool = True,
 ) -> dict[str, Any]:
     """Time every phase of one training step / update round for ``config``.
 
     ``phases`` defaults to ``make_phases(config)`` (pass others, e.g. instrumented ones, with
     the same signatures). Returns ``{"seconds": {phase: s per call}, "share": {phase:
-    fraction of training time}, "update_round_fused": s, "calls_per_update_round": {phase:
-    count}}``.
+    fraction of training time}, "update_round_fused": s (None unless ``fused``),
+    "calls_per_update_round": {phase: count}}``.
     """
     key = jax.random.PRNGKey(0) if key is None else key
     phases = make_phases(config) if phases is None else phases
@@ -137,7 +137,7 @@ def profile_phases(
     critic = jax.jit(learner.critic_update)
     actor = jax.jit(learner.actor_update)
     target = jax.jit(learner.target_update)
-    fused = jax.jit(learner.update_round)
+    fused_round = jax.jit(learner.update_round)
 
     actions = act(teams, state.obs, k)
     next_obs, _, rewards, terminated = step(k, state.env_state, actions)
@@ -162,8 +162,10 @@ def profile_phases(
     seconds["q_loss"] = time_call(lambda: critic(teams, batch, ys, weights), repeats)
     seconds["p_loss"] = time_call(lambda: actor(teams, batch, k), repeats)
     seconds["target_update"] = time_call(lambda: target(teams), repeats)
-    fused_s = time_call(lambda: fused(teams, buffers, ss, jnp.zeros((), jnp.int32), k),
-                        repeats)
+    fused_s = None
+    if fused:
+        fused_s = time_call(lambda: fused_round(teams, buffers, ss, jnp.zeros((), jnp.int32), k),
+                            repeats)
 
     calls = calls_per_update_round(config)
     return {

@@ -49,7 +49,7 @@ def test_gumbel_softmax_temperature_sharpens():
 
 def test_stacked_mlp_matches_numpy_forward():
     net = MLP((64, 64), 5)
-    params = init_stacked(net, jax.random.PRNGKey(0), 3, 18)
+    params = jax.jit(init_stacked, static_argnums=(0, 2, 3))(net, jax.random.PRNGKey(0), 3, 18)
     x = np.random.default_rng(1).normal(size=(7, 18)).astype(np.float32)
     out = jax.vmap(net.apply, in_axes=(0, None))(params, jnp.asarray(x))
     assert out.shape == (3, 7, 5)
