@@ -18,7 +18,9 @@ quantized symmetric int8 per row, ``int8 x int8 -> int32`` ``dot_general``, resc
 unchanged. Other layers (activations, LayerNorm) always run in float32.
 
 :func:`int8_error_bound` is the bound the int8 path keeps to the dequantized policy (derived
-in its docstring); the tests check it on every output.
+in its docstring); the tests check it on every output. It is a worst case (every rounding
+error aligned with the weights' signs); :func:`int8_error_rms` is the typical size, from the
+model of independent roundings.
 """
 
 from __future__ import annotations
@@ -185,3 +187,20 @@ def int8_error_bound(kernels: Sequence[np.ndarray], activations: Sequence[np.nda
         out = (d + s / 2) @ w + gamma * (x + d) @ w
         d = lipschitz * out
     return out
+
+
+def int8_error_rms(kernels: Sequence[np.ndarray], activations: Sequence[np.ndarray]) -> float:
+    """Root-mean-square int8-vs-dequantized output difference predicted by a simple model.
+
+    Model: each activation rounding error is independent and uniform on ``[-s/2, s/2]``
+    (variance ``s^2 / 12``) and errors pass through each layer linearly (an activation
+    function's slope is at most 1, so this over-estimates them): ``v_{l+1} = (v_l + s_l^2 /
+    12) W_l^2`` elementwise-squared weights, ``v_0 = 0``. Returns ``sqrt(mean(v_L))`` over
+    samples and outputs. Same arguments as :func:`int8_error_bound`.
+    """
+    var = np.zeros_like(np.asarray(activations[0], np.float64))
+    for w, x in zip(kernels, activations, strict=True):
+        w = np.asarray(w, np.float64)
+        s = np.abs(np.asarray(x, np.float64)).max(axis=-1, keepdims=True) / 127.0
+        var = (var + s**2 / 12.0) @ (w**2)
+    return float(np.sqrt(var.mean()))

@@ -106,3 +106,101 @@ def test_qwix_backend(policy):
     assert "xi8>) -> tensor<64x32xi32>" in hlo
     with pytest.raises(ValueError, match="weight_bits"):
         QB.qwix_ptq_model(module, weight_bits=6)
+
+
+# ----------------------------------------------- quant.compute: actors in their own precision
+
+
+def _np_layers(variables):
+    p = variables["params"]
+    names = sorted(p, key=lambda n: int(n.rsplit("_", 1)[1]))
+    return ([np.asarray(p[n]["kernel"], np.float64) for n in names],
+            [np.asarray(p[n]["bias"], np.float64) for n in names])
+
+
+def test_policy_apply_dispatches_on_kernel_precision(policy):
+    from jaxrl_pim.quant import compute as C
+
+    module, variables, x = policy
+    # float32 leaves only: exactly module.apply
+    np.testing.assert_array_equal(C.policy_apply(module, variables, x),
+                                  module.apply(variables, x))
+    for spec, dtype in ((Q.QuantSpec("symmetric", 8), jnp.int8), (Q.QuantSpec("fp16"),
+                                                                  jnp.float16)):
+        qtree = Q.quantize_tree(variables, spec)
+        native = C.actor_tree(qtree, "native")
+        flat = C.actor_tree(qtree, "float32")
+        # kernels keep their low precision, biases are dequantized; float32 = fake quant
+        k = native["params"]["Dense_1"]["kernel"]
+        assert (k.codes if isinstance(k, Q.QTensor) else k).dtype == dtype
+        assert native["params"]["Dense_1"]["bias"].dtype == jnp.float32
+        assert C.has_lowp_kernels(native) and not C.has_lowp_kernels(flat)
+        fake = Q.fake_quantize(variables, spec)
+        for a, b in zip(jax.tree.leaves(flat), jax.tree.leaves(fake), strict=True):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(jax.tree.leaves(C.dequantized(native)), jax.tree.leaves(fake),
+                        strict=True):
+            np.testing.assert_array_equal(a, b)
+        run = jax.jit(functools.partial(C.policy_apply, module))
+        hlo = run.lower(native, x).as_text()
+        if dtype == jnp.int8:
+            assert hlo.count("xi8>) -> tensor<64x") == 3  # three int8 x int8 -> int32 dots
+            # per layer: the int8 kernel's own matmul (NumPy reference above)
+            h = x
+            for name in ("Dense_0", "Dense_1", "Dense_2"):
+                qk = native["params"][name]["kernel"]
+                got = I.int8_matmul(h, qk)
+                w = np.asarray(qk.codes, np.float32) * np.asarray(qk.scale, np.float32)
+                sx = np.abs(np.asarray(h)).max(1, keepdims=True) * (np.float32(1) / 127)
+                qx = np.clip(np.rint(np.asarray(h) / sx), -127, 127).astype(np.int64)
+                ref = (qx @ np.asarray(qk.codes, np.int64)).astype(np.float32) * sx * \
+                    np.float32(qk.scale)
+                np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+                assert np.abs(np.asarray(got) - np.asarray(h) @ w).max() < 0.05 * np.abs(
+                    np.asarray(h) @ w).max()
+                b = native["params"][name]["bias"]
+                h = got + b
+                h = jnp.tanh(h) if name == "Dense_0" else jax.nn.relu(h)
+        else:
+            assert "f16>) -> tensor<64x" in hlo  # half operands, float32 results
+            ref = module.apply(C.dequantized(native), x)
+            assert float(jnp.abs(run(native, x) - ref).max()) < 1e-2 * float(jnp.abs(ref).max())
+    with pytest.raises(ValueError, match="compute"):
+        C.actor_tree(Q.quantize_tree(variables, 8), "int4")
+
+
+def test_int8_error_bound_holds_for_tanh_and_relu_layers(policy):
+    from jaxrl_pim.quant import compute as C
+
+    module, variables, _ = policy
+    x = 3.0 * jax.random.normal(jax.random.key(7), (512, 6))
+    native = C.actor_tree(Q.quantize_tree(variables, Q.QuantSpec("symmetric", 8)), "native")
+    deq = C.dequantized(native)
+    y8 = np.asarray(C.policy_apply(module, native, x), np.float64)
+    y32 = np.asarray(module.apply(deq, x), np.float64)
+    kernels, biases = _np_layers(deq)
+    acts, h = [], np.asarray(x, np.float64)
+    for i, (w, b) in enumerate(zip(kernels, biases, strict=True)):
+        acts.append(h)
+        h = h @ w + b
+        h = np.tanh(h) if i == 0 else np.maximum(h, 0)
+    bound = C.int8_error_bound(kernels, acts)
+    diff = np.abs(y8 - y32)
+    assert bound.shape == y8.shape and np.all(diff <= bound) and diff.max() > 0
+    # one layer: the worst case is attained when every input's rounding error has the sign
+    # of its weight: x = s (c - 0.49 sign(w)), integer codes c, max |x| = 127 s
+    dense = nn.Dense(4)
+    v1 = C.actor_tree(Q.quantize_tree(dense.init(jax.random.key(3), jnp.ones((1, 32))),
+                                      Q.QuantSpec("symmetric", 8)), "native")
+    w = np.asarray(C.dequantized(v1)["params"]["kernel"], np.float64)
+    c = np.random.default_rng(0).integers(-100, 100, 32).astype(np.float64)
+    x1 = (c - 0.49 * np.sign(w[:, 0])) * 0.01
+    x1[0] = 1.27  # max |x| = 127 s with s = 0.01
+    d1 = np.abs(np.asarray(C.policy_apply(dense, v1, x1[None].astype(np.float32)))
+                - x1[None].astype(np.float32) @ w)[0, 0]
+    b1 = C.int8_error_bound([w], [x1[None]])[0, 0]
+    assert 0.9 * b1 < d1 <= b1
+    rms = C.int8_error_rms(kernels, acts)
+    assert 0.2 * rms < np.sqrt(np.mean(diff**2)) < 1.5 * rms
+    with pytest.raises(ValueError, match="one activation per kernel"):
+        C.int8_error_bound(kernels, acts[:2])
