@@ -76,7 +76,7 @@ def _float_activations(kernels, biases, obs):
 
 @pytest.mark.parametrize("algo,env_name,hidden", [
     ("dqn", "CartPole-v1", (64, 64)),
-    ("dqn", "Acrobot-v1", (256, 256)),
+    ("dqn", "Acrobot-v1", (128, 128)),
     ("d4pg", "Pendulum-v1", (256, 256)),
 ])
 def test_int8_actor_matches_dequantized_policy_within_bound(algo, env_name, hidden):
@@ -90,7 +90,7 @@ def test_int8_actor_matches_dequantized_policy_within_bound(algo, env_name, hidd
                if isinstance(x, QTensor)]
     assert len(kernels) == len(hidden) + 1 and all(k.codes.dtype == jnp.int8 for k in kernels)
     deq = dequantized(held)
-    obs = _visited_states(env_name, 2000, jax.random.PRNGKey(2))
+    obs = _visited_states(env_name, 1000, jax.random.PRNGKey(2))
 
     net = q_network(hidden, info.num_actions) if algo == "dqn" else D4PGActor(
         hidden, info.action_dim)
