@@ -100,10 +100,15 @@ def run_distributed(
       pool: an actor pool object to use instead (e.g. a ``RayPool`` with other settings).
       callback: ``callback(env_steps, total_steps, {"return": ...})`` after every batch.
       final_eval: evaluate the final quantized policy greedily.
-      start_timeout_s / message_timeout_s: how long to wait for the actors to start and for
-        each batch (RuntimeError after that).
-      checkpoints / checkpoint_every / resume: see the module docstring (``checkpoint_every``
-        in environment steps; default about 10 % of the run).
+      start_timeout_s: how long to wait for the actors to start, in seconds (RuntimeError
+        after that).
+      message_timeout_s: how long to wait for each batch, in seconds (RuntimeError after
+        that).
+      checkpoints: a :class:`jaxrl_pim.checkpoint.Checkpoints` folder (see the module
+        docstring).
+      checkpoint_every: environment steps between checkpoints (default about 10 % of the
+        run).
+      resume: continue from the newest checkpoint in ``checkpoints``.
       on_batch: ``on_batch(pool, summary)`` after every ingested batch (tests use it to
         stop an actor mid-run).
 
