@@ -10,9 +10,18 @@
 
 ``metrics["q_delta"]`` is ``[R]``: the mean absolute change of the (mean) table over each
 sync round (``R = ceil(num_episodes / sync_period)`` rounds of ``sync_period`` episodes,
-the last possibly shorter). With a ``mesh`` the lanes are split over its single axis with
-``jax.shard_map``; a sync averages lanes locally (a sum), then reduces over devices
-(``lax.psum``), so results do not depend on the device count (bit-exact for int32).
+the last possibly shorter).
+
+A run can also go in segments of whole sync rounds: ``make_train_from(config, num_rounds)``
+returns ``train_from(state, chunks) -> (state, metrics)`` over a :class:`TabularState` (the
+key, the table, the lanes' LCG states and the round counter; :func:`init_state` before round
+0, :func:`q_table` to read it), pure and jittable with the round traced, so one compiled
+segment continues from any round and a checkpointed run ends with the uninterrupted run's
+table bit for bit. ``make_train`` is the single segment of all rounds.
+
+With a ``mesh`` the lanes are split over its single axis with ``jax.shard_map``; a sync
+averages lanes locally (a sum), then reduces over devices (``lax.psum``), so results do not
+depend on the device count (bit-exact for int32).
 """
 
 from __future__ import annotations
