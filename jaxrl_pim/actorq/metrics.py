@@ -56,3 +56,46 @@ def speedups(curves: dict[str, tuple[Any, Any]], fraction: float = 0.95) -> dict
         for p, t in ttr.items()
     }
     return {"target": target, "improved": True, "time_to_reward_s": ttr, "speedup": sp}
+
+
+def seed_stats(values: Any) -> dict[str, Any]:
+    """Mean, sample standard deviation, standard error and count of per-seed values.
+
+    ``None`` / NaN entries (a seed that never reached the reward) are counted in
+    ``missing`` and left out of the statistics; with fewer than two values the spread is None.
+    """
+    vals = [float(v) for v in values if v is not None and np.isfinite(v)]
+    n = len(vals)
+    out: dict[str, Any] = {"n": n, "missing": len(list(values)) - n, "values": vals,
+                           "mean": float(np.mean(vals)) if n else None,
+                           "std": None, "se": None, "min": min(vals) if n else None,
+                           "max": max(vals) if n else None}
+    if n >= 2:
+        std = float(np.std(vals, ddof=1))
+        out.update(std=std, se=std / np.sqrt(n))
+    return out
+
+
+def ratio_within_noise(reference: dict[str, Any], other: dict[str, Any],
+                       z: float = 2.0) -> dict[str, Any]:
+    """``reference.mean / other.mean`` (e.g. fp32 time over int8 time: a speed-up) and whether
+    the difference of the means is within ``z`` combined standard errors.
+
+    Args:
+      reference / other: :func:`seed_stats` results.
+      z: how many standard errors of the difference count as noise (2: about a 95 %
+        two-sided interval for normal errors).
+    Returns:
+      ``{"ratio", "difference", "difference_se", "within_noise"}``; ``within_noise`` is None
+      (and the ratio may be None) when either side has fewer than two values or a seed that
+      never got there (its time is unknown, so no spread can be given).
+    """
+    a, b = reference, other
+    ratio = a["mean"] / b["mean"] if a["mean"] is not None and b["mean"] else None
+    if a["se"] is None or b["se"] is None or a["missing"] or b["missing"]:
+        return {"ratio": ratio, "difference": None, "difference_se": None,
+                "within_noise": None}
+    diff = a["mean"] - b["mean"]
+    se = float(np.hypot(a["se"], b["se"]))
+    return {"ratio": ratio, "difference": diff, "difference_se": se,
+            "within_noise": bool(abs(diff) <= z * se)}
