@@ -1,337 +1,707 @@
-"""ActorQ benchmark: time to reward and broadcast cost with fp32 / fp16 / int8 actors.
+"""ActorQ on Ray: actor inference, broadcasts, throughput and time to reward, fp32 vs int8.
 
-Reproduces the ActorQ study of reference.md section 3 at laptop scale:
+Sections (each a list of records in ``results``; ``--sections`` runs a subset):
 
-1. **Broadcast cost** of a policy at the paper's size (DQN MLP 3 x 2048 on CartPole
-   observations, 8.4 M parameters) and at the size trained here: bytes per broadcast, and
-   the time to pack (learner: quantize + serialise), pull (copy from the shared-memory block
-   through ``actorq.transport``), deserialize (CRC32 + views) and load (dequantize) it.
-   Best of 3 after a warm-up, in this process.
-2. **Time to reward**: for each task, fp32, fp16 and int8 runs one after the other in this
-   process (same seed and settings); the time until the actors' mean return over the last
-   10 episodes reaches 95 % of the fp32 run's improvement (``actorq.metrics``), and the
-   speed-up ``t_fp32 / t_int8``. Single-program mode (vmapped actors, one jitted program;
-   compile time excluded) and multi-process mode (2 actor processes on CPU, learner here;
-   the clock starts when every actor is ready). Multi-process runs also give the actor time
-   breakdown (inference, pull, deserialize, load; the paper's Table 4).
+1. ``inference``: one actor step's policy evaluation (the agent's greedy function, jitted)
+   for fp32 / fp16 / int8 actors computing in their own precision (int8: ``int8 x int8 ->
+   int32`` matmuls; fp16: half matmuls), at the small benchmark networks and at the paper's
+   actor size (3 x 2048), batch 1 and batched; measured inside a Ray actor (one XLA
+   thread, as the actors run); best of ``repeats`` timed loops after a warm-up.
+2. ``broadcast``: bytes per refresh and its cost through Ray for fp32 / fp16 / int8 policies
+   at the paper's size and at the time-to-reward run's size: pack on the learner (quantize +
+   serialise + CRC32), ``ray.put`` once, and in a Ray actor: pull (``ray.get``), deserialize
+   (CRC32 + views) and load (device copy; int8 kernels stay int8). Best of ``repeats``.
+3. ``throughput``: environment steps per second of the whole system (learner included, at
+   its usual update-to-data ratio) with 1, 2, 4 and 8 Ray actors, and with the same work
+   through the local-process transport (shared memory + queue) for comparison. The machine's
+   cores are oversubscribed beyond one actor per core (the learner runs beside them).
+4. ``time_to_reward``: fp32 and int8 Ray runs of the same task, ``seeds`` seeds each,
+   interleaved (fp32 seed 0, int8 seed 0, fp32 seed 1, ...) so load drift hits both, in the
+   regime the paper's speed-ups come from: a large actor (2 x 1024) refreshed every 10 actor
+   steps. Energy per run from codecarbon (power estimated from the CPU's TDP when RAPL is not
+   readable; the summary keys say ``estimated``). The records keep every curve and the
+   learner's and actors' phase times, so the summary can say where the time went.
+5. ``playground``: ActorQ D4PG on MuJoCo Playground's CartpoleBalance (single program), fp32 /
+   fp16 / int8, and a uniform-random policy's return measured in the same run.
 
-Sizes follow ``jax.default_backend()``: on CPU small MLPs (the paper's 3 x 2048 DQN takes
-about 0.2 s per learner update on 2 cores); on GPU the paper's widths and more actors. One
-seed per configuration: time-to-reward differences below ~1.5x are within run-to-run noise
-(sample efficiency differs between runs), which the output states.
+The summary (``summarize``) is computed from the records: the paper-size broadcast ratio and
+times, int8's inference speed-up per network and batch, steps per second per actor count,
+the faster transport, the time to reward per precision (mean, standard deviation, standard
+error over seeds; target = 95 % of the fp32 seeds' mean improvement), the int8 speed-up and
+whether it is within noise (two combined standard errors), the Amdahl bound that the
+measured phase shares allow, energies, and the Playground returns.
 
-Run ``python benchmarks/actorq_speedup.py [--quick]``; writes
-``benchmarks/results/actorq.{json,md,png}`` (``--out`` to change the stem).
+    python benchmarks/actorq_speedup.py            # full (about 35 min on a 2-core CPU)
+    python benchmarks/actorq_speedup.py --quick    # reduced sizes (about 10 min)
+    python benchmarks/actorq_speedup.py --smoke    # test sizes (about a minute)
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import multiprocessing as mp
-import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import jax
+import harness
 import numpy as np
 
-from jaxrl_pim import report
-from jaxrl_pim.actorq.agent import make_env
-from jaxrl_pim.actorq.algorithms import make_agent
-from jaxrl_pim.actorq.broadcast import decode, deserialize, encode, load
-from jaxrl_pim.actorq.config import PRECISIONS, default_config
-from jaxrl_pim.actorq.energy import EnergyTracker
-from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
-from jaxrl_pim.actorq.transport import ParamClient, ParamServer
-from jaxrl_pim.timing import PhaseTimer
+SECTIONS = ("inference", "broadcast", "throughput", "time_to_reward", "playground")
+PRECISIONS = ("fp32", "fp16", "int8")
+PAPER_HIDDEN = (2048, 2048, 2048)
 
-RESULTS = Path(__file__).resolve().parent / "results"
+# the time-to-reward task: DQN CartPole, actor 2 x 1024, refreshed every 10 actor steps
+TTR_TASK: dict[str, Any] = dict(
+    algo="dqn", env_name="CartPole-v1", num_actors=2, envs_per_actor=8,
+    hidden_sizes=(1024, 1024), actor_update_period=10, train_every=2, total_steps=60_000,
+    learning_starts=2_000, epsilon_decay_steps=20_000, buffer_size=50_000)
+THROUGHPUT_TASK: dict[str, Any] = dict(
+    algo="dqn", env_name="CartPole-v1", envs_per_actor=1, hidden_sizes=(64, 64),
+    actor_update_period=100, learning_starts=500, epsilon_decay_steps=5_000)
+
+SIZES: dict[str, dict[str, Any]] = {
+    "full": {
+        "networks": [("dqn", "CartPole-v1", (64, 64)), ("d4pg", "Pendulum-v1", (256, 256)),
+                     ("dqn", "CartPole-v1", (1024, 1024)), ("dqn", "CartPole-v1", PAPER_HIDDEN)],
+        "batches": [1, 8, 64], "inference_repeats": 7, "inference_loop_s": 0.2,
+        "broadcast_hidden": [PAPER_HIDDEN, (1024, 1024)], "broadcast_repeats": 7,
+        "actor_counts": [1, 2, 4, 8], "process_actor_counts": [2, 4],
+        "throughput_steps_per_actor": 6_000,
+        "ttr_task": TTR_TASK, "ttr_mode": "ray", "seeds": 3,
+        "playground": dict(algo="d4pg", env_name="playground/CartpoleBalance", num_actors=4,
+                           total_steps=50_000),
+        "playground_precisions": list(PRECISIONS), "random_episodes": 16,
+    },
+    "quick": {
+        "networks": [("dqn", "CartPole-v1", (64, 64)), ("dqn", "CartPole-v1", PAPER_HIDDEN)],
+        "batches": [1, 64], "inference_repeats": 3, "inference_loop_s": 0.1,
+        "broadcast_hidden": [PAPER_HIDDEN], "broadcast_repeats": 3,
+        "actor_counts": [1, 2, 4], "process_actor_counts": [2],
+        "throughput_steps_per_actor": 3_000,
+        "ttr_task": dict(TTR_TASK, hidden_sizes=(256, 256), total_steps=30_000),
+        "ttr_mode": "ray", "seeds": 3,
+        "playground": dict(algo="d4pg", env_name="playground/CartpoleBalance@200",
+                           num_actors=4, total_steps=8_000, learning_starts=500),
+        "playground_precisions": ["fp32", "int8"], "random_episodes": 8,
+    },
+    "smoke": {
+        "networks": [("dqn", "CartPole-v1", (16,))],
+        "batches": [1, 4], "inference_repeats": 1, "inference_loop_s": 0.01,
+        "broadcast_hidden": [(64, 64)], "broadcast_repeats": 1,
+        "actor_counts": [1], "process_actor_counts": [],
+        "throughput_steps_per_actor": 400,
+        "ttr_task": dict(TTR_TASK, num_actors=2, envs_per_actor=1, hidden_sizes=(16,),
+                         total_steps=600, learning_starts=100, batch_size=16,
+                         buffer_size=1_000, epsilon_decay_steps=200),
+        "ttr_mode": "single", "seeds": 2,
+        "playground": None, "playground_precisions": [], "random_episodes": 0,
+    },
+}
 
 
-def plan(quick: bool, backend: str) -> dict[str, Any]:
-    """Tasks and sizes for this backend."""
-    gpu = backend != "cpu"
-    paper = (2048, 2048, 2048)
-    if gpu:
-        single = [
-            dict(algo="dqn", env_name="CartPole-v1", total_steps=60_000, num_actors=16,
-                 hidden_sizes=paper, learning_starts=2_000, epsilon_decay_steps=10_000),
-            dict(algo="dqn", env_name="Acrobot-v1", total_steps=100_000, num_actors=16,
-                 hidden_sizes=paper, learning_starts=2_000, epsilon_decay_steps=20_000),
-            dict(algo="d4pg", env_name="Pendulum-v1", total_steps=40_000, num_actors=8,
-                 hidden_sizes=paper, critic_hidden_sizes=(512, 512, 256)),
-        ]
-        multi = [dict(algo="dqn", env_name="CartPole-v1", total_steps=30_000, num_actors=2,
-                      hidden_sizes=(1024, 1024), learning_starts=1_000,
-                      epsilon_decay_steps=8_000)]
-        if quick:
-            single = single[:1]
-            single[0]["total_steps"] = 20_000
-    else:
-        single = [dict(algo="dqn", env_name="CartPole-v1", total_steps=20_000, num_actors=4,
-                       hidden_sizes=(64, 64), learning_starts=500, epsilon_decay_steps=5_000)]
-        multi = [dict(algo="dqn", env_name="CartPole-v1", total_steps=12_000, num_actors=2,
-                      hidden_sizes=(256, 256), learning_starts=500, epsilon_decay_steps=4_000)]
-        if not quick:
-            single += [
-                dict(algo="dqn", env_name="Acrobot-v1", total_steps=40_000, num_actors=4,
-                     hidden_sizes=(64, 64), learning_starts=1_000, epsilon_decay_steps=10_000),
-                # D4PG keeps its default widths (policy 256-256, critic 256-256-128): at
-                # 64-64 / 128-128-64 it did not leave random play in 20k steps (-1,405)
-                dict(algo="d4pg", env_name="Pendulum-v1", total_steps=20_000, num_actors=4),
-            ]
-            multi[0]["total_steps"] = 20_000
-    for m in multi:
-        m.setdefault("actor_update_period", 100)
-    for s in single:
-        s.setdefault("actor_update_period", 100)
-    return {"single": single, "multiprocess": multi, "paper_hidden": paper}
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
-def broadcast_cost(hidden: tuple[int, ...], repeats: int = 3) -> list[dict[str, Any]]:
-    """Bytes and per-broadcast pack / pull / deserialize / load times of a DQN policy."""
-    cfg = default_config("dqn", "CartPole-v1", hidden_sizes=hidden)
-    _, _, info = make_env(cfg.env_name)
-    agent = make_agent(cfg, info)
-    params = agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(0)))
-    n_params = int(sum(np.size(x) for x in jax.tree.leaves(params)))
-    ctx = mp.get_context("spawn")
+# ------------------------------------------------------------------ Ray-side probes
+
+
+class InferenceProbe:
+    """Ray actor body timing one actor step's policy evaluation (see section 1)."""
+
+    def time_policy(self, algo: str, env_name: str, hidden: tuple[int, ...], batch: int,
+                    precision: str, repeats: int, loop_s: float) -> dict[str, Any]:
+        import jax
+
+        from jaxrl_pim.actorq.algorithms import make_agent
+        from jaxrl_pim.actorq.broadcast import actor_params
+        from jaxrl_pim.actorq.config import default_config
+        from jaxrl_pim.envs import make_with_info
+
+        cfg = default_config(algo, env_name, hidden_sizes=tuple(hidden))
+        _, _, info = make_with_info(env_name)
+        agent = make_agent(cfg, info)
+        params = agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(0)))
+        held = actor_params(params, precision, "native")
+        obs = jax.random.normal(jax.random.PRNGKey(1), (batch, info.obs_dim))
+        step = jax.jit(jax.vmap(agent.greedy, in_axes=(None, 0)))
+        jax.block_until_ready(step(held, obs))
+        t0 = time.perf_counter()
+        jax.block_until_ready(step(held, obs))
+        once = max(time.perf_counter() - t0, 1e-6)
+        calls = max(1, int(loop_s / once))
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                out = step(held, obs)
+            jax.block_until_ready(out)
+            best = min(best, (time.perf_counter() - t0) / calls)
+        n_params = int(sum(np.size(x) for x in jax.tree.leaves(params)))
+        return {"ms_per_call": 1e3 * best, "us_per_env_step": 1e6 * best / batch,
+                "calls_per_loop": calls, "params": n_params}
+
+
+class BroadcastProbe:
+    """Ray actor body receiving broadcasts: pull, deserialize and load times (section 2)."""
+
+    def set_meta(self, meta: Any) -> None:
+        self.meta = meta
+
+    def receive(self, refs: list) -> dict[str, float]:
+        import jax
+        import ray
+
+        from jaxrl_pim.actorq.broadcast import deserialize, load
+
+        t0 = time.perf_counter()
+        wire = ray.get(refs[0])
+        t1 = time.perf_counter()
+        qtree = deserialize(wire, self.meta)
+        t2 = time.perf_counter()
+        jax.block_until_ready(load(qtree, "native"))
+        t3 = time.perf_counter()
+        return {"pull_ms": 1e3 * (t1 - t0), "deserialize_ms": 1e3 * (t2 - t1),
+                "load_ms": 1e3 * (t3 - t2)}
+
+
+def _remote(cls: type) -> Any:
+    import ray
+
+    from jaxrl_pim.actorq.worker import ACTOR_ENV
+
+    return ray.remote(cls).options(num_cpus=0, runtime_env={"env_vars": dict(ACTOR_ENV)})
+
+
+# ------------------------------------------------------------------ sections
+
+
+def inference_section(size: dict[str, Any]) -> list[dict[str, Any]]:
+    """Section 1: ms per policy evaluation, per network, batch and precision."""
+    import ray
+
+    probe = _remote(InferenceProbe).remote()
     rows = []
-    for p in PRECISIONS:
-        wire, meta = encode(params, p)  # warm-up (compiles the quantizer)
-        jax.block_until_ready(decode(wire, meta))
-        server = ParamServer(ctx, wire.nbytes)
-        client = ParamClient(server.name, server.lock)
-        best = {"pack": np.inf, "pull": np.inf, "deserialize": np.inf, "load": np.inf}
-        try:
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                wire, meta = encode(params, p)
-                server.publish(wire)
-                t1 = time.perf_counter()
-                got = client.pull()
-                t2 = time.perf_counter()
-                qtree = deserialize(got, meta)
-                t3 = time.perf_counter()
-                jax.block_until_ready(load(qtree))
-                t4 = time.perf_counter()
-                for k, v in zip(best, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
-                    best[k] = min(best[k], v)
-        finally:
-            client.close()
-            server.close()
-        rows.append({"precision": p, "hidden": list(hidden), "params": n_params,
-                     "bytes": wire.nbytes, **{f"{k}_ms": 1e3 * v for k, v in best.items()}})
-    fp32 = rows[0]["bytes"]
-    for r in rows:
-        r["bytes_ratio_vs_fp32"] = fp32 / r["bytes"]
+    for algo, env_name, hidden in size["networks"]:
+        for batch in size["batches"]:
+            for p in PRECISIONS:
+                r = ray.get(probe.time_policy.remote(algo, env_name, tuple(hidden), batch, p,
+                                                     size["inference_repeats"],
+                                                     size["inference_loop_s"]))
+                rows.append({"network": _net_name(algo, hidden), "algo": algo, "env": env_name,
+                             "hidden": list(hidden), "batch": batch, "precision": p, **r})
+                _log(f"[inference] {rows[-1]['network']} batch {batch} {p}: "
+                     f"{r['ms_per_call']:.3f} ms")
+    ray.kill(probe)
     return rows
 
 
-def run_tasks(tasks: list[dict[str, Any]], mode: str, seed: int) -> dict[str, Any]:
-    """compare_precisions for every task; keyed ``"<env>/<mode>"``."""
-    out = {}
-    for t in tasks:
-        cfg = default_config(**t)
-        t0 = time.perf_counter()
-        res = compare_precisions(cfg, PRECISIONS, mode, seed)
-        res["wall_s"] = time.perf_counter() - t0
-        res["config"] = report.to_jsonable(cfg)
-        res["table"] = breakdown_table(res)
-        out[f"{cfg.env_name}/{mode}"] = res
-        print(f"[{cfg.env_name} {mode}] {res['wall_s']:.0f} s")
-        print(format_table(res["table"]))
+def broadcast_section(size: dict[str, Any]) -> list[dict[str, Any]]:
+    """Section 2: bytes and per-phase times of one refresh through Ray's object store."""
+    import jax
+    import ray
+
+    from jaxrl_pim.actorq.algorithms import make_agent
+    from jaxrl_pim.actorq.broadcast import Wire, encode
+    from jaxrl_pim.actorq.config import default_config
+    from jaxrl_pim.envs import make_with_info
+
+    probe = _remote(BroadcastProbe).remote()
+    rows = []
+    for hidden in size["broadcast_hidden"]:
+        cfg = default_config("dqn", "CartPole-v1", hidden_sizes=tuple(hidden))
+        _, _, info = make_with_info(cfg.env_name)
+        agent = make_agent(cfg, info)
+        params = agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(0)))
+        for p in PRECISIONS:
+            wire, meta = encode(params, p)  # compiles the quantizer
+            ray.get(probe.set_meta.remote(meta))
+            best: dict[str, float] = {}
+            for r in range(size["broadcast_repeats"] + 1):  # the first is a warm-up
+                t0 = time.perf_counter()
+                wire, _ = encode(params, p)
+                t1 = time.perf_counter()
+                ref = ray.put(Wire(np.frombuffer(wire.payload, np.uint8),
+                                   np.frombuffer(wire.scales, np.uint8), wire.checksum))
+                t2 = time.perf_counter()
+                times = ray.get(probe.receive.remote([ref]))
+                times.update(pack_ms=1e3 * (t1 - t0), put_ms=1e3 * (t2 - t1))
+                del ref
+                if r == 0:
+                    continue
+                for k, v in times.items():
+                    best[k] = min(best.get(k, float("inf")), v)
+            best["total_ms"] = sum(best[k] for k in ("pack_ms", "put_ms", "pull_ms",
+                                                     "deserialize_ms", "load_ms"))
+            rows.append({"network": _net_name("dqn", hidden), "hidden": list(hidden),
+                         "params": int(sum(np.size(x) for x in jax.tree.leaves(params))),
+                         "precision": p, "bytes": wire.nbytes, **best})
+            _log(f"[broadcast] {rows[-1]['network']} {p}: {wire.nbytes:,} B, "
+                 f"{best['total_ms']:.2f} ms")
+    ray.kill(probe)
+    return rows
+
+
+def _distributed_record(out: dict[str, Any]) -> dict[str, Any]:
+    keys = ("transport", "env_steps", "learner_updates", "broadcasts", "broadcast_bytes",
+            "transitions_requested", "transitions_received", "transitions_lost",
+            "transitions_unused", "actor_failures", "timing_s", "actor_breakdown_ms",
+            "final_eval_return")
+    rec = {k: out[k] for k in keys}
+    rec["actors"] = {str(a): r for a, r in out["actors"].items()}
+    return rec
+
+
+def throughput_section(size: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+    """Section 3: environment steps per second per actor count and transport."""
+    from jaxrl_pim.actorq.config import default_config
+    from jaxrl_pim.actorq.distributed import run_distributed
+
+    rows = []
+    runs = [("ray", n) for n in size["actor_counts"]] + [
+        ("processes", n) for n in size["process_actor_counts"]]
+    for transport, n in runs:
+        cfg = default_config(**THROUGHPUT_TASK, num_actors=n, precision="fp32",
+                             total_steps=n * size["throughput_steps_per_actor"])
+        out = run_distributed(cfg, seed, transport=transport, final_eval=False)
+        rec = _distributed_record(out)
+        rec.update(actors_count=n, config=_jsonable(cfg),
+                   env_steps_per_s=out["env_steps"] / out["timing_s"]["train"])
+        rows.append(rec)
+        _log(f"[throughput] {transport} x {n}: {rec['env_steps_per_s']:,.0f} steps/s")
+    return rows
+
+
+def time_to_reward_section(size: dict[str, Any]) -> list[dict[str, Any]]:
+    """Section 4: fp32 and int8 runs of the TTR task, seeds interleaved, energy per run."""
+    from jaxrl_pim.actorq.config import default_config
+    from jaxrl_pim.actorq.energy import EnergyTracker
+    from jaxrl_pim.actorq.experiment import run_one
+
+    rows = []
+    for seed in range(size["seeds"]):
+        for p in ("fp32", "int8"):
+            cfg = default_config(**size["ttr_task"], precision=p)
+            with EnergyTracker(enabled=True, country_iso_code="USA") as energy:
+                out = run_one(cfg, size["ttr_mode"], seed, num_chunks=40)
+            out.pop("episode_returns", None)
+            rows.append({"precision": p, "seed": seed, "mode": size["ttr_mode"],
+                         "config": _jsonable(cfg), "energy": energy.result(), **out})
+            _log(f"[time to reward] {p} seed {seed}: {out['timing_s']['train']:.1f} s, "
+                 f"final {out['final_train_return']}")
+    return rows
+
+
+def random_return(env_name: str, episodes: int, seed: int) -> dict[str, Any]:
+    """Mean undiscounted return of uniform-random actions in [low, high] (same adapter and
+    time limit as the runs)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl_pim.envs import make_with_info
+
+    env, params, info = make_with_info(env_name)
+
+    def episode(key):
+        k0, k1 = jax.random.split(key)
+        _, state = env.reset(k0, params)
+
+        def body(carry, k):
+            state, total, alive = carry
+            ka, ks = jax.random.split(k)
+            a = jax.random.uniform(ka, (info.action_dim,), minval=info.action_low,
+                                   maxval=info.action_high)
+            _, state, r, term, trunc, _ = env.step(ks, state, a, params)
+            done = jnp.logical_or(term, trunc).astype(jnp.float32)
+            return (state, total + alive * r, alive * (1.0 - done)), None
+
+        init = (state, jnp.float32(0.0), jnp.float32(1.0))
+        (_, total, _), _ = jax.lax.scan(body, init, jax.random.split(k1, info.max_steps))
+        return total
+
+    keys = jax.random.split(jax.random.PRNGKey(seed + 777), episodes)
+    returns = np.asarray(jax.jit(jax.vmap(episode))(keys), np.float64)
+    return {"episodes": episodes, "max_steps": info.max_steps, "returns": returns.tolist(),
+            "mean": float(returns.mean()), "std": float(returns.std(ddof=1))}
+
+
+def playground_section(size: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Section 5: D4PG on Playground CartpoleBalance per precision, plus random play."""
+    from jaxrl_pim.actorq.config import default_config
+    from jaxrl_pim.actorq.experiment import compare_precisions
+
+    cfg = default_config(**size["playground"])
+    rand = random_return(cfg.env_name, size["random_episodes"], seed)
+    _log(f"[playground] random policy: {rand['mean']:.1f}")
+    res = compare_precisions(cfg, size["playground_precisions"], "single", seed)
+    for r in res["runs"].values():
+        r.pop("episode_returns", None)
+    _log("[playground] final eval " + ", ".join(
+        f"{p} {r['final_eval_return']:.1f}" for p, r in res["runs"].items()))
+    return {"config": _jsonable(cfg), "seed": seed, "random_policy": rand, **res}
+
+
+# ------------------------------------------------------------------ summary
+
+
+def _net_name(algo: str, hidden: Any) -> str:
+    return f"{algo}-{'x'.join(str(h) for h in hidden)}"
+
+
+def _jsonable(x: Any) -> Any:
+    from jaxrl_pim.report import to_jsonable
+
+    return to_jsonable(x)
+
+
+def _target(runs: list[dict[str, Any]], fraction: float = 0.95) -> float | None:
+    """``start + fraction * (final - start)`` from the fp32 seeds: start = mean of their first
+    finite curve points, final = mean of each curve's last quarter, averaged over seeds."""
+    starts, finals = [], []
+    for r in runs:
+        v = np.asarray([np.nan if x is None else x for x in r["curve"]["avg_return"]], float)
+        v = v[np.isfinite(v)]
+        if v.size:
+            starts.append(v[0])
+            finals.append(np.mean(v[-max(1, v.size // 4):]))
+    if not starts:
+        return None
+    start, final = float(np.mean(starts)), float(np.mean(finals))
+    return start + fraction * (final - start) if final > start else None
+
+
+def _first_hit(times: list[float], values: list[Any], target: float) -> float | None:
+    for t, v in zip(times, values, strict=True):
+        if v is not None and v >= target:
+            return float(t)
+    return None
+
+
+def _ttr_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    from jaxrl_pim.actorq.metrics import ratio_within_noise, seed_stats
+
+    by = {p: [r for r in rows if r["precision"] == p] for p in ("fp32", "int8")}
+    target = _target(by["fp32"])
+    out: dict[str, Any] = {"time_to_reward_target": target}
+    if target is None:
+        out["time_to_reward_note"] = "the fp32 runs did not improve: no target"
+        return out
+    t_stats, s_stats, phases, energy = {}, {}, {}, {}
+    for p, runs in by.items():
+        times = [_first_hit(r["curve"]["time_s"], r["curve"]["avg_return"], target)
+                 for r in runs]
+        steps = [_first_hit(r["curve"]["env_steps"], r["curve"]["avg_return"], target)
+                 for r in runs]
+        t_stats[p], s_stats[p] = seed_stats(times), seed_stats(steps)
+        phases[p] = _phase_shares(runs)
+        kwh = [r["energy"].get("energy_kwh") for r in runs if r["energy"].get("available")]
+        energy[p] = float(np.mean(kwh)) if kwh else None
+    noise = ratio_within_noise(t_stats["fp32"], t_stats["int8"])
+    steps_ratio = ratio_within_noise(s_stats["fp32"], s_stats["int8"])
+    out.update(
+        time_to_reward_s=t_stats,
+        time_to_reward_speedup_int8=noise["ratio"],
+        time_to_reward_speedup_int8_within_noise=noise["within_noise"],
+        time_to_reward_target_1_5x_met=(noise["ratio"] is not None and noise["ratio"] >= 1.5
+                                        and noise["within_noise"] is False),
+        steps_to_reward=s_stats,
+        steps_to_reward_ratio_int8=steps_ratio["ratio"],
+        steps_to_reward_ratio_int8_within_noise=steps_ratio["within_noise"],
+        phase_shares=phases,
+        energy_kwh_per_run_estimated=energy,
+    )
+    # Amdahl: with the learner's share of wall time unchanged, int8 can save at most the
+    # actors' share of the machine; the bound uses the fp32 runs' measured shares
+    share = phases["fp32"].get("actor_cpu_share")
+    out["speedup_bound_if_actors_were_free"] = 1.0 / (1.0 - share) if share is not None \
+        and share < 1 else None
     return out
 
 
-def plot(results: dict[str, Any], path: Path) -> None:
-    """Reward (mean of the last 10 episodes) against training wall time, per task."""
+def _phase_shares(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean over seeds: learner phase shares of the training wall time, actor ms per batch,
+    and the actors' share of the CPU time the run used (learner busy + actors busy)."""
+    learner = {k: [] for k in ("learn", "ingest", "publish", "wait")}
+    actor_ms = {k: [] for k in ("inference", "pull", "deserialize", "load")}
+    cpu_share = []
+    for r in runs:
+        t = r["timing_s"]
+        train = t.get("train") or 0.0
+        if train <= 0 or "learn" not in t:
+            continue
+        for k in learner:
+            learner[k].append(t.get(k, 0.0) / train)
+        bd = r.get("actor_breakdown_ms") or {}
+        for k in actor_ms:
+            if bd.get(k) is not None:
+                actor_ms[k].append(bd[k])
+        busy_actor = sum(sum(a["timing_s"].get(k, 0.0) for k in ("inference", "pull",
+                                                                 "deserialize", "load"))
+                         for a in (r.get("actors") or {}).values())
+        busy_learner = sum(t.get(k, 0.0) for k in ("learn", "ingest", "publish"))
+        if busy_actor + busy_learner > 0:
+            cpu_share.append(busy_actor / (busy_actor + busy_learner))
+    mean = lambda xs: float(np.mean(xs)) if xs else None  # noqa: E731
+    return {**{f"learner_{k}_share": mean(v) for k, v in learner.items()},
+            **{f"actor_{k}_ms": mean(v) for k, v in actor_ms.items()},
+            "actor_cpu_share": mean(cpu_share)}
+
+
+def summarize(report: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers computed from the stored records (see the module docstring)."""
+    res, system = report["results"], report["system"]
+    out: dict[str, Any] = {
+        "device": f"{system['backend']}: {system['device_count']} x {system['device_kind']}",
+        "cpu_count": system.get("cpu_count"),
+        "mode": report["config"]["mode"],
+    }
+    if res.get("broadcast"):
+        rows = res["broadcast"]
+        paper = [r for r in rows if tuple(r["hidden"]) == PAPER_HIDDEN] or rows
+        by = {r["precision"]: r for r in paper}
+        out["broadcast_network"] = paper[0]["network"]
+        out["broadcast_bytes"] = {p: by[p]["bytes"] for p in by}
+        out["broadcast_bytes_ratio_fp32_over_int8"] = by["fp32"]["bytes"] / by["int8"]["bytes"]
+        out["broadcast_ms"] = {p: by[p]["total_ms"] for p in by}
+        out["broadcast_speedup_int8"] = by["fp32"]["total_ms"] / by["int8"]["total_ms"]
+    if res.get("inference"):
+        ms = {(r["network"], r["batch"], r["precision"]): r["ms_per_call"]
+              for r in res["inference"]}
+        cases = sorted({(n, b) for n, b, _ in ms}, key=lambda c: (c[0], c[1]))
+        speed = {f"{n}/batch{b}": ms[(n, b, "fp32")] / ms[(n, b, "int8")] for n, b in cases}
+        out["int8_inference_speedup"] = speed
+        out["int8_inference_faster"] = [k for k, v in speed.items() if v > 1.1]
+        out["int8_inference_slower"] = [k for k, v in speed.items() if v < 1 / 1.1]
+        out["fp16_inference_speedup"] = {
+            f"{n}/batch{b}": ms[(n, b, "fp32")] / ms[(n, b, "fp16")] for n, b in cases}
+    if res.get("throughput"):
+        ray_rows = [r for r in res["throughput"] if r["transport"] == "ray"]
+        out["env_steps_per_s_ray"] = {str(r["actors_count"]): r["env_steps_per_s"]
+                                      for r in ray_rows}
+        proc = {r["actors_count"]: r["env_steps_per_s"] for r in res["throughput"]
+                if r["transport"] == "processes"}
+        if proc:
+            out["env_steps_per_s_processes"] = {str(n): v for n, v in proc.items()}
+            same = {n: (out["env_steps_per_s_ray"][str(n)], v) for n, v in proc.items()
+                    if str(n) in out["env_steps_per_s_ray"]}
+            out["processes_over_ray_steps_per_s"] = {str(n): p / r for n, (r, p) in
+                                                     same.items()}
+            ratios = list(out["processes_over_ray_steps_per_s"].values())
+            out["faster_transport_on_one_host"] = (
+                None if not ratios else "processes" if min(ratios) > 1.1 else
+                "ray" if max(ratios) < 1 / 1.1 else "neither (within 10 %)")
+        out["cores_oversubscribed_beyond_actors"] = system.get("cpu_count")
+    if res.get("time_to_reward"):
+        out.update(_ttr_summary(res["time_to_reward"]))
+    pg = res.get("playground")
+    if pg:
+        out["playground_env"] = pg["config"]["env_name"]
+        out["playground_random_return"] = pg["random_policy"]["mean"]
+        out["playground_final_eval_return"] = {p: r["final_eval_return"]
+                                               for p, r in pg["runs"].items()}
+        ttr = pg.get("time_to_reward") or {}
+        out["playground_time_to_reward_speedup_int8_one_seed"] = (
+            (ttr.get("speedup") or {}).get("int8"))
+    return out
+
+
+# ------------------------------------------------------------------ tables and plots
+
+
+def _fmt(v: Any, spec: str = ".3g") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int | float):
+        return format(v, spec)
+    return str(v)
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """Tables of a stored report: broadcast, inference, throughput, time to reward,
+    phases, Playground."""
+    s, res = report["summary"], report["results"]
+    lines = [f"# ActorQ on Ray ({s['mode']})", "",
+             f"Device: {s['device']}, {s['cpu_count']} CPU cores. Generated by "
+             f"`{report['system']['command']}`.", ""]
+    if res.get("broadcast"):
+        lines += ["## Broadcast per refresh through Ray (best of "
+                  f"{report['config']['sizes']['broadcast_repeats']})", "",
+                  "| network | params | precision | bytes | pack ms | put ms | pull ms | "
+                  "deserialize ms | load ms | total ms |", "|---" * 10 + "|"]
+        for r in res["broadcast"]:
+            lines.append(f"| {r['network']} | {r['params']:,} | {r['precision']} | "
+                         f"{r['bytes']:,} | {_fmt(r['pack_ms'])} | {_fmt(r['put_ms'])} | "
+                         f"{_fmt(r['pull_ms'])} | {_fmt(r['deserialize_ms'])} | "
+                         f"{_fmt(r['load_ms'])} | {_fmt(r['total_ms'])} |")
+        lines.append("")
+    if res.get("inference"):
+        lines += ["## Actor inference per step (one XLA thread, best of "
+                  f"{report['config']['sizes']['inference_repeats']})", "",
+                  "| network | batch | fp32 ms | fp16 ms | int8 ms | int8 speed-up | "
+                  "fp16 speed-up |", "|---|---|---|---|---|---|---|"]
+        ms = {(r["network"], r["batch"], r["precision"]): r["ms_per_call"]
+              for r in res["inference"]}
+        for n, b in sorted({(n, b) for n, b, _ in ms}):
+            f32, f16, i8 = (ms[(n, b, p)] for p in PRECISIONS)
+            lines.append(f"| {n} | {b} | {_fmt(f32)} | {_fmt(f16)} | {_fmt(i8)} | "
+                         f"{_fmt(f32 / i8, '.2f')} | {_fmt(f32 / f16, '.2f')} |")
+        lines.append("")
+    if res.get("throughput"):
+        lines += ["## System throughput (learner included)", "",
+                  "| transport | actors | env steps/s | learner learn share | actor inference "
+                  "ms/batch | actor pull ms/refresh | lost transitions |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in res["throughput"]:
+            t, bd = r["timing_s"], r["actor_breakdown_ms"]
+            lines.append(f"| {r['transport']} | {r['actors_count']} | "
+                         f"{r['env_steps_per_s']:,.0f} | {_fmt(t['learn'] / t['train'], '.2f')} "
+                         f"| {_fmt(bd.get('inference'))} | {_fmt(bd.get('pull'))} | "
+                         f"{r['transitions_lost']} |")
+        lines.append("")
+    if res.get("time_to_reward"):
+        cfg = res["time_to_reward"][0]["config"]
+        lines += [f"## Time to reward: {cfg['env_name']} {cfg['algo']}, actor "
+                  f"{'x'.join(map(str, cfg['hidden_sizes']))}, {cfg['num_actors']} actors x "
+                  f"{cfg['envs_per_actor']} envs, refresh every {cfg['actor_update_period']} "
+                  f"steps ({res['time_to_reward'][0]['mode']})", ""]
+        if s.get("time_to_reward_target") is None:
+            lines += ["The fp32 runs did not improve: no target.", ""]
+        else:
+            lines += [f"Target: {s['time_to_reward_target']:.4g} (95 % of the fp32 seeds' "
+                      "mean improvement).", "",
+                      "| precision | seeds reached | time to reward s (mean) | std | "
+                      "steps to reward (mean) | energy kWh per run (estimated) |",
+                      "|---|---|---|---|---|---|"]
+            for p in ("fp32", "int8"):
+                t, st = s["time_to_reward_s"][p], s["steps_to_reward"][p]
+                lines.append(f"| {p} | {t['n']} of {t['n'] + t['missing']} | "
+                             f"{_fmt(t['mean'])} | {_fmt(t['std'])} | {_fmt(st['mean'])} | "
+                             f"{_fmt(s['energy_kwh_per_run_estimated'][p])} |")
+            lines += ["", f"int8 speed-up {_fmt(s['time_to_reward_speedup_int8'], '.2f')} "
+                      f"(within noise: {_fmt(s['time_to_reward_speedup_int8_within_noise'])}); "
+                      f"steps ratio {_fmt(s['steps_to_reward_ratio_int8'], '.2f')}; bound if "
+                      "the actors cost nothing: "
+                      f"{_fmt(s['speedup_bound_if_actors_were_free'], '.2f')}.", "",
+                      "| precision | learner learn share | publish share | wait share | "
+                      "actor inference ms | pull ms | deserialize ms | load ms | actor CPU "
+                      "share |", "|---|---|---|---|---|---|---|---|---|"]
+            for p in ("fp32", "int8"):
+                ph = s["phase_shares"][p]
+                lines.append(
+                    f"| {p} | {_fmt(ph['learner_learn_share'], '.2f')} | "
+                    f"{_fmt(ph['learner_publish_share'], '.2f')} | "
+                    f"{_fmt(ph['learner_wait_share'], '.2f')} | "
+                    f"{_fmt(ph['actor_inference_ms'])} | {_fmt(ph['actor_pull_ms'])} | "
+                    f"{_fmt(ph['actor_deserialize_ms'])} | {_fmt(ph['actor_load_ms'])} | "
+                    f"{_fmt(ph['actor_cpu_share'], '.2f')} |")
+        lines.append("")
+    pg = res.get("playground")
+    if pg:
+        lines += [f"## {pg['config']['env_name']}: D4PG, single program, "
+                  f"{pg['config']['num_actors']} actors, {pg['config']['total_steps']:,} steps, "
+                  f"seed {pg['seed']}", "",
+                  f"Uniform-random policy: {pg['random_policy']['mean']:.1f} over "
+                  f"{pg['random_policy']['episodes']} episodes (this run).", "",
+                  "| precision | final eval return | final train return | train s | "
+                  "time to reward s |", "|---|---|---|---|---|"]
+        ttr = (pg.get("time_to_reward") or {}).get("time_to_reward_s") or {}
+        for p, r in pg["runs"].items():
+            lines.append(f"| {p} | {_fmt(r['final_eval_return'], '.1f')} | "
+                         f"{_fmt(r['final_train_return'], '.1f')} | "
+                         f"{_fmt(r['timing_s']['train'], '.1f')} | {_fmt(ttr.get(p))} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Return against training time for every time-to-reward run (and the target)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tasks = list(results)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
-    for ax, name in zip(axes[0], tasks, strict=True):
-        res = results[name]
-        for p, r in res["runs"].items():
-            v = [np.nan if x is None else x for x in r["curve"]["avg_return"]]
-            ax.plot(r["curve"]["time_s"], v, label=p)
-        ttr = res.get("time_to_reward")
-        if ttr and ttr.get("improved"):
-            ax.axhline(ttr["target"], color="grey", ls=":", lw=1, label="95% target")
-        ax.set_title(name)
-        ax.set_xlabel("training wall time (s)")
-        ax.set_ylabel("actor return (last 10 episodes)")
-        ax.legend(fontsize=8)
+    rows = report["results"].get("time_to_reward") or []
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    colors = {"fp32": "tab:blue", "int8": "tab:orange"}
+    for r in rows:
+        v = [np.nan if x is None else x for x in r["curve"]["avg_return"]]
+        ax.plot(r["curve"]["time_s"], v, color=colors[r["precision"]], alpha=0.8,
+                label=f"{r['precision']} seed {r['seed']}")
+    target = report["summary"].get("time_to_reward_target")
+    if target is not None:
+        ax.axhline(target, color="grey", ls=":", lw=1, label="target")
+    ax.set_xlabel("training wall time (s)")
+    ax.set_ylabel("actors' return (last 10 episodes)")
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def markdown(rep: dict[str, Any]) -> str:
-    """The Markdown tables written next to the JSON."""
-    s = rep["summary"]
-    lines = [
-        f"# ActorQ benchmark ({'quick' if rep['config']['quick'] else 'full'})",
-        "",
-        f"Device: {s['device']}; jax {rep['system']['jax']}; CPU: {rep['system']['cpu']} "
-        f"({rep['system']['cpu_count']} cores); {rep['system']['time_utc']}.",
-        "",
-        "## Broadcast cost per policy refresh",
-        "",
-        "| hidden | params | precision | bytes | fp32/this | pack ms | pull ms | "
-        "deserialize ms | load ms |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rep["results"]["broadcast"]:
-        lines.append(
-            f"| {'x'.join(map(str, r['hidden']))} | {r['params']:,} | {r['precision']} | "
-            f"{r['bytes']:,} | {r['bytes_ratio_vs_fp32']:.2f} | {r['pack_ms']:.3g} | "
-            f"{r['pull_ms']:.3g} | {r['deserialize_ms']:.3g} | {r['load_ms']:.3g} |"
-        )
-    for name, res in rep["results"]["tasks"].items():
-        c = res["config"]
-        lines += [
-            "",
-            f"## {name}: {c['algo']}, {c['num_actors']} actors, hidden "
-            f"{'x'.join(map(str, c['hidden_sizes']))}, update period "
-            f"{c['actor_update_period']}, {c['total_steps']:,} steps",
-            "",
-        ]
-        ttr = res.get("time_to_reward")
-        if ttr is None or not ttr.get("improved"):
-            lines.append("The fp32 run did not improve: no time-to-reward target.\n")
-        else:
-            lines.append(f"Target (95 % of the fp32 improvement): {ttr['target']:.4g}.\n")
-        lines.append(format_table(res["table"]))
-    lines += ["", "Notes:", ""] + [f"* {n}" for n in rep["summary"]["notes"]]
-    return "\n".join(lines) + "\n"
+# ------------------------------------------------------------------ main
 
 
-def link_ptq_summary(summary: dict[str, Any], ptq_json: Path) -> dict[str, Any]:
-    """Copy the PTQ study's ``int8_min_return_ratio`` (worst int8/fp32 return ratio over its
-    tasks, ``benchmarks/quant_ptq.py``) into this benchmark's ``summary``, with its source, so
-    that one summary holds the issue's four headline numbers. ``None`` when the PTQ results
-    file is missing."""
-    out = dict(summary)
-    if ptq_json.exists():
-        ptq_rep = json.loads(ptq_json.read_text())
-        out["int8_min_return_ratio"] = ptq_rep["summary"].get("int8_min_return_ratio")
-        out["int8_min_return_ratio_source"] = (
-            f"{ptq_json.name} ({ptq_rep['summary'].get('mode')} mode, "
-            f"{ptq_rep.get('system', {}).get('time_utc')})")
-    else:
-        out["int8_min_return_ratio"] = None
-        out["int8_min_return_ratio_source"] = f"{ptq_json.name} not found"
-    return out
+def main(argv: list[str] | None = None) -> int:
+    """Run the sections, write the results file, its table and plot."""
+    p = harness.parser(__doc__)
+    p.add_argument("--sections", nargs="+", choices=SECTIONS, default=None,
+                   help="sections to run; the others are absent from the file (default: all; "
+                   "--smoke: all but playground)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="time-to-reward seeds per precision (default: 3)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the other sections")
+    args = p.parse_args(argv)
 
+    from jaxrl_pim.xla_env import apply_cpu_workarounds
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="one task per mode (a few minutes)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-multiprocess", action="store_true")
-    ap.add_argument("--energy", action="store_true", help="codecarbon energy (optional extra)")
-    ap.add_argument("--country", default="USA")
-    ap.add_argument("--out", default=str(RESULTS / "actorq"), help="output path stem")
-    ap.add_argument("--relink-ptq", action="store_true",
-                    help="only refresh int8_min_return_ratio in the existing --out JSON from "
-                    "quant_ptq.json (after re-running the PTQ study); runs nothing")
-    args = ap.parse_args()
-    stem = Path(args.out)
-    if args.relink_ptq:
-        rep = json.loads(stem.with_suffix(".json").read_text())
-        rep["summary"] = link_ptq_summary(rep["summary"], RESULTS / "quant_ptq.json")
-        report.write_json(stem.with_suffix(".json"), rep)
-        print(f"int8_min_return_ratio = {rep['summary']['int8_min_return_ratio']} "
-              f"({rep['summary']['int8_min_return_ratio_source']})")
-        return
-    backend = jax.default_backend()
-    pl = plan(args.quick, backend)
-    timer = PhaseTimer()
-    load_before = os.getloadavg()
-    energy = EnergyTracker(enabled=args.energy, country_iso_code=args.country)
-    with energy:
-        with timer.phase("broadcast"):
-            hid = [pl["paper_hidden"], tuple(pl["single"][0]["hidden_sizes"])]
-            if pl["multiprocess"]:
-                hid.append(tuple(pl["multiprocess"][0]["hidden_sizes"]))
-            broadcast = [r for h in dict.fromkeys(hid) for r in broadcast_cost(h)]
-        with timer.phase("single"):
-            tasks = run_tasks(pl["single"], "single", args.seed)
-        if not args.no_multiprocess:
-            with timer.phase("multiprocess"):
-                tasks.update(run_tasks(pl["multiprocess"], "multiprocess", args.seed))
-    speed_int8 = {k: (r["time_to_reward"] or {}).get("speedup", {}).get("int8")
-                  for k, r in tasks.items()}
-    speed_fp16 = {k: (r["time_to_reward"] or {}).get("speedup", {}).get("fp16")
-                  for k, r in tasks.items()}
-    steps_ratio_int8 = {}
-    for k, r in tasks.items():
-        st = (r["time_to_reward"] or {}).get("steps_to_reward") or {}
-        ok = st.get("fp32") and st.get("int8")
-        steps_ratio_int8[k] = st["fp32"] / st["int8"] if ok else None
-    learner_bound = {
-        k: float(np.mean([x["actor_breakdown_ms"]["send_fraction"] or 0.0
-                          for x in r["runs"].values()])) > 0.5
-        for k, r in tasks.items() if k.endswith("/multiprocess")
-    }
-    first = next(iter(tasks.values()))["broadcast_bytes"]
-    paper_rows = {r["precision"]: r for r in broadcast if tuple(r["hidden"]) == pl["paper_hidden"]}
-    notes = [
-        "time to reward = first time the actors' mean return over the last 10 episodes "
-        "reaches start + 0.95 * (final - start) of the fp32 run; compile / process start-up "
-        "excluded; one seed, so ratios within ~1.5x are noise (sample efficiency varies).",
-        "single-program actors share the learner's device: int8 only changes the weights "
-        "the actors hold, so no speed-up is expected there beyond noise; the paper's gains "
-        "come from communication-bound, distributed actors (see the multiprocess rows and "
-        "the broadcast-cost table).",
-        "runs go fp32 -> fp16 -> int8 one after the other; when the machine's load changes "
-        "during the benchmark, later runs get more (or less) CPU: compare "
-        "steps_to_reward_ratio_int8 and the learner's time for the same number of updates "
-        "before reading time_to_reward_speedup_int8 as a quantization effect.",
-        "int8 = symmetric per-tensor int8 codes + one float32 scale per tensor; fp16 = float16 "
-        "round trip.",
-        "GPU fields are null: this run had no GPU." if backend == "cpu" else
-        f"backend {backend}.",
-        f"1-minute load average {load_before[0]:.1f} at the start and "
-        f"{os.getloadavg()[0]:.1f} at the end on {os.cpu_count()} CPUs: wall times on a "
-        "shared machine include waiting for the CPU.",
-    ]
-    e = energy.result()
-    if args.energy:
-        notes.append(f"energy: {e.get('note')}")
-    summary = {
-        "device": report.device_label(),
-        "broadcast_bytes_ratio": first["fp32"] / first["int8"],
-        "broadcast_bytes_ratio_paper_size": (paper_rows["fp32"]["bytes"]
-                                             / paper_rows["int8"]["bytes"]),
-        "time_to_reward_speedup_int8": speed_int8,
-        "time_to_reward_speedup_fp16": speed_fp16,
-        # the same target counted in environment steps: ~1 means the wall-clock ratio came
-        # from throughput (including machine load), not from learning faster
-        "steps_to_reward_ratio_int8": steps_ratio_int8,
-        # actors blocked more than half their time handing experience to the learner
-        "multiprocess_learner_bound": learner_bound,
-        "gpu": None if backend == "cpu" else report.device_label(),
-        "energy": e if args.energy else None,
-        "notes": notes,
-    }
-    config = {"quick": args.quick, "seed": args.seed, "backend": backend, "plan": pl}
-    summary = link_ptq_summary(summary, RESULTS / "quant_ptq.json")
-    rep = report.make_report(config, {"broadcast": broadcast, "tasks": tasks},
-                             timer.as_dict(), summary)
-    report.write_json(stem.with_suffix(".json"), rep)
-    md = markdown(rep)
-    report.atomic_save(stem.with_suffix(".md"), lambda p: Path(p).write_text(md))
-    report.atomic_save(stem.with_suffix(".png"), lambda p: plot(tasks, Path(p)))
-    print(md)
-    print(f"wrote {stem}.json/.md/.png")
+    apply_cpu_workarounds()
+    from jaxrl_pim import report
+    from jaxrl_pim.checks import check_int
+
+    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    size = dict(SIZES[mode])
+    if args.seeds is not None:
+        size["seeds"] = check_int("--seeds", args.seeds, 2, 100)
+    sections = list(args.sections or [s for s in SECTIONS
+                                      if s != "playground" or size["playground"]])
+    path = harness.output_path(args, "actorq_speedup")
+
+    import os
+
+    import ray
+
+    ray.init(num_cpus=max(os.cpu_count() or 1, max(size["actor_counts"]), 2),
+             include_dashboard=False, log_to_driver=False)
+    results: dict[str, Any] = {}
+    timing: dict[str, float] = {}
+    try:
+        for name in sections:
+            t0 = time.perf_counter()
+            if name == "inference":
+                results[name] = inference_section(size)
+            elif name == "broadcast":
+                results[name] = broadcast_section(size)
+            elif name == "throughput":
+                results[name] = throughput_section(size, args.seed)
+            elif name == "time_to_reward":
+                results[name] = time_to_reward_section(size)
+            elif name == "playground":
+                results[name] = playground_section(size, args.seed)
+            timing[name] = time.perf_counter() - t0
+    finally:
+        ray.shutdown()
+    config = {"mode": mode, "sections": sections, "seed": args.seed, "sizes": size,
+              "ttr_task": size["ttr_task"], "throughput_task": THROUGHPUT_TASK}
+    stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                           summarize=summarize, markdown=render_markdown)
+    if results.get("time_to_reward"):
+        plot(stored, path.with_suffix(".png"))
+    print(render_markdown(stored))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
