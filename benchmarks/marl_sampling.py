@@ -68,6 +68,7 @@ import numpy as np
 
 from jaxrl_pim import report
 from jaxrl_pim.replay import (
+    SAMPLERS,
     BufferState,
     Transition,
     gather_into,
@@ -82,7 +83,6 @@ from jaxrl_pim.testing import maddpg_numpy_sampler as np_ref
 from jaxrl_pim.timing import PhaseTimer
 
 ACTION_DIM = 5
-SAMPLERS = ("uniform", "neighbor", "prioritized", "info_prioritized")
 MODES = ("per_agent", "interleaved_faithful", "interleaved_faithful_agent_major", "interleaved")
 FAITHFUL_ONLY_UNIFORM = ("interleaved_faithful", "interleaved_faithful_agent_major")
 NEIGHBOR_REFS, NEIGHBOR_RUN = 64, 16

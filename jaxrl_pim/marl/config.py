@@ -14,8 +14,7 @@ import math
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs import mpe
-from jaxrl_pim.replay import LAYOUTS, SAMPLERS
-from jaxrl_pim.replay.buffers import MAX_CAPACITY
+from jaxrl_pim.replay import LAYOUTS, MAX_CAPACITY, SAMPLERS
 
 ALGOS: tuple[str, ...] = ("maddpg", "matd3", "masac")
 ENVS: tuple[str, ...] = ("spread", "tag")

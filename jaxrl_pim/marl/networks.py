@@ -1,10 +1,11 @@
 """Actor and critic networks, Gumbel-softmax actions and per-leaf gradient clipping.
 
-The original MADDPG uses two 64-unit ReLU layers for both networks. Actors map one agent's
-observation ``[..., obs_dim]`` to ``action_dim`` logits; critics map the joint input
-``[..., joint_dim]`` (every agent's observation, then every agent's action vector) to one
-Q-value. Agents of one team are stacked: parameters carry a leading agent axis and are applied
-with ``jax.vmap``.
+The original MADDPG uses two 64-unit ReLU layers for both networks: here the library's one MLP
+(:class:`jaxrl_pim.rl.networks.MLP` with ReLU and flax's default LeCun-normal
+initialisation, built by :func:`mlp`). Actors map one agent's observation ``[..., obs_dim]``
+to ``action_dim`` logits; critics map the joint input ``[..., joint_dim]`` (every agent's
+observation, then every agent's action vector) to one Q-value. Agents of one team are
+stacked: parameters carry a leading agent axis and are applied with ``jax.vmap``.
 """
 
 from __future__ import annotations
@@ -18,28 +19,27 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl_pim.rl import networks as rl_networks
 
-class MLP(nn.Module):
-    """ReLU multilayer perceptron: ``hidden`` ReLU layers, then a linear output layer."""
 
-    hidden: Sequence[int]
-    out_dim: int
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        for width in self.hidden:
-            x = nn.relu(nn.Dense(width)(x))
-        return nn.Dense(self.out_dim)(x)
+def mlp(hidden: Sequence[int], out_dim: int) -> rl_networks.MLP:
+    """The actor / critic network: ``hidden`` ReLU layers, then a linear layer of
+    ``out_dim`` outputs; LeCun-normal kernels, zero biases (``rl.networks.MLP`` with
+    ``activation="relu"``, ``init_scheme="lecun"``)."""
+    return rl_networks.MLP(tuple(hidden), out_dim, "relu", init_scheme="lecun")
 
 
 def init_stacked(module: nn.Module, key: jax.Array, num: int, in_dim: int):
     """Initialise ``num`` independent parameter sets of ``module`` for inputs ``[in_dim]``.
 
     Returns a parameter pytree whose leaves have a leading axis of size ``num``. Kernels are
-    LeCun-normal (flax's ``Dense`` default: truncated normal, variance ``1 / fan_in``) drawn
-    per agent, biases zero. One flat random draw per leaf for all agents (no ``vmap`` over
-    keys and no rank-3 draws, both slow to compile on CPU).
+    LeCun-normal (flax's ``Dense`` default: truncated normal, variance ``1 / fan_in``, the
+    scheme of :func:`mlp`) drawn per agent, biases zero. One flat random draw per leaf for all
+    agents (no ``vmap`` over keys and no rank-3 draws, both slow to compile on CPU).
     """
+    if getattr(module, "init_scheme", "lecun") != "lecun":
+        raise ValueError(f"init_stacked draws LeCun-normal kernels; got a module with "
+                         f"init_scheme={module.init_scheme!r}")
     shapes = jax.eval_shape(module.init, key, jnp.zeros((in_dim,), jnp.float32))
     leaves, treedef = jax.tree.flatten(shapes)
     keys = jax.random.split(key, len(leaves))
@@ -104,20 +104,25 @@ class Networks(NamedTuple):
     """The modules and optimiser of a run: one actor module per team, one critic module
     (every agent's critics share its shape), and the per-variable-clipped Adam."""
 
-    actors: tuple[MLP, ...]
-    critic: MLP
+    actors: tuple[rl_networks.MLP, ...]
+    critic: rl_networks.MLP
     optimizer: optax.GradientTransformation
 
 
 def make_networks(hidden: Sequence[int], action_dims: Sequence[int], lr: float,
                   grad_clip: float) -> Networks:
-    """Actors ``MLP(hidden, action_dim)`` per team, critic ``MLP(hidden, 1)``, and
+    """Actors ``mlp(hidden, action_dim)`` per team, critic ``mlp(hidden, 1)``, and
     ``clip_by_leaf_norm(grad_clip)`` followed by ``adam(lr)``."""
     return Networks(
-        actors=tuple(MLP(tuple(hidden), a) for a in action_dims),
-        critic=MLP(tuple(hidden), 1),
+        actors=tuple(mlp(hidden, a) for a in action_dims),
+        critic=mlp(hidden, 1),
         optimizer=optax.chain(clip_by_leaf_norm(grad_clip), optax.adam(lr)),
     )
+
+
+def _old_mlp(hidden: Sequence[int], out_dim: int) -> rl_networks.MLP:
+    """``MLP(hidden, out_dim)`` of the earlier class: now :func:`mlp`."""
+    return mlp(hidden, out_dim)
 
 
 def __getattr__(name: str) -> Any:
@@ -126,4 +131,11 @@ def __getattr__(name: str) -> Any:
         from jaxrl_pim.marl import rules
 
         return getattr(rules, name)
+    if name == "MLP":
+        import warnings
+
+        warnings.warn("jaxrl_pim.marl.networks.MLP is deprecated; use "
+                      "jaxrl_pim.marl.networks.mlp (a jaxrl_pim.rl.networks.MLP with ReLU and "
+                      "LeCun init)", DeprecationWarning, stacklevel=2)
+        return _old_mlp
     raise AttributeError(f"module 'jaxrl_pim.marl.networks' has no attribute {name!r}")

@@ -35,12 +35,31 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl_pim.checks import check_choice
+from jaxrl_pim.rl import ddpg as _ddpg
+from jaxrl_pim.rl.ddpg import polyak
+from jaxrl_pim.rl.networks import categorical_entropy
 
+__all__ = [
+    "ALGORITHMS",
+    "Algorithm",
+    "categorical_entropy",
+    "clipped_double_q_target",
+    "critic_loss",
+    "ddpg_target",
+    "dpg_actor_loss",
+    "make_algorithm",
+    "maddpg",
+    "masac",
+    "matd3",
+    "polyak",
+    "soft_actor_loss",
+    "soft_target",
+    "target_policy_smoothing",
+]
 
-def categorical_entropy(logits: jax.Array) -> jax.Array:
-    """Entropy ``-sum_k p_k log p_k`` of ``softmax(logits)`` over the last axis (nats)."""
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+# ``polyak`` (the soft target update) and ``categorical_entropy`` (nats, over the last axis)
+# are the library's single definitions, from :mod:`jaxrl_pim.rl.ddpg` and
+# :mod:`jaxrl_pim.rl.networks`; they are rules of every algorithm here too.
 
 # --------------------------------------------------------------------- critic targets
 
@@ -52,7 +71,7 @@ def ddpg_target(r_t: jax.Array, discount_t: jax.Array, q_t: jax.Array) -> jax.Ar
     """
     chex.assert_rank([r_t, discount_t, q_t], [0, 0, 1])
     chex.assert_shape(q_t, (1,))
-    return r_t + discount_t * q_t[0]
+    return _ddpg.ddpg_target(r_t, discount_t, q_t[0])
 
 
 def clipped_double_q_target(r_t: jax.Array, discount_t: jax.Array, q_t: jax.Array) -> jax.Array:
@@ -126,12 +145,6 @@ def soft_actor_loss(q: jax.Array, logits: jax.Array, logits_reg: float,
     """
     loss = dpg_actor_loss(q, logits, logits_reg)
     return loss - entropy_coef * jnp.mean(categorical_entropy(logits))
-
-
-def polyak(target: Any, online: Any, tau: float) -> Any:
-    """Soft target update ``target <- (1 - tau) * target + tau * online`` (leaf-wise)."""
-    chex.assert_trees_all_equal_shapes(target, online)
-    return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)
 
 
 # --------------------------------------------------------------------- algorithms

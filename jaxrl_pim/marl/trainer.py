@@ -71,7 +71,8 @@ def make_buffers(config: MARLConfig, teams: tuple[mpe.TeamSpec, ...]
 
 
 def make_sampler(config: MARLConfig) -> replay.Sampler:
-    """The configured replay sampler component."""
+    """The configured replay sampler component (``config.sampler``, one of
+    ``replay.SAMPLERS``, with the config's sizes and exponents)."""
     c = config
     makers = {
         "uniform": replay.uniform,

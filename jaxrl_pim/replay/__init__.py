@@ -22,6 +22,7 @@ A multi-agent learner round::
 
 from jaxrl_pim.replay.buffers import (
     LAYOUTS,
+    MAX_CAPACITY,
     Batch,
     Buffer,
     BufferState,
@@ -47,6 +48,7 @@ from jaxrl_pim.replay.samplers import (
 
 __all__ = [
     "LAYOUTS",
+    "MAX_CAPACITY",
     "SAMPLERS",
     "Batch",
     "Buffer",

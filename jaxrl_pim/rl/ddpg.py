@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import optax
@@ -103,7 +104,13 @@ def ddpg_target(r_t: jax.Array, discount_t: jax.Array, q_t: jax.Array) -> jax.Ar
 
 
 def polyak(target: Any, online: Any, tau: float) -> Any:
-    """``(1 - tau) * target + tau * online`` leaf by leaf."""
+    """Soft target update ``target <- (1 - tau) * target + tau * online``, leaf by leaf.
+
+    ``target`` and ``online`` are pytrees of the same structure and leaf shapes (checked at
+    trace time); ``tau`` in (0, 1] is the Polyak rate. The one Polyak rule of the library
+    (DDPG here, the multi-agent learners in :mod:`jaxrl_pim.marl.rules`).
+    """
+    chex.assert_trees_all_equal_shapes(target, online)
     return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)
 
 

@@ -10,7 +10,7 @@ from jaxrl_pim import replay
 from jaxrl_pim.envs import mpe
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_buffers, make_env, make_sampler
-from jaxrl_pim.replay.buffers import MAX_CAPACITY
+from jaxrl_pim.replay import MAX_CAPACITY
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxrl_pim.marl.networks import MLP, clip_by_leaf_norm, gumbel_softmax, init_stacked
+from jaxrl_pim.marl.networks import clip_by_leaf_norm, gumbel_softmax, init_stacked, mlp
 
 
 def test_clip_by_leaf_norm_matches_numpy_per_variable():
@@ -48,7 +48,7 @@ def test_gumbel_softmax_temperature_sharpens():
 
 
 def test_stacked_mlp_matches_numpy_forward():
-    net = MLP((64, 64), 5)
+    net = mlp((64, 64), 5)
     params = jax.jit(init_stacked, static_argnums=(0, 2, 3))(net, jax.random.PRNGKey(0), 3, 18)
     x = np.random.default_rng(1).normal(size=(7, 18)).astype(np.float32)
     out = jax.vmap(net.apply, in_axes=(0, None))(params, jnp.asarray(x))
@@ -61,3 +61,24 @@ def test_stacked_mlp_matches_numpy_forward():
         np.testing.assert_allclose(np.asarray(out[i]), y, rtol=1e-4, atol=1e-5)
     # Agents get independent initialisations.
     assert not np.allclose(np.asarray(out[0]), np.asarray(out[1]))
+
+
+def test_one_mlp_one_polyak_one_entropy():
+    """The networks and rules are the library's single definitions (rl.networks, rl.ddpg);
+    the old ``marl.networks.MLP`` name warns and builds the same network."""
+    import pytest
+
+    from jaxrl_pim.marl import networks, rules
+    from jaxrl_pim.rl import ddpg
+    from jaxrl_pim.rl import networks as rl_networks
+
+    net = mlp((8,), 2)
+    assert isinstance(net, rl_networks.MLP)
+    assert (net.activation, net.init_scheme) == ("relu", "lecun")
+    assert rules.polyak is ddpg.polyak
+    assert rules.categorical_entropy is rl_networks.categorical_entropy
+    with pytest.warns(DeprecationWarning, match="marl.networks.mlp"):
+        old = networks.MLP
+    assert old((8,), 2) == net
+    with pytest.raises(ValueError, match="init_scheme='orthogonal'"):
+        init_stacked(rl_networks.MLP((8,), 2), jax.random.PRNGKey(0), 2, 3)
