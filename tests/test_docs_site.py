@@ -8,6 +8,7 @@ repository is left as it was.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -109,3 +110,15 @@ def test_links_to_repository_files_work_and_missing_ones_fail(tmp_path: Path) ->
     proc = _build(config, tmp_path / "site2", timeout=300)
     assert proc.returncode != 0
     assert "missing.json" in _warnings(proc)
+
+
+def test_docstring_roles_become_markdown_code() -> None:
+    spec = importlib.util.spec_from_file_location("griffe_rst", ROOT / "docs" / "griffe_rst.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = ("See :class:`~jaxrl_pim.tabular.TabularConfig` and :func:`jaxrl_pim.envs.make`,\n"
+            "or :py:mod:`.dqn`. Typical use::\n\n    x = 1  # a::b stays\n\n::\n\n    y = 2\n")
+    assert module.markdown(text) == (
+        "See `TabularConfig` and `jaxrl_pim.envs.make`,\nor `.dqn`. Typical use:\n\n"
+        "    x = 1  # a::b stays\n\n\n\n    y = 2\n")
