@@ -12,9 +12,11 @@ Sections (each a list of records in ``results``; ``--sections`` runs a subset):
    serialise + CRC32), ``ray.put`` once, and in a Ray actor: pull (``ray.get``), deserialize
    (CRC32 + views) and load (device copy; int8 kernels stay int8). Best of ``repeats``.
 3. ``throughput``: environment steps per second of the whole system (learner included, at
-   its usual update-to-data ratio) with 1, 2, 4 and 8 Ray actors, and with the same work
-   through the local-process transport (shared memory + queue) for comparison. The machine's
-   cores are oversubscribed beyond one actor per core (the learner runs beside them).
+   its usual update-to-data ratio) with 1, 2, 4 and 8 Ray actors refreshed every 100 steps,
+   and the same work through the local-process transport (shared memory + queue), also with
+   a refresh every 10 steps (small batches, frequent broadcasts: where per-message costs
+   show). The machine's cores are oversubscribed beyond one actor per core (the learner runs
+   beside them).
 4. ``time_to_reward``: fp32 and int8 Ray runs of the same task, ``seeds`` seeds each,
    interleaved (fp32 seed 0, int8 seed 0, fp32 seed 1, ...) so load drift hits both, in the
    regime the paper's speed-ups come from: a large actor (2 x 1024) refreshed every 10 actor
@@ -66,6 +68,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "batches": [1, 8, 64], "inference_repeats": 7, "inference_loop_s": 0.2,
         "broadcast_hidden": [PAPER_HIDDEN, (1024, 1024)], "broadcast_repeats": 7,
         "actor_counts": [1, 2, 4, 8], "process_actor_counts": [2, 4],
+        "short_refresh_actor_counts": [2],
         "throughput_steps_per_actor": 6_000,
         "ttr_task": TTR_TASK, "ttr_mode": "ray", "seeds": 3,
         "playground": dict(algo="d4pg", env_name="playground/CartpoleBalance", num_actors=4,
@@ -77,6 +80,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "batches": [1, 64], "inference_repeats": 3, "inference_loop_s": 0.1,
         "broadcast_hidden": [PAPER_HIDDEN], "broadcast_repeats": 3,
         "actor_counts": [1, 2, 4], "process_actor_counts": [2],
+        "short_refresh_actor_counts": [2],
         "throughput_steps_per_actor": 3_000,
         "ttr_task": dict(TTR_TASK, hidden_sizes=(256, 256), total_steps=30_000),
         "ttr_mode": "ray", "seeds": 3,
@@ -89,6 +93,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "batches": [1, 4], "inference_repeats": 1, "inference_loop_s": 0.01,
         "broadcast_hidden": [(64, 64)], "broadcast_repeats": 1,
         "actor_counts": [1], "process_actor_counts": [],
+        "short_refresh_actor_counts": [],
         "throughput_steps_per_actor": 400,
         "ttr_task": dict(TTR_TASK, num_actors=2, envs_per_actor=1, hidden_sizes=(16,),
                          total_steps=600, learning_starts=100, batch_size=16,
@@ -253,22 +258,25 @@ def _distributed_record(out: dict[str, Any]) -> dict[str, Any]:
 
 
 def throughput_section(size: dict[str, Any], seed: int) -> list[dict[str, Any]]:
-    """Section 3: environment steps per second per actor count and transport."""
+    """Section 3: environment steps per second per actor count, refresh period and
+    transport."""
     from jaxrl_pim.actorq.config import default_config
     from jaxrl_pim.actorq.distributed import run_distributed
 
     rows = []
-    runs = [("ray", n) for n in size["actor_counts"]] + [
-        ("processes", n) for n in size["process_actor_counts"]]
-    for transport, n in runs:
-        cfg = default_config(**THROUGHPUT_TASK, num_actors=n, precision="fp32",
-                             total_steps=n * size["throughput_steps_per_actor"])
+    runs = [("ray", n, 100) for n in size["actor_counts"]]
+    runs += [("processes", n, 100) for n in size["process_actor_counts"]]
+    runs += [(t, n, 10) for n in size["short_refresh_actor_counts"] for t in ("ray", "processes")]
+    for transport, n, period in runs:
+        cfg = default_config(**dict(THROUGHPUT_TASK, actor_update_period=period), num_actors=n,
+                             precision="fp32", total_steps=n * size["throughput_steps_per_actor"])
         out = run_distributed(cfg, seed, transport=transport, final_eval=False)
         rec = _distributed_record(out)
-        rec.update(actors_count=n, config=_jsonable(cfg),
+        rec.update(actors_count=n, actor_update_period=period, config=_jsonable(cfg),
                    env_steps_per_s=out["env_steps"] / out["timing_s"]["train"])
         rows.append(rec)
-        _log(f"[throughput] {transport} x {n}: {rec['env_steps_per_s']:,.0f} steps/s")
+        _log(f"[throughput] {transport} x {n}, refresh every {period}: "
+             f"{rec['env_steps_per_s']:,.0f} steps/s")
     return rows
 
 
@@ -475,21 +483,21 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         out["fp16_inference_speedup"] = {
             f"{n}/batch{b}": ms[(n, b, "fp32")] / ms[(n, b, "fp16")] for n, b in cases}
     if res.get("throughput"):
-        ray_rows = [r for r in res["throughput"] if r["transport"] == "ray"]
+        rows = res["throughput"]
         out["env_steps_per_s_ray"] = {str(r["actors_count"]): r["env_steps_per_s"]
-                                      for r in ray_rows}
-        proc = {r["actors_count"]: r["env_steps_per_s"] for r in res["throughput"]
-                if r["transport"] == "processes"}
-        if proc:
-            out["env_steps_per_s_processes"] = {str(n): v for n, v in proc.items()}
-            same = {n: (out["env_steps_per_s_ray"][str(n)], v) for n, v in proc.items()
-                    if str(n) in out["env_steps_per_s_ray"]}
-            out["processes_over_ray_steps_per_s"] = {str(n): p / r for n, (r, p) in
-                                                     same.items()}
-            ratios = list(out["processes_over_ray_steps_per_s"].values())
-            out["faster_transport_on_one_host"] = (
-                None if not ratios else "processes" if min(ratios) > 1.1 else
-                "ray" if max(ratios) < 1 / 1.1 else "neither (within 10 %)")
+                                      for r in rows if r["transport"] == "ray"
+                                      and r["actor_update_period"] == 100}
+        sps = {(r["transport"], r["actors_count"], r["actor_update_period"]):
+               r["env_steps_per_s"] for r in rows}
+        pairs = sorted({(n, per) for t, n, per in sps if t == "processes"
+                        and ("ray", n, per) in sps})
+        if pairs:
+            ratio = {f"{n} actors, refresh {per}": sps[("processes", n, per)]
+                     / sps[("ray", n, per)] for n, per in pairs}
+            out["processes_over_ray_steps_per_s"] = ratio
+            out["faster_transport_on_one_host"] = {
+                k: "processes" if v > 1.1 else "ray" if v < 1 / 1.1 else "neither (within 10 %)"
+                for k, v in ratio.items()}
         out["cores_oversubscribed_beyond_actors"] = system.get("cpu_count")
     if res.get("time_to_reward"):
         out.update(_ttr_summary(res["time_to_reward"]))
@@ -550,13 +558,15 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append("")
     if res.get("throughput"):
         lines += ["## System throughput (learner included)", "",
-                  "| transport | actors | env steps/s | learner learn share | actor inference "
-                  "ms/batch | actor pull ms/refresh | lost transitions |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| transport | actors | refresh every | env steps/s | learner learn share | "
+                  "learner wait share | actor inference ms/batch | actor pull ms/refresh | "
+                  "lost transitions |", "|---" * 9 + "|"]
         for r in res["throughput"]:
             t, bd = r["timing_s"], r["actor_breakdown_ms"]
             lines.append(f"| {r['transport']} | {r['actors_count']} | "
-                         f"{r['env_steps_per_s']:,.0f} | {_fmt(t['learn'] / t['train'], '.2f')} "
+                         f"{r['actor_update_period']} | {r['env_steps_per_s']:,.0f} | "
+                         f"{_fmt(t['learn'] / t['train'], '.2f')} | "
+                         f"{_fmt(t['wait'] / t['train'], '.2f')} "
                          f"| {_fmt(bd.get('inference'))} | {_fmt(bd.get('pull'))} | "
                          f"{r['transitions_lost']} |")
         lines.append("")

@@ -9,6 +9,7 @@ the end; every run is bounded by the learner's timeouts and the test's own deadl
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 
@@ -19,6 +20,8 @@ import pytest
 from jaxrl_pim.actorq.config import default_config
 from jaxrl_pim.actorq.distributed import run_distributed
 from jaxrl_pim.actorq.ray_pool import RayPool
+from jaxrl_pim.actorq.single import checkpoint_fingerprint
+from jaxrl_pim.checkpoint import Checkpoints
 
 ray = pytest.importorskip("ray")
 # ray.init starts its services with subprocess (fork + exec), which Python warns about once
@@ -35,7 +38,7 @@ def local_ray():
         ray.shutdown()
 
 
-def test_killed_actors_restart_and_the_run_completes(local_ray):
+def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
     period, in_flight = 25, 2
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
                          actor_update_period=period, total_steps=3_000, learning_starts=200,
@@ -53,11 +56,15 @@ def test_killed_actors_restart_and_the_run_completes(local_ray):
             os.kill(pool.pids[1], signal.SIGKILL)
             events.append(progress["env_steps"])
 
-    out = run_distributed(cfg, seed=0, pool=pool, final_eval=False, on_batch=chaos)
+    fingerprint = checkpoint_fingerprint(cfg, 0, 0, "ray")
+    with Checkpoints(tmp_path / "ck", fingerprint=fingerprint, keep=2) as ck:
+        out = run_distributed(cfg, seed=0, pool=pool, final_eval=False, on_batch=chaos,
+                              checkpoints=ck, checkpoint_every=1_000)
 
     assert len(events) == 1 and events[0] < cfg.total_steps
     assert out["transport"] == "ray"
-    assert out["env_steps"] >= cfg.total_steps and out["replay_size"] == out["env_steps"]
+    assert out["env_steps"] >= cfg.total_steps
+    assert out["replay_size"] == min(out["env_steps"], cfg.buffer_size)
     assert out["learner_updates"] > 0 and out["broadcasts"] > 1
     # each failed actor was restarted and delivered again
     assert out["actor_failures"] == 2 and out["actors_dropped"] == 0
@@ -72,3 +79,17 @@ def test_killed_actors_restart_and_the_run_completes(local_ray):
     assert out["transitions_lost"] == out["batches_lost"] * batch
     # the learner kept training the same network through the failures
     assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(out["final_state"]))
+
+    # the learner stopped after its last checkpoint but one: resume from that one with fresh
+    # actors; the learner's updates and counters continue, the run completes
+    with Checkpoints(tmp_path / "ck", fingerprint=fingerprint, keep=2) as ck:
+        steps = ck.steps()
+        assert steps[-1] == out["env_steps"] and len(steps) == 2
+        shutil.rmtree(tmp_path / "ck" / str(steps[-1]))
+        again = run_distributed(cfg, seed=0, transport="ray", final_eval=False,
+                                checkpoints=ck, resume=True)
+    assert again["resumed_from"] == steps[0] < cfg.total_steps
+    assert again["env_steps"] >= cfg.total_steps
+    assert again["learner_updates"] > 0 and again["replay_size"] == min(
+        again["env_steps"], cfg.buffer_size)
+    assert again["transitions_received"] == again["env_steps"] - steps[0]
