@@ -2,8 +2,9 @@
 transition accounted for (requested = received + lost + unused, lost at most the batches in
 flight on the failed actors).
 
-One local Ray instance (``ray.init(num_cpus=2)``, no dashboard) for the module, shut down at
-the end; every run is bounded by the learner's timeouts and the test's own deadline.
+One local Ray instance (``ray.init(num_cpus=2)``, no dashboard, started under a 120 s alarm)
+for the module, shut down at the end; every run is bounded by the learner's timeouts
+(actors' start, each batch) and the test's own deadline.
 """
 
 from __future__ import annotations
@@ -29,9 +30,19 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
 
 
+def _give_up(signum, frame):
+    raise TimeoutError("ray.init did not return within 120 s")
+
+
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    previous = signal.signal(signal.SIGALRM, _give_up)
+    signal.alarm(120)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     try:
         yield
     finally:
