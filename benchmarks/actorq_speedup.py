@@ -33,8 +33,8 @@ error over seeds; target = 95 % of the fp32 seeds' mean improvement), the int8 s
 whether it is within noise (two combined standard errors), the Amdahl bound that the
 measured phase shares allow, energies, and the Playground returns.
 
-    python benchmarks/actorq_speedup.py            # full (about 35 min on a 2-core CPU)
-    python benchmarks/actorq_speedup.py --quick    # reduced sizes (about 10 min)
+    python benchmarks/actorq_speedup.py            # full (roughly 25 min on an idle 2-core CPU)
+    python benchmarks/actorq_speedup.py --quick    # reduced sizes (roughly 10 min)
     python benchmarks/actorq_speedup.py --smoke    # test sizes (about a minute)
 """
 
@@ -378,7 +378,9 @@ def _target(runs: list[dict[str, Any]], fraction: float = 0.95) -> float | None:
     return start + fraction * (final - start) if final > start else None
 
 
-def _first_hit(times: list[float], values: list[Any], target: float) -> float | None:
+def _first_hit(times: list[float], values: list[Any], target: float | None) -> float | None:
+    if target is None:
+        return None
     for t, v in zip(times, values, strict=True):
         if v is not None and v >= target:
             return float(t)
@@ -391,9 +393,6 @@ def _ttr_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     by = {p: [r for r in rows if r["precision"] == p] for p in ("fp32", "int8")}
     target = _target(by["fp32"])
     out: dict[str, Any] = {"time_to_reward_target": target}
-    if target is None:
-        out["time_to_reward_note"] = "the fp32 runs did not improve: no target"
-        return out
     t_stats, s_stats, phases, energy = {}, {}, {}, {}
     for p, runs in by.items():
         times = [_first_hit(r["curve"]["time_s"], r["curve"]["avg_return"], target)
@@ -498,7 +497,6 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
             out["faster_transport_on_one_host"] = {
                 k: "processes" if v > 1.1 else "ray" if v < 1 / 1.1 else "neither (within 10 %)"
                 for k, v in ratio.items()}
-        out["cores_oversubscribed_beyond_actors"] = system.get("cpu_count")
     if res.get("time_to_reward"):
         out.update(_ttr_summary(res["time_to_reward"]))
     pg = res.get("playground")
@@ -576,36 +574,34 @@ def render_markdown(report: dict[str, Any]) -> str:
                   f"{'x'.join(map(str, cfg['hidden_sizes']))}, {cfg['num_actors']} actors x "
                   f"{cfg['envs_per_actor']} envs, refresh every {cfg['actor_update_period']} "
                   f"steps ({res['time_to_reward'][0]['mode']})", ""]
-        if s.get("time_to_reward_target") is None:
-            lines += ["The fp32 runs did not improve: no target.", ""]
-        else:
-            lines += [f"Target: {s['time_to_reward_target']:.4g} (95 % of the fp32 seeds' "
-                      "mean improvement).", "",
-                      "| precision | seeds reached | time to reward s (mean) | std | "
-                      "steps to reward (mean) | energy kWh per run (estimated) |",
-                      "|---|---|---|---|---|---|"]
-            for p in ("fp32", "int8"):
-                t, st = s["time_to_reward_s"][p], s["steps_to_reward"][p]
-                lines.append(f"| {p} | {t['n']} of {t['n'] + t['missing']} | "
-                             f"{_fmt(t['mean'])} | {_fmt(t['std'])} | {_fmt(st['mean'])} | "
-                             f"{_fmt(s['energy_kwh_per_run_estimated'][p])} |")
-            lines += ["", f"int8 speed-up {_fmt(s['time_to_reward_speedup_int8'], '.2f')} "
-                      f"(within noise: {_fmt(s['time_to_reward_speedup_int8_within_noise'])}); "
-                      f"steps ratio {_fmt(s['steps_to_reward_ratio_int8'], '.2f')}; bound if "
-                      "the actors cost nothing: "
-                      f"{_fmt(s['speedup_bound_if_actors_were_free'], '.2f')}.", "",
-                      "| precision | learner learn share | publish share | wait share | "
-                      "actor inference ms | pull ms | deserialize ms | load ms | actor CPU "
-                      "share |", "|---|---|---|---|---|---|---|---|---|"]
-            for p in ("fp32", "int8"):
-                ph = s["phase_shares"][p]
-                lines.append(
-                    f"| {p} | {_fmt(ph['learner_learn_share'], '.2f')} | "
-                    f"{_fmt(ph['learner_publish_share'], '.2f')} | "
-                    f"{_fmt(ph['learner_wait_share'], '.2f')} | "
-                    f"{_fmt(ph['actor_inference_ms'])} | {_fmt(ph['actor_pull_ms'])} | "
-                    f"{_fmt(ph['actor_deserialize_ms'])} | {_fmt(ph['actor_load_ms'])} | "
-                    f"{_fmt(ph['actor_cpu_share'], '.2f')} |")
+        target = s.get("time_to_reward_target")
+        lines += ["The fp32 runs did not improve: no target, no times." if target is None
+                  else f"Target: {target:.4g} (95 % of the fp32 seeds' mean improvement).", ""]
+        lines += ["| precision | seeds reached | time to reward s (mean) | std | "
+                  "steps to reward (mean) | energy kWh per run (estimated) |",
+                  "|---|---|---|---|---|---|"]
+        for p in ("fp32", "int8"):
+            t, st = s["time_to_reward_s"][p], s["steps_to_reward"][p]
+            lines.append(f"| {p} | {t['n']} of {t['n'] + t['missing']} | "
+                         f"{_fmt(t['mean'])} | {_fmt(t['std'])} | {_fmt(st['mean'])} | "
+                         f"{_fmt(s['energy_kwh_per_run_estimated'][p])} |")
+        lines += ["", f"int8 speed-up {_fmt(s['time_to_reward_speedup_int8'], '.2f')} "
+                  f"(within noise: {_fmt(s['time_to_reward_speedup_int8_within_noise'])}); "
+                  f"steps ratio {_fmt(s['steps_to_reward_ratio_int8'], '.2f')}; bound if "
+                  "the actors cost nothing: "
+                  f"{_fmt(s['speedup_bound_if_actors_were_free'], '.2f')}.", "",
+                  "| precision | learner learn share | publish share | wait share | "
+                  "actor inference ms | pull ms | deserialize ms | load ms | actor CPU "
+                  "share |", "|---|---|---|---|---|---|---|---|---|"]
+        for p in ("fp32", "int8"):
+            ph = s["phase_shares"][p]
+            lines.append(
+                f"| {p} | {_fmt(ph['learner_learn_share'], '.2f')} | "
+                f"{_fmt(ph['learner_publish_share'], '.2f')} | "
+                f"{_fmt(ph['learner_wait_share'], '.2f')} | "
+                f"{_fmt(ph['actor_inference_ms'])} | {_fmt(ph['actor_pull_ms'])} | "
+                f"{_fmt(ph['actor_deserialize_ms'])} | {_fmt(ph['actor_load_ms'])} | "
+                f"{_fmt(ph['actor_cpu_share'], '.2f')} |")
         lines.append("")
     pg = res.get("playground")
     if pg:
