@@ -96,7 +96,16 @@ def test_killed_run_resumes_to_the_uninterrupted_state_bit_for_bit(tmp_path):
     assert main(other) == 2
 
 
-@pytest.mark.parametrize("bad", [["--resume"], ["--checkpoint-every", "100"]])
-def test_checkpoint_options_need_a_folder(bad, capsys):
-    assert main([*BASE, *bad]) == 2
-    assert "--checkpoint DIR" in capsys.readouterr().err
+@pytest.mark.parametrize("bad,message", [
+    (["--resume"], "--checkpoint DIR"),
+    (["--checkpoint-every", "100"], "--checkpoint DIR"),
+    (["--ray-address", "auto"], "--ray-address needs --mode ray"),
+    (["--actor-compute", "int4"], "invalid choice"),
+])
+def test_bad_options_are_refused_before_any_run(bad, message, capsys):
+    try:
+        rc = main([*BASE, *bad])
+    except SystemExit as exit_:  # argparse's own refusals
+        rc = exit_.code
+    assert rc == 2
+    assert message in capsys.readouterr().err
