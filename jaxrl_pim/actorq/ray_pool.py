@@ -254,8 +254,11 @@ class RayPool:
             return {}
         self.counters["transitions_unused"] = len(self._pending) * self._steps
         if ray.is_initialized():
-            for ref in list(self._pending) + list(self._probes):  # noqa: B007
-                ray.cancel(ref, force=False)
+            for ref in list(self._pending) + list(self._probes):
+                try:
+                    ray.cancel(ref, force=False)
+                except Exception:  # noqa: BLE001 - finished or its actor is gone
+                    pass
             for a in self.actors:
                 try:
                     ray.kill(a, no_restart=True)
