@@ -10,8 +10,10 @@ Modules, in the order a run is built:
   buffer add); ``learner``: the update-round phases (sample, target Q, critic, actor,
   targets);
 * ``trainer``: ``make_train(config) -> train(key) -> (state, metrics)`` and friends;
-* ``checkpoint`` (save / load a train state), ``profiler`` (per-phase timings), ``command``
-  (``jaxrl-pim marl``). The replay components live in :mod:`jaxrl_pim.replay`.
+* ``checkpoint`` (runs in checkpointed segments that resume bit for bit after a kill),
+  ``plan`` (counts, memory and a measured duration estimate before a run), ``profiler``
+  (per-phase timings), ``command`` (``jaxrl-pim marl``). The replay components live in
+  :mod:`jaxrl_pim.replay`.
 
 See ``docs/marl.md``.
 """

@@ -1,33 +1,240 @@
-"""Save and restore a MARL :class:`~jaxrl_pim.marl.trainer.TrainState` (npz of pytree leaves).
+"""Long MARL runs that survive being killed: checkpoints every few episodes, resumed bit for bit.
 
-The file holds every leaf of the state (networks, optimiser moments, replay buffers, sampler
-priorities, env state, RNG key, counters) as ``leaf_00000 ...`` plus the run's config as JSON.
-It is written to a temporary name and renamed (``report.atomic_save``), so an interrupted save
-never destroys the previous checkpoint. Restoring checks the config and every leaf's shape and
-dtype against a freshly built state of the same config, so a checkpoint from another run
-configuration is rejected with a message instead of silently mis-loading.
+A run is trained in segments of ``every`` episodes (``make_train_from``, one compiled program
+per segment length); after each segment the whole train state (networks, Adam moments, replay
+buffers, sampler priorities, env state, RNG key, counters) and the learning curve so far
+(``episode_return [episodes done, num_teams]``) are saved as checkpoint ``<episodes done>`` of a
+:class:`jaxrl_pim.checkpoint.Checkpoints` folder (orbax, written atomically, the newest few
+kept). Segments end at multiples of ``every`` (and at the run's end), so a run and its
+resumption use the same programs.
 
-Resume: ``state = load(path, config)`` then ``make_train_from(config, remaining)(state)``; on
-the same backend the result is bit-identical to the uninterrupted run.
+The RNG key and all counters live in the state, and segments are the same computation as one
+long program, so a run killed at any moment and resumed from its newest checkpoint ends with
+the state an uninterrupted run ends with, bit for bit (tested with SIGKILL through
+``jaxrl-pim marl``). A checkpoint records a :func:`fingerprint` of its run (the config without
+``num_episodes``, the predator-prey composition resolved, and the seed or key): restoring into
+a run that differs raises ``ValueError`` naming the first differing field, and a longer
+``num_episodes`` extends a finished run.
+
+Example::
+
+    from jaxrl_pim.checkpoint import Checkpoints
+    from jaxrl_pim.marl import checkpoint
+
+    folder = Checkpoints("runs/spread3", fingerprint=checkpoint.fingerprint(config, seed=0))
+    result = checkpoint.run(config, jax.random.PRNGKey(0), folder, every=100, resume=True)
+    result.state, result.episode_return      # the final state, the whole learning curve
+
+The npz files of earlier releases (:func:`save` / :func:`load`, one file per state) still work
+and warn; new code uses the checkpoint folders above.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
+from jaxrl_pim.checkpoint import Checkpoints
+from jaxrl_pim.checks import check_int
 from jaxrl_pim.envs.mpe import TAG_PRESETS
+from jaxrl_pim.marl import rules
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.trainer import TrainState, make_init
+from jaxrl_pim.marl.trainer import TrainState, make_env, make_init, make_train_from
 from jaxrl_pim.report import atomic_save
+
+__all__ = [
+    "Run",
+    "default_every",
+    "fingerprint",
+    "run",
+    "starting_state",
+    "template",
+    "train_segments",
+]
 
 # Config fields that may differ between the saved run and the resumed one.
 _RESUMABLE_FIELDS = ("num_episodes",)
+
+
+def default_every(num_episodes: int) -> int:
+    """Episodes between checkpoints when none is given: about 10 % of the run (at least 1)."""
+    return max(1, math.ceil(check_int("num_episodes", num_episodes, lo=0) / 10))
+
+
+def fingerprint(config: MARLConfig, key: jax.Array | None = None, *,
+                seed: int | None = None) -> dict[str, Any]:
+    """What a checkpoint of this run must match: the config without ``num_episodes`` (a
+    predator-prey preset and the same sizes given in full compare equal), and the ``seed``
+    (when given) or the raw data of the start ``key`` (when given)."""
+    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _RESUMABLE_FIELDS}
+    if config.env == "tag":
+        fields["num_agents"], fields["num_prey"], fields["num_obstacles"] = config.tag_sizes
+    out: dict[str, Any] = {"config": fields}
+    if seed is not None:
+        out["seed"] = int(seed)
+    elif key is not None:
+        out["key"] = np.asarray(jax.random.key_data(key) if jax.dtypes.issubdtype(
+            key.dtype, jax.dtypes.prng_key) else key).tolist()
+    return out
+
+
+def _num_teams(config: MARLConfig) -> int:
+    return len(make_env(config)[0].teams)
+
+
+def template(config: MARLConfig, episodes_done: int,
+             algorithm: rules.Algorithm | None = None) -> dict[str, Any]:
+    """Shapes and dtypes of checkpoint ``episodes_done``: ``{"state": TrainState,
+    "episode_return": [episodes_done, num_teams] float32}``."""
+    state = jax.eval_shape(make_init(config, algorithm), jax.random.PRNGKey(0))
+    curve = jax.ShapeDtypeStruct((episodes_done, _num_teams(config)), np.float32)
+    return {"state": state, "episode_return": curve}
+
+
+def starting_state(
+    config: MARLConfig, key: jax.Array, checkpoints: Checkpoints | None = None, *,
+    resume: bool = False, algorithm: rules.Algorithm | None = None,
+) -> tuple[TrainState, np.ndarray]:
+    """The state a run starts from and its learning curve so far ``[episodes, num_teams]``.
+
+    Without ``checkpoints`` (or in an empty folder) a fresh state from ``key``. With
+    ``resume`` the folder's newest checkpoint; without it a folder that already holds
+    checkpoints is refused (ValueError), so a run never silently overwrites another's. A
+    checkpoint of another configuration (the folder's fingerprint), or one past
+    ``config.num_episodes``, is refused too.
+    """
+    newest = None if checkpoints is None else checkpoints.latest()
+    if newest is not None and not resume:
+        raise ValueError(
+            f"{str(checkpoints.directory)!r} already holds checkpoints (newest after episode "
+            f"{newest}): resume from it (--resume) or choose an empty folder")
+    if newest is None:
+        state = jax.jit(make_init(config, algorithm))(key)
+        return state, np.zeros((0, _num_teams(config)), np.float32)
+    if newest > config.num_episodes:
+        raise ValueError(
+            f"num_episodes ({config.num_episodes}) is below the checkpoint's episode count "
+            f"({newest}) in {str(checkpoints.directory)!r}; pass a larger total")
+    restored, _ = checkpoints.restore(template(config, newest, algorithm), newest)
+    state = restored["state"]
+    if int(state.episode) != newest:
+        raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} holds episode "
+                         f"{int(state.episode)}")
+    return state, np.asarray(restored["episode_return"], np.float32)
+
+
+class Run(NamedTuple):
+    """What :func:`run` / :func:`train_segments` return.
+
+    ``state``: the final :class:`~jaxrl_pim.marl.trainer.TrainState`; ``episode_return``
+    float32 ``[num_episodes, num_teams]``: the whole run's learning curve (also the episodes
+    before a resume); ``start_episode``: episodes restored from a checkpoint (0 for a fresh
+    run); ``checkpoints_written``; ``timing_s``: ``compile``, ``train`` and ``checkpoint``
+    seconds of this call.
+    """
+
+    state: TrainState
+    episode_return: np.ndarray
+    start_episode: int
+    checkpoints_written: int
+    timing_s: dict[str, float]
+
+
+# Compiled segment programs of this process, by (config without num_episodes, length): a run
+# resumed or extended in the same process compiles nothing again. Only runs without a callback
+# or custom algorithm are kept (those carry objects the key cannot compare).
+_PROGRAMS: dict[tuple[MARLConfig, int], Any] = {}
+_MAX_PROGRAMS = 8
+
+
+def _segment_program(config: MARLConfig, n: int, state: TrainState,
+                     callback: Callable[..., Any] | None,
+                     algorithm: rules.Algorithm | None) -> Any:
+    """``make_train_from(config, n)`` compiled for ``state`` (which it donates)."""
+    key = (dataclasses.replace(config, num_episodes=0), n)
+    cacheable = callback is None and algorithm is None
+    if cacheable and key in _PROGRAMS:
+        return _PROGRAMS[key]
+    train_from = make_train_from(config, n, callback=callback, algorithm=algorithm)
+    program = jax.jit(train_from, donate_argnums=0).lower(state).compile()
+    if cacheable:
+        if len(_PROGRAMS) >= _MAX_PROGRAMS:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+        _PROGRAMS[key] = program
+    return program
+
+
+def train_segments(
+    config: MARLConfig, state: TrainState, episode_return: np.ndarray,
+    checkpoints: Checkpoints | None = None, *, every: int | None = None,
+    callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
+) -> Run:
+    """Train ``state`` up to ``config.num_episodes`` episodes, saving a checkpoint after every
+    segment when ``checkpoints`` is given (segments end at multiples of ``every``, default
+    :func:`default_every`, and at the end; without checkpoints the rest is one segment).
+
+    ``episode_return`` is the curve so far (from :func:`starting_state`); ``callback(episode,
+    total, metrics)`` is called about 200 times per segment with the run's total.
+    """
+    total = config.num_episodes
+    start = int(state.episode)
+    if start > total:
+        raise ValueError(f"num_episodes ({total}) is below the state's episode count ({start})")
+    if episode_return.shape[0] != start:
+        raise ValueError(f"episode_return holds {episode_return.shape[0]} episodes, the state "
+                         f"{start}")
+    every = default_every(total) if every is None else check_int("every", every, lo=1)
+    report = None if callback is None else (lambda done, _seg_total, m: callback(done, total, m))
+    timing = {"compile": 0.0, "train": 0.0, "checkpoint": 0.0}
+    curve, episode, saved = [episode_return], start, 0
+    while episode < total:
+        stop = total if checkpoints is None else min((episode // every + 1) * every, total)
+        n = stop - episode
+        t0 = time.perf_counter()
+        program = _segment_program(config, n, state, report, algorithm)
+        timing["compile"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        state, metrics = program(state)
+        returns = np.asarray(metrics["episode_return"])  # waits for the segment
+        timing["train"] += time.perf_counter() - t0
+        episode += n
+        curve.append(returns)
+        if checkpoints is not None:
+            t0 = time.perf_counter()
+            checkpoints.save(episode, {"state": state,
+                                       "episode_return": np.concatenate(curve)},
+                             meta={"episodes_done": episode, "num_episodes": total})
+            timing["checkpoint"] += time.perf_counter() - t0
+            saved += 1
+    return Run(state, np.concatenate(curve), start, saved, timing)
+
+
+def run(
+    config: MARLConfig, key: jax.Array, checkpoints: Checkpoints | None = None, *,
+    every: int | None = None, resume: bool = False,
+    callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
+) -> Run:
+    """A whole run from ``key`` (or, with ``resume``, from the newest checkpoint of
+    ``checkpoints``) to ``config.num_episodes``: :func:`starting_state`, then
+    :func:`train_segments`. ``algorithm`` replaces the rules named by ``config.algo`` (it is
+    not part of the fingerprint: resume with the same one)."""
+    state, curve = starting_state(config, key, checkpoints, resume=resume, algorithm=algorithm)
+    return train_segments(config, state, curve, checkpoints, every=every, callback=callback,
+                          algorithm=algorithm)
+
+
+# --------------------------------------------------------------------------------------------
+# Deprecated: one npz file per state (earlier releases)
 
 
 def _config_json(config: MARLConfig) -> str:
@@ -51,8 +258,15 @@ def _world(d: dict) -> dict:
     return d
 
 
+def _deprecated(name: str) -> None:
+    warnings.warn(f"jaxrl_pim.marl.checkpoint.{name} (one npz file per state) is deprecated; "
+                  "use jaxrl_pim.marl.checkpoint.run with a jaxrl_pim.checkpoint.Checkpoints "
+                  "folder", DeprecationWarning, stacklevel=3)
+
+
 def save(path: str | os.PathLike[str], state: TrainState, config: MARLConfig) -> Path:
-    """Write ``state`` (of a run with ``config``) to ``path`` atomically; returns the path."""
+    """Deprecated: write ``state`` (of a run with ``config``) to one npz file, atomically."""
+    _deprecated("save")
     leaves = jax.tree.leaves(state)
     arrays = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(leaves)}
     arrays["__config__"] = np.asarray(_config_json(config))
@@ -65,16 +279,17 @@ def save(path: str | os.PathLike[str], state: TrainState, config: MARLConfig) ->
 
 
 def load(path: str | os.PathLike[str], config: MARLConfig) -> TrainState:
-    """Read a checkpoint written by :func:`save` for a run with ``config``.
+    """Deprecated: read a state written by :func:`save` for a run with ``config``.
 
     Raises FileNotFoundError if ``path`` does not exist and ValueError if it was written for
     another configuration (names the first differing field) or its arrays do not match.
     """
+    _deprecated("load")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
-    template = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
-    leaves_t, treedef = jax.tree.flatten(template)
+    template_ = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
+    leaves_t, treedef = jax.tree.flatten(template_)
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as err:

@@ -3,15 +3,20 @@
 Example::
 
     jaxrl-pim marl --env spread --agents 3 --algo maddpg --episodes 2000 --num-envs 8 \
-        --json run.json --checkpoint run.npz
+        --json run.json --checkpoint runs/spread3
+    # killed (or finished)? the same command with --resume continues from the newest
+    # checkpoint; a larger --episodes extends a finished run
     jaxrl-pim marl --env spread --agents 3 --algo maddpg --episodes 4000 --num-envs 8 \
-        --resume run.npz --checkpoint run.npz        # continues to 4,000 episodes
+        --json run.json --checkpoint runs/spread3 --resume
     jaxrl-pim marl --env tag --predators 6 --prey 2 --episodes 500 --num-envs 16
 
-``--episodes`` is the run's total; with ``--resume`` training continues from the checkpoint's
-episode count up to it. Before training the command prints the plan (transitions, update
-rounds, replay memory), a measured duration estimate for long runs, and a warning when no
-update will run.
+``--episodes`` is the run's total. With ``--checkpoint DIR`` the run is saved every
+``--checkpoint-every`` episodes (about 10 % of the run by default) and at its end, in an orbax
+folder that keeps the newest 3 (:mod:`jaxrl_pim.marl.checkpoint`); ``--resume`` continues from
+the newest one, refusing a checkpoint of another configuration or seed, and ends with the state
+an uninterrupted run ends with, bit for bit. Before training the command prints the plan
+(transitions, update rounds, replay memory), a measured duration estimate for long runs, and a
+warning when no update will run.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from jaxrl_pim import report
 from jaxrl_pim.envs.mpe import TAG_PRESETS
 from jaxrl_pim.marl import checkpoint, plan
 from jaxrl_pim.marl.config import ALGOS, ENVS, LAYOUTS, SAMPLERS, SAMPLING_MODES, MARLConfig
-from jaxrl_pim.marl.trainer import make_env, make_init, make_train_from
+from jaxrl_pim.marl.trainer import make_env, make_init
 from jaxrl_pim.progress import RichProgress
 
 _DEFAULTS = MARLConfig()
@@ -96,16 +101,25 @@ def register(subparsers: Any) -> None:
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH", default=None,
                      help="write the run report here (default: none)")
-    out.add_argument("--checkpoint", metavar="PATH", default=None,
-                     help="save the final train state here (default: none)")
-    out.add_argument("--resume", metavar="PATH", default=None,
-                     help="continue from this checkpoint (default: start fresh)")
     out.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar (default: on when stdout is a terminal)")
     out.add_argument("--estimate", action=argparse.BooleanOptionalAction, default=None,
                      help="time one env step and one update round first and print the "
                           "expected duration (default: on for runs of at least "
                           f"{plan.LONG_RUN_TRANSITIONS:,} transitions)")
+    ckpt = p.add_argument_group(
+        "checkpoints", "save the run as it goes and continue it after a crash or a kill")
+    ckpt.add_argument("--checkpoint", metavar="DIR", default=None,
+                      help="folder of the run's checkpoints (orbax, written atomically, the "
+                           "newest 3 kept; each holds the whole train state, replay buffers "
+                           "included) (default: none)")
+    ckpt.add_argument("--checkpoint-every", type=int, default=None, metavar="EPISODES",
+                      help="episodes between checkpoints (default: about 10%% of the run, "
+                           "ceil(episodes / 10))")
+    ckpt.add_argument("--resume", action="store_true",
+                      help="continue from the newest checkpoint in --checkpoint (same options "
+                           "and seed required, --episodes may grow; an empty folder starts "
+                           "from episode 0) (default: off)")
     p.set_defaults(func=run)
 
 
@@ -142,22 +156,45 @@ def progress_enabled(flag: bool | None, stream: Any) -> bool:
     return bool(stream.isatty()) if flag is None else bool(flag)
 
 
+def _state_bytes(config: MARLConfig) -> int:
+    shapes = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
+    return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
+
+
+def _open_checkpoints(args: argparse.Namespace, config: MARLConfig) -> Any:
+    """The run's checkpoint folder (None without ``--checkpoint``), options checked first."""
+    if args.checkpoint is None:
+        if args.resume:
+            raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
+        if args.checkpoint_every is not None:
+            raise ValueError("--checkpoint-every needs --checkpoint DIR")
+        return None
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+    from jaxrl_pim.checkpoint import Checkpoints
+
+    return Checkpoints(args.checkpoint, keep=3,
+                       fingerprint=checkpoint.fingerprint(config, seed=args.seed))
+
+
 def run(args: argparse.Namespace) -> int:
-    """Plan, train, print a one-line summary, optionally write the report and checkpoint."""
+    """Plan, train (in checkpointed segments with ``--checkpoint``), print a one-line summary,
+    optionally write the report."""
     config = config_from_args(args)
+    checkpoints = _open_checkpoints(args, config)
+    try:
+        return _run(args, config, checkpoints)
+    finally:
+        if checkpoints is not None:
+            checkpoints.close()
+
+
+def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any) -> int:
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
-    if args.resume:
-        state = checkpoint.load(args.resume, config)
-    else:
-        state = jax.jit(make_init(config))(jax.random.PRNGKey(args.seed))
+    state, curve = checkpoint.starting_state(config, jax.random.PRNGKey(args.seed),
+                                             checkpoints, resume=args.resume)
     start = int(state.episode)
-    remaining = config.num_episodes - start
-    if remaining < 0:
-        raise ValueError(
-            f"--episodes ({config.num_episodes}) is below the checkpoint's episode count "
-            f"({start}); pass a larger total"
-        )
     timing["init"] = time.perf_counter() - t0
 
     the_plan = plan.plan_run(config, start)
@@ -165,47 +202,53 @@ def run(args: argparse.Namespace) -> int:
     if estimate_on is None:
         estimate_on = the_plan.transitions >= plan.LONG_RUN_TRANSITIONS
     estimate = None
-    if estimate_on and remaining:
+    if estimate_on and the_plan.episodes:
         estimate = plan.estimate_seconds(config, the_plan, jax.random.PRNGKey(args.seed))
         timing["estimate"] = estimate["compile_s"]
     lines = plan.describe(config, the_plan, estimate)
+    every = None
+    if checkpoints is not None:
+        every = args.checkpoint_every or checkpoint.default_every(config.num_episodes)
+        lines.append(
+            f"checkpoints: every {every:,} episode{'' if every == 1 else 's'} and at the end in "
+            f"{args.checkpoint} "
+            f"(newest 3 kept, {plan.human_bytes(_state_bytes(config))} each)"
+            + (f"; resuming after episode {start:,}" if start else
+               ("; no checkpoint yet: starting at episode 0" if args.resume else "")))
     for line in lines:
         print(line, file=sys.stderr if line.startswith("warning") else sys.stdout, flush=True)
 
     progress = progress_enabled(args.progress, sys.stdout)
     name = f"marl {args.algo} {args.env}"
     with RichProgress(name, enabled=progress) as cb:
-        train_from = make_train_from(config, remaining,
-                                     callback=cb if (progress and remaining) else None)
-        t0 = time.perf_counter()
-        compiled = jax.jit(train_from).lower(state).compile()
-        timing["compile"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        state, metrics = compiled(state)
-        jax.block_until_ready(metrics)
-        timing["train"] = time.perf_counter() - t0
+        result = checkpoint.train_segments(
+            config, state, curve, checkpoints, every=every,
+            callback=cb if (progress and the_plan.episodes) else None)
+    state = result.state
+    timing.update(result.timing_s)
+    if checkpoints is None:
+        timing.pop("checkpoint")
 
-    if args.checkpoint:
-        t0 = time.perf_counter()
-        checkpoint.save(args.checkpoint, state, config)
-        timing["checkpoint"] = time.perf_counter() - t0
-
-    returns = np.asarray(metrics["episode_return"])  # [remaining, teams]
-    tail = max(1, remaining // 10)
+    returns = result.episode_return  # [episodes, teams]: the whole run, also before a resume
+    total = returns.shape[0]
+    tail = max(1, total // 10)
     team_names = [t.name for t in make_env(config)[0].teams]
-    final = returns[-tail:].mean(axis=0) if remaining else np.full(len(team_names), np.nan)
+    final = returns[-tail:].mean(axis=0) if total else np.full(len(team_names), np.nan)
     results = {
         "teams": team_names,
         "start_episode": start,
-        "episodes_trained": remaining,
+        "episodes_trained": total - start,
         "episodes_total": int(state.episode),
         "update_rounds": int(state.num_updates),
         "final_return": {n: float(v) for n, v in zip(team_names, final, strict=True)},
         "final_return_window": tail,
-        "episode_return_every_1pct": returns[:: max(1, remaining // 100)].tolist(),
+        "episode_return_every_1pct": returns[:: max(1, total // 100)].tolist(),
         "last_critic_loss": np.asarray(state.losses[:, 0]).tolist(),
         "last_actor_loss": np.asarray(state.losses[:, 1]).tolist(),
-        "resumed_from": args.resume,
+        "checkpoint_dir": args.checkpoint,
+        "checkpoint_every": every,
+        "checkpoints_written": result.checkpoints_written,
+        "resumed_from_episode": start if args.resume else None,
         "seed": args.seed,
         "plan": the_plan._asdict(),
         "duration_estimate": estimate,

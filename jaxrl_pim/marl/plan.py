@@ -135,7 +135,8 @@ def estimate_seconds(config: MARLConfig, plan: RunPlan, key: jax.Array | None = 
     }
 
 
-def _human_bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
+    """``n`` bytes in B, KiB, MiB, GiB or TiB."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
@@ -160,7 +161,7 @@ def describe(config: MARLConfig, plan: RunPlan, estimate: dict[str, Any] | None 
         f"plan: {plan.episodes:,} episodes x {config.episode_length} steps x "
         f"{config.num_envs} env(s) = {plan.transitions:,} transitions, "
         f"{plan.update_rounds:,} update rounds; replay buffers "
-        f"{_human_bytes(plan.buffer_bytes)} ({config.buffer_capacity:,} rows per team)"
+        f"{human_bytes(plan.buffer_bytes)} ({config.buffer_capacity:,} rows per team)"
     ]
     if estimate is not None:
         lines.append(

@@ -1,5 +1,5 @@
 """The trainer's phases on MADDPG / MATD3 / MASAC: schedule, buffer writes, update maths,
-sampling modes, checkpoint resume.
+sampling modes (resuming runs from checkpoints is in ``test_checkpoint.py``).
 
 Programs are compiled with :func:`tests.marl.compiled.compile_logic` (tiny shapes; compile
 time dominates). The rules alone are in ``test_rules.py``, the config in ``test_config.py``;
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from jaxrl_pim import replay
-from jaxrl_pim.marl import checkpoint, plan
+from jaxrl_pim.marl import plan
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import (
     TeamBatch,
@@ -74,21 +74,6 @@ def test_buffer_holds_chained_transitions(tiny_run):
     # Actions are Gumbel-softmax vectors on the simplex; done is always 0.
     np.testing.assert_allclose(np.asarray(data.action)[:, :40].sum(-1), 1.0, rtol=1e-5)
     assert not np.asarray(data.done).any()
-
-
-def test_checkpoint_resume_is_bit_identical(tiny_run, init_state, tmp_path):
-    state_full, _ = tiny_run
-    half = compile_logic(make_train_from(TINY, 2), init_state)
-    state, _ = half(init_state)
-    path = checkpoint.save(tmp_path / "ck.npz", state, TINY)
-    resumed = checkpoint.load(path, dataclasses.replace(TINY, num_episodes=99))
-    resumed, _ = half(resumed)
-    for a, b in zip(jax.tree.leaves(resumed), jax.tree.leaves(state_full), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    with pytest.raises(ValueError, match="batch_size"):
-        checkpoint.load(path, dataclasses.replace(TINY, batch_size=4))
-    with pytest.raises(FileNotFoundError):
-        checkpoint.load(tmp_path / "missing.npz", TINY)
 
 
 def _teams(cfg):
