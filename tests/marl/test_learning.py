@@ -10,11 +10,13 @@ Returns are negative, so "beats by 25 %" means ``R >= R_rand + 0.25 |R_rand|``.
 The MADDPG run is the short-but-sufficient setting of ``benchmarks/marl_e2e.py`` part 2
 (vectorised envs, one update round per vectorised step, fast shared-index sampling; the
 original learning rate, discount, Polyak rate and networks), scaled for a
-2-core CPU: 256 envs, batch 256, 200 episodes (4,988 update rounds), three seeds vmapped in
-one program (the first three of ``split(PRNGKey(0), 4)``). Measured with the project's XLA
-flags: the seeds end 28.5 / 29.1 / 27.3 % above random (mean 28.3 %; the fourth seed of the
-split, run too before, 32.8 %); the test asks for a mean of 25 % and at least 20 % per seed.
-(Single 150-episode runs of seeds 0-6 gave 25-35 %.)
+2-core CPU: 256 envs, batch 256, 200 episodes (4,988 update rounds), two seeds vmapped in
+one program (the first two of ``split(PRNGKey(0), 4)``). Measured with the project's XLA
+flags: the four seeds of that split end 28.5 / 29.1 / 27.3 / 32.8 % above random (mean
+29.4 %, standard deviation about 2.4 %), so a mean of two seeds lies about 2.5 of its
+standard errors above 25 % even when another build's rounding changes the trajectories; the
+test asks for a mean of 25 % and at least 20 % per seed. (Single 150-episode runs of seeds
+0-6 gave 25-35 %.)
 
 MASAC (with neighbour sampling) and MATD3 train briefly (16 envs, batch 64, 60 episodes, 1,497
 rounds): offline, over four or five seeds each, their last 10 episodes beat the first 10 by
@@ -77,11 +79,11 @@ def _check_short_run(state, m, random_return):
 
 
 def test_maddpg_beats_uniform_random_by_25_percent(random_return):
-    # The criterion is about MADDPG's expected return, so it is checked on the mean over three
+    # The criterion is about MADDPG's expected return, so it is checked on the mean over two
     # seeds (vmapped in one program): single seeds of this short run end 27-35 % above random,
     # too close to 25 % for one seed to decide (seed 0 alone gave 25.0 % on one XLA build).
     cfg = dataclasses.replace(SPREAD3, num_episodes=200)
-    keys = jax.random.split(jax.random.PRNGKey(0), 4)[:3]
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)[:2]
     state, m = jax.device_get(jax.jit(jax.vmap(make_train(cfg)))(keys))
     r = np.asarray(m["episode_return"])[..., 0]  # [seed, episode]
     # 200 episodes x 25 steps; rounds from step 13 on (256 rows per step, 3,200 needed).

@@ -25,7 +25,7 @@ from jaxrl_pim.marl.trainer import (
     make_env,
     make_init,
     make_phases,
-    make_train_from,
+    make_train,
 )
 from tests.marl.compiled import compile_logic
 
@@ -37,14 +37,9 @@ TINY = MARLConfig(
 
 
 @pytest.fixture(scope="module")
-def init_state():
+def tiny_run():
     key = jax.random.PRNGKey(3)
-    return compile_logic(make_init(TINY), key)(key)
-
-
-@pytest.fixture(scope="module")
-def tiny_run(init_state):
-    state, metrics = compile_logic(make_train_from(TINY, 4), init_state)(init_state)
+    state, metrics = compile_logic(make_train(TINY), key)(key)  # init and 4 episodes
     return jax.device_get(state), jax.device_get(metrics)
 
 
