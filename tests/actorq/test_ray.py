@@ -49,6 +49,17 @@ def local_ray():
         ray.shutdown()
 
 
+def wait_until_back(actor, deadline: float) -> None:
+    """Block until Ray has restarted ``actor`` and it answers a call (or the deadline)."""
+    while True:
+        assert time.monotonic() < deadline, "a killed actor was not restarted in time"
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=10)
+            return
+        except (ray.exceptions.RayError, TimeoutError):
+            time.sleep(0.5)
+
+
 def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
     period, in_flight = 25, 2
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
@@ -66,13 +77,20 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
             ray.kill(pool.actors[0], no_restart=False)
             os.kill(pool.pids[1], signal.SIGKILL)
             events.append(progress["env_steps"])
+        if len(events) == 1 and pool.counters["actor_failures"] == 2:
+            # once the learner has seen both failures, hold it until Ray has both actors
+            # back, so each restarted actor still has work left to deliver (otherwise the
+            # first one back can finish the run alone)
+            for actor in pool.actors:
+                wait_until_back(actor, deadline)
+            events.append(progress["env_steps"])
 
     fingerprint = checkpoint_fingerprint(cfg, 0, 0, "ray")
     with Checkpoints(tmp_path / "ck", fingerprint=fingerprint, keep=2) as ck:
         out = run_distributed(cfg, seed=0, pool=pool, final_eval=False, on_batch=chaos,
                               checkpoints=ck, checkpoint_every=1_000)
 
-    assert len(events) == 1 and events[0] < cfg.total_steps
+    assert len(events) == 2 and events[0] < cfg.total_steps
     assert out["transport"] == "ray"
     assert out["env_steps"] >= cfg.total_steps
     assert out["replay_size"] == min(out["env_steps"], cfg.buffer_size)
