@@ -25,6 +25,10 @@ feeds only its own devices' shards (``jax.make_array_from_process_local_data``).
 
 This module imports jax only inside functions, so the launcher and the relay start quickly
 and ``XLA_FLAGS`` can still be set before jax loads.
+
+Over 400 lines on purpose: the whole multi-process contract of the command line (flags,
+joining, SLURM / MPI detection, the fault relay, the launcher) is host code kept in one
+module that imports jax only inside functions.
 """
 
 from __future__ import annotations

@@ -27,7 +27,9 @@ from jaxrl_pim.checkpoint import Checkpoints
 ray = pytest.importorskip("ray")
 # ray.init starts its services with subprocess (fork + exec), which Python warns about once
 # JAX's threads exist; the exec makes it safe
-pytestmark = pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
+# one local Ray at a time: every test that starts Ray runs on the same xdist worker
+pytestmark = [pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning"),
+              pytest.mark.xdist_group("ray")]
 
 
 def _give_up(signum, frame):

@@ -24,6 +24,8 @@ from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py")
                  if p.name not in make_docs.NOT_BENCHMARKS)
+#: scripts whose smoke run starts a local Ray: on the xdist worker of the other Ray tests
+STARTS_RAY = {"actorq_speedup"}
 SMOKE_TIMEOUT_S = 600
 
 
@@ -52,7 +54,9 @@ def test_scripts_are_discovered() -> None:
     assert not names & {"harness", "make_docs", "pim_published"}
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("script", [
+    pytest.param(p, marks=[pytest.mark.xdist_group("ray")] if p.stem in STARTS_RAY else [])
+    for p in SCRIPTS], ids=lambda p: p.stem)
 def test_script_smoke_run_writes_a_checked_results_file(script: Path, tmp_path: Path) -> None:
     env = _env()
     shown = subprocess.run([sys.executable, str(script), "--help"], cwd=tmp_path, env=env,
