@@ -1,0 +1,38 @@
+"""``benchmarks/marl_sampling.py`` reads the fast mode's effect on return from the end-to-end
+results file that ``benchmarks/marl_e2e.py`` writes (its real schema, from a published file)."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+E2E = ROOT / "benchmarks" / "results" / "cpu" / "marl_e2e_quick.json"
+
+
+@pytest.mark.skipif(not E2E.exists(), reason="no published marl_e2e_quick.json")
+def test_fast_mode_return_is_read_from_the_e2e_results_file(monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # the scripts import harness
+    script = runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
+    e2e = script["read_e2e"](E2E)
+    assert "note" not in e2e, e2e.get("note")
+    got = script["_fast_mode_return"](e2e)
+    published = json.loads(E2E.read_text())["summary"]
+    # the same paired statistic computed by the other script from the same records
+    assert got["fast_mode_return_seeds"] == published["fast_mode_seeds"] >= 4
+    assert got["fast_mode_return_delta"] == pytest.approx(published["fast_mode_return_delta"],
+                                                          rel=1e-9)
+    assert got["fast_mode_return_source"] == "benchmarks/results/cpu/marl_e2e_quick.json"
+
+
+def test_a_file_without_a_fast_mode_section_says_so(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
+    path = tmp_path / "e2e.json"
+    path.write_text(json.dumps({"results": {"timing": {}}}))
+    out = script["_fast_mode_return"](script["read_e2e"](path))
+    assert out["fast_mode_return_delta"] is None
+    assert "no fast-mode section" in out["fast_mode_return_note"]
