@@ -27,6 +27,7 @@ Example::
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,9 @@ class Checkpoints:
         self.directory = Path(directory).resolve()
         self.fingerprint = fingerprint
         self.keep = check_int("keep", keep, 1)
-        options = ocp.CheckpointManagerOptions(max_to_keep=self.keep, create=True,
+        # the newest ``keep`` are kept by _drop_old (a rename, then a delete), not by orbax's
+        # max_to_keep, whose in-place delete leaves a half-deleted step when killed
+        options = ocp.CheckpointManagerOptions(max_to_keep=None, create=True,
                                                enable_async_checkpointing=False)
         self._manager = ocp.CheckpointManager(self.directory, options=options)
 
@@ -120,7 +123,24 @@ class Checkpoints:
             state=ocp.args.StandardSave(_to_storable(state)), meta=ocp.args.JsonSave(record)),
             force=True)
         self._manager.wait_until_finished()
+        self._drop_old()
         return self.directory / str(step)
+
+    def _drop_old(self) -> None:
+        """Delete all but the newest ``keep`` checkpoints, each first renamed out of the step
+        names (atomic), so a kill mid-delete never leaves a listed, incomplete checkpoint."""
+        if jax.process_index() != 0:
+            return
+        for old in self.steps()[:-self.keep]:
+            trash = self.directory / f".deleting-{old}-{os.getpid()}"
+            try:
+                os.rename(self.directory / str(old), trash)
+            except FileNotFoundError:
+                continue
+            shutil.rmtree(trash, ignore_errors=True)
+        for stale in self.directory.glob(".deleting-*"):  # left by a killed process
+            shutil.rmtree(stale, ignore_errors=True)
+        self._manager.reload()
 
     def restore(self, template: Any, step: int | None = None) -> tuple[Any, dict[str, Any]]:
         """Read checkpoint ``step`` (default the newest) into the structure of ``template``.

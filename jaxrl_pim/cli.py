@@ -34,6 +34,18 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 Registrar = Callable[[argparse._SubParsersAction], None]
 
 
+def check_checkpoint_arguments(args: argparse.Namespace) -> None:
+    """Refuses ``--resume`` or ``--checkpoint-every`` without ``--checkpoint DIR``, and a period
+    below 1: the one check of the checkpoint options every training command takes."""
+    if args.checkpoint is None:
+        if args.resume:
+            raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
+        if args.checkpoint_every is not None:
+            raise ValueError("--checkpoint-every needs --checkpoint DIR")
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+
+
 def _tabular(sub: argparse._SubParsersAction) -> None:
     from jaxrl_pim.tabular import command
 

@@ -33,7 +33,7 @@ from jaxrl_pim.actorq.config import (
 )
 from jaxrl_pim.actorq.energy import EnergyTracker
 from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
-from jaxrl_pim.cli import HelpFormatter
+from jaxrl_pim.cli import HelpFormatter, check_checkpoint_arguments
 from jaxrl_pim.progress import RichProgress
 
 
@@ -109,12 +109,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
     from jaxrl_pim.report import make_report, write_json
 
-    if args.resume and args.checkpoint is None:
-        raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
-    if args.checkpoint_every is not None and args.checkpoint is None:
-        raise ValueError("--checkpoint-every needs --checkpoint DIR")
-    if args.checkpoint_every is not None and args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+    check_checkpoint_arguments(args)
     if args.ray_address is not None and args.mode != "ray":
         raise ValueError("--ray-address needs --mode ray")
     overrides: dict[str, Any] = dict(

@@ -30,6 +30,7 @@ import jax
 import numpy as np
 
 from jaxrl_pim import report
+from jaxrl_pim.cli import check_checkpoint_arguments
 from jaxrl_pim.envs.mpe import TAG_PRESETS
 from jaxrl_pim.marl import checkpoint, plan
 from jaxrl_pim.marl.config import ALGOS, ENVS, LAYOUTS, SAMPLERS, SAMPLING_MODES, MARLConfig
@@ -163,14 +164,9 @@ def _state_bytes(config: MARLConfig) -> int:
 
 def _open_checkpoints(args: argparse.Namespace, config: MARLConfig) -> Any:
     """The run's checkpoint folder (None without ``--checkpoint``), options checked first."""
+    check_checkpoint_arguments(args)
     if args.checkpoint is None:
-        if args.resume:
-            raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
-        if args.checkpoint_every is not None:
-            raise ValueError("--checkpoint-every needs --checkpoint DIR")
         return None
-    if args.checkpoint_every is not None and args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
     from jaxrl_pim.checkpoint import Checkpoints
 
     return Checkpoints(args.checkpoint, keep=3,

@@ -35,7 +35,7 @@ from rich.table import Table
 
 from jaxrl_pim import data as data_lib
 from jaxrl_pim import distributed
-from jaxrl_pim.cli import HelpFormatter
+from jaxrl_pim.cli import HelpFormatter, check_checkpoint_arguments
 from jaxrl_pim.progress import RichProgress
 from jaxrl_pim.report import atomic_save, make_report, write_json
 from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
@@ -218,12 +218,7 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.eval_episodes < 1:
         raise ValueError(f"--eval-episodes must be >= 1, got {args.eval_episodes}")
-    if args.resume and args.checkpoint is None:
-        raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
-    if args.checkpoint_every is not None and args.checkpoint is None:
-        raise ValueError("--checkpoint-every needs --checkpoint DIR")
-    if args.checkpoint_every is not None and args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+    check_checkpoint_arguments(args)
     key = jax.random.key(args.seed)
     k_data, k_train, k_eval = jax.random.split(key, 3)
     t0 = time.perf_counter()
