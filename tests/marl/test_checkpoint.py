@@ -15,9 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import jax
@@ -28,6 +25,7 @@ from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.cli import main
 from jaxrl_pim.marl import checkpoint, make_init
 from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.testing.processes import kill_after_first_checkpoint
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,25 +50,8 @@ def _subprocess_env() -> dict[str, str]:
 
 
 def _kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path) -> None:
-    """Run ``jaxrl-pim`` with ``argv`` and SIGKILL it once a checkpoint is complete."""
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "jaxrl_pim.cli", *argv],
-                                env=_subprocess_env(), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while not (folder.is_dir() and any(p.name.isdigit() for p in folder.iterdir())):
-            assert proc.poll() is None, f"exited early ({proc.returncode}):\n" \
-                                        f"{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, "no checkpoint appeared in time"
-            time.sleep(0.02)
-        assert proc.poll() is None, "the run ended before it could be killed mid-way"
-        proc.kill()  # SIGKILL
-        assert proc.wait(timeout=30) == -9
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+    """Run ``jaxrl-pim`` with ``argv`` and SIGKILL it once a checkpoint is on disk."""
+    kill_after_first_checkpoint(argv, folder, log, _subprocess_env(), TIMEOUT_S)
 
 
 def _final(folder: Path) -> dict:

@@ -19,7 +19,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -31,6 +30,7 @@ from jaxrl_pim.cli import main
 from jaxrl_pim.data import Dataset, write_text
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train
 from jaxrl_pim.tabular.trainer import init_state, make_train_from, q_table
+from jaxrl_pim.testing.processes import kill_after_first_checkpoint
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,31 +156,9 @@ def _subprocess_env() -> dict[str, str]:
     return env
 
 
-def _complete_checkpoints(folder: Path) -> list[int]:
-    return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) \
-        if folder.exists() else []
-
-
 def _kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path) -> None:
     """Run ``jaxrl-pim`` with ``argv`` and SIGKILL it once a checkpoint is on disk."""
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "jaxrl_pim.cli", *argv],
-                                env=_subprocess_env(), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while not _complete_checkpoints(folder):
-            assert proc.poll() is None, f"exited early ({proc.returncode}):\n" \
-                                        f"{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, "no checkpoint appeared in time"
-            time.sleep(0.02)
-        assert proc.poll() is None, "the run ended before it could be killed mid-way"
-        proc.kill()  # SIGKILL
-        assert proc.wait(timeout=30) == -9
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+    kill_after_first_checkpoint(argv, folder, log, _subprocess_env(), TIMEOUT_S)
 
 
 @pytest.mark.parametrize("dtype,rng", [("int32", "lcg"), ("fp32", "jax")])

@@ -1,0 +1,39 @@
+"""Test helper: run a ``jaxrl-pim`` command and kill it mid-run (the resume tests)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def checkpoint_steps(folder: Path) -> list[int]:
+    """The step folders (named by their step) in a checkpoint folder, oldest first."""
+    if not folder.exists():
+        return []
+    return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path,
+                                env: dict[str, str], timeout_s: float) -> None:
+    """Run ``python -m jaxrl_pim.cli *argv`` (output to ``log``) and SIGKILL it as soon as a
+    checkpoint step appears in ``folder``; fails when the run ends first or takes longer
+    than ``timeout_s`` seconds."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "jaxrl_pim.cli", *argv], env=env,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not checkpoint_steps(folder):
+            assert proc.poll() is None, f"exited early ({proc.returncode}):\n" \
+                                        f"{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, "no checkpoint appeared in time"
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before it could be killed mid-way"
+        proc.kill()  # SIGKILL
+        assert proc.wait(timeout=30) == -9
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
