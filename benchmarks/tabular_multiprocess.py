@@ -49,7 +49,7 @@ RUN_TIMEOUT_S = 1800
 
 def run_layout(layout: str, cfg: dict[str, Any], sync_period: int, folder: Path) -> dict:
     """One ``jaxrl-pim tabular`` run in ``layout``; the numbers of its report."""
-    from jaxrl_pim.distributed import process_environment
+    from jaxrl_pim.cli.launch import process_environment
 
     processes, devices = LAYOUTS[layout]
     report, q = folder / f"{layout}-{sync_period}.json", folder / f"{layout}-{sync_period}.npy"

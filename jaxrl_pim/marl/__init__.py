@@ -12,8 +12,8 @@ Modules, in the order a run is built:
 * ``trainer``: ``make_train(config) -> train(key) -> (state, metrics)`` and friends;
 * ``checkpoint`` (runs in checkpointed segments that resume bit for bit after a kill),
   ``plan`` (counts, memory and a measured duration estimate before a run), ``profiler``
-  (per-phase timings), ``command`` (``jaxrl-pim marl``). The replay components live in
-  :mod:`jaxrl_pim.replay`.
+  (per-phase timings). The replay components live in :mod:`jaxrl_pim.replay`; the command
+  ``jaxrl-pim marl`` is :mod:`jaxrl_pim.cli.marl`.
 
 See ``docs/marl.md``.
 """

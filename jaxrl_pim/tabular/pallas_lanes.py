@@ -179,13 +179,3 @@ def run_episodes_pallas(
         episode, (q0, lcg_state), jnp.arange(num_episodes, dtype=jnp.int32))
     return q_tab[:num_lanes, :num_s * num_a].reshape(q.shape), lcg_state
 
-
-def pallas_supported(spec: LaneSpec, backend: str) -> bool:
-    """Whether this kernel for ``spec`` compiles on ``backend`` (probed once, cached).
-
-    Kept for existing callers; :func:`jaxrl_pim.tabular.pallas_select.kernel_compiles` probes
-    every kernel by name.
-    """
-    from jaxrl_pim.tabular.pallas_select import kernel_compiles
-
-    return kernel_compiles("pallas_onehot", spec, backend)

@@ -10,8 +10,8 @@ import io
 import json
 
 from jaxrl_pim.cli import main
-from jaxrl_pim.marl import command
-from jaxrl_pim.marl.command import progress_enabled
+from jaxrl_pim.cli import marl as command
+from jaxrl_pim.cli.marl import progress_enabled
 
 
 def test_marl_command_two_team_report(tmp_path, capsys):

@@ -78,7 +78,7 @@ def test_deprecated_modules_warn_and_reexport():
     out = _run("""
         import importlib, warnings
         for mod in ("jaxrl_pim.actorq.ptq", "jaxrl_pim.actorq.qat",
-                    "jaxrl_pim.actorq.study_command", "jaxrl_pim.actorq.networks"):
+                    "jaxrl_pim.actorq.networks"):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 importlib.import_module(mod)
@@ -90,8 +90,8 @@ def test_deprecated_modules_warn_and_reexport():
               qat.run_qat is S.run_qat, qat.min_qat_ratio is report.min_qat_ratio)
     """)
     lines = out.splitlines()
-    assert all(line.endswith("True") for line in lines[:4]), out
-    assert lines[4] == "True True True True True"
+    assert all(line.endswith("True") for line in lines[:3]), out
+    assert lines[3] == "True True True True True"
 
 
 def test_renamed_names_warn_and_resolve():

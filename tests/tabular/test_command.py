@@ -94,7 +94,7 @@ def test_every_option_has_help_with_its_default():
 
 
 def test_progress_only_on_a_terminal(monkeypatch):
-    from jaxrl_pim.tabular import command
+    from jaxrl_pim.cli import tabular as command
 
     for out, err, want in [(True, True, True), (False, True, False), (True, False, False)]:
         monkeypatch.setattr("sys.stdout.isatty", lambda out=out: out)

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from jaxrl_pim import distributed
-from jaxrl_pim.cli import main
+from jaxrl_pim.cli import launch, main
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,7 +138,7 @@ if mode == "multi":  # bad rows in process 1 only: both processes stop before tr
 
 
 def test_two_processes_give_the_tables_of_one(tmp_path):
-    port = str(distributed.free_port())
+    port = str(launch.free_port())
     with _processes() as procs:
         argv = ["-c", textwrap.dedent(DRIVER)]
         single = _start(procs, [*argv, "single", port, "0", str(tmp_path / "one.npz")], 8,
@@ -226,8 +226,8 @@ def test_launcher_stops_the_others_when_one_fails(tmp_path):
               "file=sys.stderr); sys.exit(3)"]
     with open(tmp_path / "o", "wb") as out, open(tmp_path / "e", "wb") as err:
         t0 = time.monotonic()
-        rc = distributed.supervise([sleeper, failer], [dict(os.environ)] * 2, stdout=out,
-                                   stderr=err, grace_s=2.0)
+        rc = launch.supervise([sleeper, failer], [dict(os.environ)] * 2, stdout=out,
+                              stderr=err, grace_s=2.0)
         elapsed = time.monotonic() - t0
     assert rc == 3 and elapsed < 20
     assert (tmp_path / "o").read_text() == "[0] up\n"
@@ -238,11 +238,11 @@ def test_launcher_stops_the_others_when_one_fails(tmp_path):
 
 def test_launcher_rejects_what_it_cannot_run():
     with pytest.raises(ValueError, match="launch runs one of tabular"):
-        distributed.launch(["marl"], 2)
+        launch.launch(["marl"], 2)
     with pytest.raises(ValueError, match="sets --coordinator"):
-        distributed.launch(["tabular", "--process-id", "1"], 2)
+        launch.launch(["tabular", "--process-id", "1"], 2)
     with pytest.raises(ValueError, match="--processes must be >= 1"):
-        distributed.launch(["tabular"], 0)
+        launch.launch(["tabular"], 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -281,7 +281,7 @@ FATAL_REPORT = (
 )
 FAKE_PROCESS = """
 import os, sys, time
-from jaxrl_pim.distributed import fold_fatal_reports
+from jaxrl_pim.cli.launch import fold_fatal_reports
 fold_fatal_reports("prog")
 print("table line", flush=True)
 print("[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks "
@@ -321,7 +321,7 @@ MARGIN_S = 20
 
 @pytest.mark.parametrize("victim", [1, 0])
 def test_killed_process_stops_the_other_with_one_line(tmp_path, victim):
-    port = distributed.free_port()
+    port = launch.free_port()
     (tmp_path / "r.json").write_text("earlier report\n")
     long_run = ["-m", "jaxrl_pim.cli", "tabular", "--env", "taxi", "--cores", "8",
                 "--transitions", "4000", "--episodes", "1000000", "--sync-period", "10",

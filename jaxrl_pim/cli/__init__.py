@@ -1,8 +1,10 @@
-"""The ``jaxrl-pim`` command.
+"""The ``jaxrl-pim`` command: the host wing of the package.
 
-Each research line contributes its sub-commands from a ``command`` module that defines
-``register(subparsers)``; the parser sets ``func`` (called with the parsed args, returns an
-exit status). The command modules are imported by plain ``import`` statements in the
+One module per command (:mod:`.tabular`, :mod:`.marl`, :mod:`.actorq`, :mod:`.studies` for
+``ptq`` / ``qat``, :mod:`.launch`) defines ``register(subparsers)``; the parser sets ``func``
+(called with the parsed args, returns an exit status). What they share (the help formatter,
+the checkpoint-option check) is in :mod:`._common`. The learner packages never import this
+package. The command modules are imported by plain ``import`` statements in the
 registrar functions below (visible to static import analysis), and only the module of the
 command being run is imported, so ``jaxrl-pim --help`` lists the commands without loading
 jax. Invalid options or data (``ValueError``) end with a one-line error and exit status 2,
@@ -18,62 +20,37 @@ from collections.abc import Callable, Sequence
 
 from jaxrl_pim.xla_env import apply_cpu_workarounds
 
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Help that appends each option's default as ``(default: ...)`` unless the help text
-    already says it (write ``(default: ...)`` yourself where the value needs words, e.g.
-    ``None``); the help text itself states the unit."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        if "(default" in text:
-            return text
-        return super()._get_help_string(action)
-
-
 Registrar = Callable[[argparse._SubParsersAction], None]
 
 
-def check_checkpoint_arguments(args: argparse.Namespace) -> None:
-    """Refuses ``--resume`` or ``--checkpoint-every`` without ``--checkpoint DIR``, and a period
-    below 1: the one check of the checkpoint options every training command takes."""
-    if args.checkpoint is None:
-        if args.resume:
-            raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
-        if args.checkpoint_every is not None:
-            raise ValueError("--checkpoint-every needs --checkpoint DIR")
-    if args.checkpoint_every is not None and args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
-
-
 def _tabular(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim.tabular import command
+    from jaxrl_pim.cli import tabular
 
-    command.register(sub)
+    tabular.register(sub)
 
 
 def _actorq(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim.actorq import command
+    from jaxrl_pim.cli import actorq
 
-    command.register(sub)
+    actorq.register(sub)
 
 
 def _studies(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim.studies import command
+    from jaxrl_pim.cli import studies
 
-    command.register(sub)
+    studies.register(sub)
 
 
 def _marl(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim.marl import command
+    from jaxrl_pim.cli import marl
 
-    command.register(sub)
+    marl.register(sub)
 
 
 def _launch(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim import distributed
+    from jaxrl_pim.cli import launch
 
-    distributed.register(sub)
+    launch.register(sub)
 
 
 #: Every sub-command: name -> (one-line summary for ``jaxrl-pim --help``, its registrar).
@@ -144,6 +121,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jaxrl-pim {args.command}: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

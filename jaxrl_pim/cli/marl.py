@@ -30,7 +30,7 @@ import jax
 import numpy as np
 
 from jaxrl_pim import report
-from jaxrl_pim.cli import check_checkpoint_arguments
+from jaxrl_pim.cli._common import check_checkpoint_arguments
 from jaxrl_pim.envs.mpe import TAG_PRESETS
 from jaxrl_pim.marl import checkpoint, plan
 from jaxrl_pim.marl.config import ALGOS, ENVS, LAYOUTS, SAMPLERS, SAMPLING_MODES, MARLConfig

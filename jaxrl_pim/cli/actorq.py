@@ -33,7 +33,7 @@ from jaxrl_pim.actorq.config import (
 )
 from jaxrl_pim.actorq.energy import EnergyTracker
 from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
-from jaxrl_pim.cli import HelpFormatter, check_checkpoint_arguments
+from jaxrl_pim.cli._common import HelpFormatter, check_checkpoint_arguments
 from jaxrl_pim.progress import RichProgress
 
 
