@@ -14,10 +14,12 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from collections.abc import Callable, Sequence
 
+from jaxrl_pim.cli._common import STOP_GRACE_S, Stopped, report_stop, stop_on_signals
 from jaxrl_pim.xla_env import apply_cpu_workarounds
 
 Registrar = Callable[[argparse._SubParsersAction], None]
@@ -77,6 +79,7 @@ def build_parser(command: str | None = None, full: bool = True) -> argparse.Argu
         description="Memory-bound RL workloads on accelerators with JAX. "
         "Run 'jaxrl-pim COMMAND --help' for a command's options.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     done: set[Registrar] = set()
     for name, (_, register) in COMMANDS.items():
@@ -87,6 +90,17 @@ def build_parser(command: str | None = None, full: bool = True) -> argparse.Argu
         if name not in sub.choices:
             sub.add_parser(name, help=summary)
     return parser
+
+
+def version() -> str:
+    """The installed package's version (``importlib.metadata``), or the source tree's
+    ``jaxrl_pim.__version__`` when the package is not installed."""
+    try:
+        return importlib.metadata.version("jaxrl-pim")
+    except importlib.metadata.PackageNotFoundError:
+        from jaxrl_pim import __version__
+
+        return __version__
 
 
 def use_all_host_cores(argv: Sequence[str]) -> None:
@@ -100,12 +114,27 @@ def use_all_host_cores(argv: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: parse ``argv`` and run the chosen sub-command; returns the exit status."""
+    """Entry point: parse ``argv`` and run the chosen sub-command; returns the exit status
+    (0 done, 2 invalid options or data, 128 + the signal number when stopped by SIGTERM or
+    Ctrl-C)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    prog = f"jaxrl-pim {command}" if command else "jaxrl-pim"
+    # the launcher stops its processes itself (SIGTERM, SIGKILL after 5 s): it gets Stopped
+    # raised in its (plain Python) loop and the time for that; every other command ends at once
+    launcher = command == "launch"
+    with stop_on_signals(prog, grace_s=10.0 if launcher else STOP_GRACE_S, raise_stop=launcher):
+        try:
+            return _run(argv, command, prog)
+        except Stopped as stop:
+            report_stop(prog, stop.signum)
+            return stop.status
+
+
+def _run(argv: list[str], command: str | None, prog: str) -> int:
     if "jax" not in sys.modules:
         use_all_host_cores(argv)
         apply_cpu_workarounds()
-    command = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(command, full=False)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
@@ -115,9 +144,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError) as err:
         msg = str(err).splitlines()[0] if str(err) else type(err).__name__
-        print(f"jaxrl-pim {args.command}: error: {msg}", file=sys.stderr)
+        print(f"{prog}: error: {msg}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"jaxrl-pim {args.command}: interrupted", file=sys.stderr)
-        return 130
-

@@ -37,6 +37,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, NoReturn
 
+from jaxrl_pim.cli._common import Stopped, install_stop_handlers
 from jaxrl_pim.distributed import (
     HEARTBEAT_TIMEOUT_S,
     Processes,
@@ -73,14 +74,17 @@ def initialize_from_args(args: argparse.Namespace, prog: str) -> Processes:
 
     Returns ``Processes(0, 1)`` and does nothing for a single-process run. Otherwise it checks
     the flags, routes output through :func:`fold_fatal_reports`, then initialises
-    ``jax.distributed``.
+    ``jax.distributed`` and takes SIGTERM back from its preemption notifier, so that SIGTERM
+    (what :func:`supervise` sends) still stops the process.
     """
     flags = (args.coordinator, args.num_processes, args.process_id)
     check_flags(*flags, args.heartbeat_timeout)
     if all(v is None for v in flags) and cluster_tasks() <= 1:
         return Processes(0, 1)
     fold_fatal_reports(prog)
-    return initialize(*flags, heartbeat_timeout_s=args.heartbeat_timeout)
+    procs = initialize(*flags, heartbeat_timeout_s=args.heartbeat_timeout)
+    install_stop_handlers()
+    return procs
 
 
 def fail(prog: str, message: str, status: int = 1) -> NoReturn:
@@ -235,7 +239,8 @@ def supervise(
     """Run one process per ``argvs[i]`` (environment ``envs[i]``), prefix each output line
     with ``[i] ``, and wait. When one exits non-zero, stop the others (SIGTERM, SIGKILL
     after ``grace_s``), print one line and return that exit status (1 for a signal); 0
-    when all succeed. Ctrl-C stops all and returns 130."""
+    when all succeed. Ctrl-C or SIGTERM (inside the ``jaxrl-pim`` command) stops all and
+    returns 128 + the signal number (130 for a plain ``KeyboardInterrupt``)."""
     stdout = stdout if stdout is not None else sys.stdout.buffer
     stderr = stderr if stderr is not None else sys.stderr.buffer
     lock = threading.Lock()
@@ -284,12 +289,12 @@ def supervise(
                            None)
         if failure is not None:
             stop_all()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         stop_all()
         for t in readers:
             t.join(timeout=grace_s)
         print(f"{prog}: interrupted; stopped all processes", file=sys.stderr, flush=True)
-        return 130
+        return stop.status if isinstance(stop, Stopped) else 130
     for t in readers:
         t.join(timeout=grace_s)
     if failure is None:

@@ -36,7 +36,7 @@ from rich.table import Table
 
 from jaxrl_pim import data as data_lib
 from jaxrl_pim.cli import launch
-from jaxrl_pim.cli._common import HelpFormatter, check_checkpoint_arguments
+from jaxrl_pim.cli._common import HelpFormatter, check_checkpoint_arguments, show_progress
 from jaxrl_pim.distributed import describe_lost_peer
 from jaxrl_pim.progress import RichProgress
 from jaxrl_pim.report import atomic_save, make_report, write_json
@@ -199,12 +199,6 @@ def _fingerprint(config: TabularConfig, args: argparse.Namespace, env_name: str 
     return {"config": dataclasses.asdict(config), "env": env_name, "seed": args.seed, **source}
 
 
-def _show_progress(flag: bool | None) -> bool:
-    if flag is not None:
-        return flag
-    return sys.stdout.isatty() and sys.stderr.isatty()
-
-
 def main(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
     procs = launch.initialize_from_args(args, PROG)  # before any jax work
@@ -260,7 +254,7 @@ def main(args: argparse.Namespace) -> int:
     if procs.count > 1:
         print(f"process {procs.index} of {procs.count}: lanes {lanes[0]}..{lanes[1] - 1} of "
               f"{config.num_cores}; training", file=sys.stderr, flush=True)
-    show = _show_progress(args.progress)
+    show = show_progress(args.progress, sys.stdout, sys.stderr)
     with RichProgress("sync rounds", enabled=show and procs.is_main) as progress:
         # every process runs the same program: the others pass a callback that does nothing
         callback = (progress if procs.is_main else _ignore) if show else None
