@@ -205,7 +205,7 @@ def test_launcher_runs_one_job_over_two_processes(tmp_path):
     assert any(line.startswith("[0] ") and "updates/s" in line for line in out)
     assert not any(line.startswith("[1] ") and "updates/s" in line for line in out)
     assert any(line.startswith("[1] process 1 of 2: done") for line in err)
-    assert not any("Gloo" in line for line in out + err)
+    assert not any("Gloo" in line for line in out + err), [x for x in out + err if "Gloo" in x]
     report = json.loads((tmp_path / "r.json").read_text())
     res = report["results"]
     assert res["processes"] == 2 and res["devices"] == 4 and res["dataset_rows"] == 4003
