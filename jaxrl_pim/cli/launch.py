@@ -104,7 +104,9 @@ _GLOG = re.compile(rb"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ ([\w.]+):\d+\] ")
 _SERVICE_FILES = (b"coordination_service", b"preemption_sync_manager", b"client.h",
                   b"distributed")
 _FATAL = b"Terminating process because the JAX distributed service detected fatal errors"
-_GLOO_NOISE = re.compile(rb"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks")
+# gloo's "[Gloo] Rank i is connected to n peer ranks", also as two threads' messages
+# interleaved: "[Gloo] Rank [Gloo] Rank 2 is connected ..." followed by "3 is connected ..."
+_GLOO_NOISE = re.compile(rb"^(\[Gloo\] Rank )*\d+ is connected to \d+ peer ranks")
 _HOLD_S = 3.0  # a service message not followed by a fatal one within this time is shown
 
 

@@ -102,3 +102,25 @@ def test_stop_handlers_raise_and_are_restored():
         time.sleep(5)  # the handler raises in the main thread before this ends
     assert stopped.value.signum == signal.SIGTERM and stopped.value.status == 143
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_the_launcher_stops_its_processes_on_sigterm(tmp_path):
+    """SIGTERM to ``jaxrl-pim launch``: it stops both processes of the run (which take SIGTERM
+    back from ``jax.distributed``'s preemption notifier, so each ends with its own line rather
+    than the launcher's SIGKILL) and exits with 143."""
+    argv = ["launch", "--processes", "2", "--devices-per-process", "2", "--", *LONG_TABULAR]
+    log = tmp_path / "log"
+    proc = _start(argv, log)
+    try:
+        _wait_for(proc, log, "[0] process 0 of 2: lanes")
+        time.sleep(2.0)
+        status, _, text = _stop(proc, signal.SIGTERM, log)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert status == 128 + signal.SIGTERM, text
+    lines = text.splitlines()
+    for i in range(2):
+        assert f"[{i}] jaxrl-pim tabular: stopped by SIGTERM" in lines, text
+    assert lines[-1] == "jaxrl-pim launch: interrupted; stopped all processes", text
