@@ -51,7 +51,7 @@ def make_replay(capacity: int, example: Any, alpha: float = 0.6, beta: float = 0
 
     def init() -> ReplayState:
         """Empty storage, every row invalid."""
-        return ReplayState(buffer.init(), sampler.init(capacity))
+        return ReplayState(buffer.init(), sampler.init())
 
     def add(state: ReplayState, batch: Any, valid: jax.Array | None = None) -> ReplayState:
         """Append a batch ``[b, ...]`` (``b <= capacity``); ``valid`` ``[b]`` masks entries."""
