@@ -20,7 +20,7 @@ data = Transitions(rng.integers(0, 9, rows).astype(np.uint8),
                    rng.integers(0, 9, rows).astype(np.uint8), rng.random(rows) < 0.1)
 out = {}
 cases = [("int32", "sarsa", "ran", "scan"), ("fp32", "q", "str", "scan"),
-         ("int32", "q", "seq", "pallas")]  # the fused kernel inside shard_map (interpret mode)
+         ("int32", "q", "seq", "pallas_onehot")]  # fused kernel in shard_map (interpret mode)
 for dtype, algo, sampling, kernel in cases:
     cfg = TabularConfig(9, 4, algo=algo, sampling=sampling, dtype=dtype, num_cores=16,
                         sync_period=3, num_episodes=7, kernel=kernel)

@@ -251,11 +251,11 @@ def test_probe_failure_warns_and_falls_through():
         "pallas_lane"  # an explicit choice is never probed
 
 
-def test_kernel_names_aliases_and_sizes():
-    with pytest.warns(DeprecationWarning, match="'pallas_onehot'"):
-        assert TabularConfig(S, A, kernel="pallas").resolved_kernel("gpu") == "pallas_onehot"
-    with pytest.raises(ValueError, match="kernel must be one of"):
-        TabularConfig(S, A, kernel="cuda")
+def test_kernel_names_and_sizes():
+    assert TabularConfig(S, A, kernel="pallas_onehot").resolved_kernel("gpu") == "pallas_onehot"
+    for name in ("cuda", "pallas"):  # "pallas" was the one-hot kernel's name before 0.1.0
+        with pytest.raises(ValueError, match="kernel must be one of"):
+            TabularConfig(S, A, kernel=name)
     assert packable(500, 6) and packable(2**15, 2) and not packable(2**16, 1)
     with pytest.raises(ValueError, match="does not fit"):
         TabularConfig(2**16, 4, kernel="pallas_lane")
