@@ -108,8 +108,9 @@ TASKS: dict[str, StudyTask] = {
         StudyTask(
             "ddpg-mountaincarcontinuous", "ddpg",
             DDPGConfig("MountainCarContinuous-v0", total_timesteps=50_000, num_envs=2,
-                       hidden=(64, 64), batch_size=64, buffer_capacity=50_000, learning_starts=5_000,
-                       expl_noise=0.5, noise_hold=20, normalize_obs=True, actor_lr=1e-4),
+                       hidden=(64, 64), batch_size=64, buffer_capacity=50_000,
+                       learning_starts=5_000, expl_noise=0.5, noise_hold=20,
+                       normalize_obs=True, actor_lr=1e-4),
         ),
     )
 }
