@@ -1,6 +1,6 @@
 """Exploration and training options of the DQN / DDPG learners against plain Python references,
 and the three harder study tasks (Acrobot, MountainCar, MountainCarContinuous) learning with
-their registered settings (``jaxrl_pim.actorq.ptq.TASKS``)."""
+their registered settings (``jaxrl_pim.studies.tasks.TASKS``)."""
 
 from __future__ import annotations
 
