@@ -24,7 +24,7 @@ import optax
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.factory import make
-from jaxrl_pim.replay import MAX_CAPACITY, BufferState
+from jaxrl_pim.replay import BufferState, check_capacity
 from jaxrl_pim.rl import common
 from jaxrl_pim.rl.dqn import make_replay, one_step, sample_uniform
 from jaxrl_pim.rl.networks import DeterministicActor, ParametricPolicy, QCritic
@@ -55,7 +55,8 @@ class DDPGConfig:
         common.check_env("env_name", self.env_name, discrete=False, algo="DDPG")
         check_int("num_envs", self.num_envs, 1, 65536)
         check_int("total_timesteps", self.total_timesteps, self.num_envs)
-        check_int("buffer_capacity", self.buffer_capacity, self.num_envs, MAX_CAPACITY)
+        check_capacity(self.buffer_capacity, "buffer_capacity")
+        check_int("buffer_capacity", self.buffer_capacity, self.num_envs)  # one step's rows
         check_int("batch_size", self.batch_size, 1, self.buffer_capacity)
         check_int("learning_starts", self.learning_starts, self.batch_size)
         check_float("actor_lr", self.actor_lr, 0.0, 1.0, lo_open=True)

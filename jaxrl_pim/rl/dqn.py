@@ -36,11 +36,11 @@ import optax
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.replay import (
-    MAX_CAPACITY,
     Buffer,
     BufferState,
     NStepTransition,
     Sampler,
+    check_capacity,
     make_ring_buffer,
     uniform,
 )
@@ -78,7 +78,8 @@ class DQNConfig:
         common.check_env("env_name", self.env_name, discrete=True, algo="DQN")
         check_int("num_envs", self.num_envs, 1, 65536)
         check_int("total_timesteps", self.total_timesteps, self.num_envs)
-        check_int("buffer_capacity", self.buffer_capacity, self.num_envs, MAX_CAPACITY)
+        check_capacity(self.buffer_capacity, "buffer_capacity")
+        check_int("buffer_capacity", self.buffer_capacity, self.num_envs)  # one step's rows
         check_int("batch_size", self.batch_size, 1, self.buffer_capacity)
         check_int("learning_starts", self.learning_starts, self.batch_size)
         check_int("train_frequency", self.train_frequency, 1)
