@@ -1,5 +1,5 @@
-"""One-hot fused lane kernel (``kernel="pallas_onehot"``; ``"pallas"`` is its deprecated
-name): one program runs a whole episode for a block of lanes.
+"""One-hot fused lane kernel (``kernel="pallas_onehot"``): one program runs a whole episode
+for a block of lanes.
 
 The ``lax.scan`` path (:func:`jaxrl_pim.tabular.lanes.run_episodes`) returns to XLA after
 every transition. Here one ``pallas_call`` per episode runs all ``m`` updates of a block of

@@ -88,13 +88,13 @@ mode, port, pid, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if mode == "multi":
     procs = distributed.initialize(f"127.0.0.1:{port}", 2, pid, heartbeat_timeout_s=20)
     assert procs == (pid, 2) and len(jax.local_devices()) == 4 and len(jax.devices()) == 8
-from jaxrl_pim.data import Transitions
+from jaxrl_pim.data import Dataset
 from jaxrl_pim.tabular import TabularConfig, chunk, make_mesh, make_train
 from jaxrl_pim.tabular.runner import process_lanes, process_rows, run, run_mesh
 
 def dataset(shape):  # the same rows in every process: lane c's rows depend on c only
     rng = np.random.default_rng(7)
-    return Transitions(rng.integers(0, 20, shape).astype(np.uint8),
+    return Dataset(rng.integers(0, 20, shape).astype(np.uint8),
                        rng.integers(0, 4, shape).astype(np.uint8),
                        rng.integers(-5, 6, shape).astype(np.float32),
                        rng.integers(0, 20, shape).astype(np.uint8), rng.random(shape) < 0.1)
@@ -111,7 +111,7 @@ for algo, sampling, dtype, independent in variants:
     if mode == "multi":  # hand over this process's rows only
         mine = process_lanes(cfg, run_mesh(cfg))
         start, stop = process_rows(cfg, 8 if independent else rows, mine)
-        local = Transitions(*(x[start:stop] for x in whole))
+        local = Dataset(*(x[start:stop] for x in whole))
         res = run(cfg, local, key, num_rows=8 if independent else rows)
         assert res.num_processes == 2 and res.num_devices == 8 and res.lanes == mine
         q = res.q_table
@@ -127,7 +127,7 @@ print("LANES", pid, json.dumps(lanes))
 if mode == "multi":  # bad rows in process 1 only: both processes stop before training
     cfg = TabularConfig(20, 4, num_cores=8, sync_period=3, num_episodes=2)
     start, stop = process_rows(cfg, rows, process_lanes(cfg, run_mesh(cfg)))
-    local = Transitions(*(x[start:stop] for x in dataset(rows)))
+    local = Dataset(*(x[start:stop] for x in dataset(rows)))
     if pid == 1:
         local = local._replace(action=np.full_like(local.action, 9))
     try:
