@@ -23,6 +23,13 @@ Sections (one invocation, one results file ``tabular_gpu[_quick|_smoke].{json,md
   125 -> 2,000 curve extended), Q-SEQ-FP32, all kernels side by side on the same inputs for
   200 episodes (the scan path at 125 lanes walks 8,000 rows per episode; 200 episodes keep
   its run under half a minute).
+* ``sweep``: the ``pallas_lane`` kernel's two speed knobs on the frozenlake inputs (2,000
+  lanes, ``--compare-episodes`` episodes, Q-SEQ-FP32 and SARSA-RAN-INT32): lanes per program
+  (``lanes_per_block``) x prefetch depth (``pallas_gpu.DEFAULT_PREFETCH``, the register
+  queue; set for the trace of each point). The point with the smallest summed run time over
+  the variants is recorded as the device's best settings next to the library's defaults
+  (summary ``sweep_best_*``, ``sweep_default_*``). GPUs only; on a CPU (``--smoke``) every
+  point runs in interpret mode and is also lowered for ``cuda`` (``lowers_for_cuda``).
 
 Compile time (first call: tracing, XLA and Pallas compilation) is recorded apart from run
 time (median of ``--repeats`` blocked calls of the compiled trainer). Summary:
@@ -43,10 +50,12 @@ numbers meaningless). On a CPU only ``--smoke`` runs: the kernels are GPU / TPU 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import harness
@@ -55,7 +64,7 @@ import pim_published
 VARIANTS = [f"{a}-{s}-{d}" for a, s, d in itertools.product(("q", "sarsa"),
                                                              ("seq", "ran", "str"),
                                                              ("fp32", "int32"))]
-SECTIONS = ("frozenlake", "compare", "multiagent", "taxi", "scaling")
+SECTIONS = ("frozenlake", "compare", "multiagent", "taxi", "scaling", "sweep")
 ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
 
 #: Published PIM time for 2,000 independent agents (10,000 FrozenLake rows each, 2,000
@@ -81,18 +90,23 @@ MODES: dict[str, dict[str, Any]] = {
                  compare_variants=VARIANTS, agents=2000, agent_rows=10_000,
                  pair_variants=["q-seq-fp32", "q-seq-int32"], taxi_rows=5_000_000,
                  scaling_lanes=[125, 250, 500, 1000, 2000, 4096, 8192, 16384, 32768, 65536],
-                 scaling_episodes=200, compare_episodes=50, repeats=3),
+                 scaling_episodes=200, compare_episodes=50, repeats=3,
+                 sweep_lanes_per_block=[4, 8, 16, 32], sweep_prefetch=[2, 4, 8, 16],
+                 sweep_variants=["q-seq-fp32", "sarsa-ran-int32"]),
     "quick": dict(rows=100_000, lanes=2000, episodes=200, sync=50, variants=VARIANTS,
                   compare_variants=VARIANTS, agents=200, agent_rows=1000,
                   pair_variants=["q-seq-fp32", "q-seq-int32"], taxi_rows=500_000,
                   scaling_lanes=[125, 500, 2000, 8192], scaling_episodes=20,
-                  compare_episodes=10, repeats=2),
+                  compare_episodes=10, repeats=2, sweep_lanes_per_block=[8, 32],
+                  sweep_prefetch=[4, 8], sweep_variants=["q-seq-fp32"]),
     # test sizes: one variant per section, and the one-hot kernel left out of the side by
     # side runs (each interpret-mode kernel costs seconds of compilation on a CPU)
     "smoke": dict(rows=480, lanes=8, episodes=4, sync=2, variants=["q-seq-int32"],
                   compare_variants=["sarsa-ran-fp32"], agents=4, agent_rows=30,
                   pair_variants=["q-seq-int32"], taxi_rows=160, scaling_lanes=[8],
-                  scaling_episodes=2, compare_episodes=2, repeats=1),
+                  scaling_episodes=2, compare_episodes=2, repeats=1,
+                  sweep_lanes_per_block=[2], sweep_prefetch=[1, 2],
+                  sweep_variants=["q-seq-int32"]),
 }
 
 
@@ -178,6 +192,10 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "gpu_multiagent_2000_s": None, "gpu_vs_pim_multiagent_speedup": None,
         "tpu_frozenlake_2000_lanes_s": None, "tpu_frozenlake_2000_lanes_s_median": None,
         "tpu_multiagent_2000_s": None, "tpu_vs_pim_multiagent_speedup": None,
+        "gpu_frozenlake_ns_per_dependent_step_worst": None,
+        "gpu_frozenlake_floor_estimate_ns_worst_variant": None,
+        "gpu_frozenlake_worst_over_floor_estimate": None,
+        **{k: None for k in sweep_summary([])},
         "pim_multiagent_2000_s": res["pim_multiagent_2000_s"], "pim_source": res["pim_source"],
         "note": None,
     }
@@ -202,10 +220,44 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     if worst_ma is not None and n_ma == len(cfg["pair_variants"]):
         out[f"{prefix}_multiagent_2000_s"] = worst_ma
         out[f"{prefix}_vs_pim_multiagent_speedup"] = res["pim_multiagent_2000_s"] / worst_ma
+    steps = [r for r in fl if r.get("ns_per_dependent_step") is not None]
+    if steps and prefix == "gpu":
+        worst_step = max(steps, key=lambda r: r["ns_per_dependent_step"])
+        out["gpu_frozenlake_ns_per_dependent_step_worst"] = worst_step["ns_per_dependent_step"]
+        out["gpu_frozenlake_floor_estimate_ns_worst_variant"] = worst_step[
+            "floor_estimate_ns_per_step"]
+        out["gpu_frozenlake_worst_over_floor_estimate"] = max(
+            r["over_floor_estimate"] for r in steps)
+    out.update(sweep_summary(sections.get("sweep", [])))
     missing = [k for k in (f"{prefix}_frozenlake_2000_lanes_s", f"{prefix}_multiagent_2000_s")
                if out[k] is None]
     if missing:
         out["note"] = f"not measured (section not run or a run failed): {', '.join(missing)}"
+    return out
+
+
+def sweep_summary(rows: list[dict]) -> dict[str, Any]:
+    """The sweep's best point (smallest run time summed over the swept variants; points
+    where any variant failed are out) and the library defaults' point, as summary keys."""
+    totals: dict[tuple[int, int], list[float]] = {}
+    for r in rows:
+        totals.setdefault((r["lanes_per_block"], r["prefetch"]), []).append(r.get("run_s"))
+    ok = {k: sum(v) for k, v in totals.items() if v and all(t is not None for t in v)}
+    defaults = next((r for r in rows if r.get("is_default")), None)
+    out: dict[str, Any] = {"sweep_best_lanes_per_block": None, "sweep_best_prefetch": None,
+                           "sweep_best_run_s_sum": None,
+                           "sweep_default_lanes_per_block": None if defaults is None else
+                           defaults["lanes_per_block"],
+                           "sweep_default_prefetch": None if defaults is None else
+                           defaults["prefetch"],
+                           "sweep_default_run_s_sum": None}
+    if ok:
+        best = min(ok, key=ok.get)
+        out.update(sweep_best_lanes_per_block=best[0], sweep_best_prefetch=best[1],
+                   sweep_best_run_s_sum=ok[best])
+    if defaults is not None:
+        out["sweep_default_run_s_sum"] = ok.get((defaults["lanes_per_block"],
+                                                 defaults["prefetch"]))
     return out
 
 
@@ -222,6 +274,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     for name in SECTIONS:
         rows = res["sections"].get(name)
         if not rows:
+            continue
+        if name == "sweep":
+            lines += _sweep_table(rows)
             continue
         lines += [f"### {name}", "", head, "|" + "---|" * 12]
         for r in rows:
@@ -241,6 +296,22 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["### summary", "", "| key | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items()]
     return "\n".join(lines) + "\n"
+
+
+def _sweep_table(rows: list[dict]) -> list[str]:
+    lines = ["### sweep", "", "| variant | lanes per program | prefetch | default | compile s | "
+             "run s | ns/step | lowers for cuda |", "|" + "---|" * 8]
+    for r in rows:
+        cuda = r.get("lowers_for_cuda")
+        cuda = "" if cuda is None else ("yes" if cuda is True else f"no: {cuda[:60]}")
+        head = (f"| {r['variant']} | {r['lanes_per_block']} | {r['prefetch']} | "
+                f"{'yes' if r.get('is_default') else ''} | ")
+        if r.get("error"):
+            lines.append(head + f"failed: {r['error'][:80]} | | | {cuda} |")
+            continue
+        lines.append(head + f"{r['compile_s']:.1f} | {r['run_s']:.4g} | "
+                     f"{r['ns_per_dependent_step']:.1f} | {cuda} |")
+    return lines + [""]
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -339,6 +410,72 @@ def side_by_side(section, env, variant, kernels, cfg_kwargs, chunks, repeats) ->
     return out
 
 
+@contextlib.contextmanager
+def prefetch_depth(depth: int) -> Iterator[None]:
+    """Trace the ``pallas_lane`` kernel with ``depth`` steps of prefetch (the module default
+    is read when the kernel is traced, so every trace inside this block uses it)."""
+    from jaxrl_pim.tabular import pallas_gpu
+
+    old = pallas_gpu.DEFAULT_PREFETCH
+    pallas_gpu.DEFAULT_PREFETCH = depth
+    try:
+        yield
+    finally:
+        pallas_gpu.DEFAULT_PREFETCH = old
+
+
+def lowers_for_cuda(variant: str, lanes: int, rows_per_lane: int, lanes_per_block: int,
+                    prefetch: int) -> bool | str:
+    """Whether the ``pallas_lane`` kernel at this sweep point lowers for ``cuda`` (checked
+    on any host: Pallas builds the Triton IR inside JAX); True or the first error line."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl_pim.tabular import TabularConfig
+    from jaxrl_pim.tabular.pallas_gpu import run_episodes_lane
+
+    spec = TabularConfig(16, 4, **_split(variant)).lane_spec()
+    q = jax.ShapeDtypeStruct((lanes, 16, 4), spec.fmt.storage)
+    rows = jax.ShapeDtypeStruct((rows_per_lane, lanes, 2), jnp.int32)
+    run = functools.partial(run_episodes_lane, spec, num_episodes=2, interpret=False,
+                            platform="gpu", lanes_per_block=lanes_per_block, prefetch=prefetch)
+    try:
+        traced = jax.jit(run).trace(q, rows, jax.random.split(jax.random.key(0), lanes),
+                                    jnp.zeros((lanes,), jnp.uint32), jnp.int32(0))
+        text = traced.lower(lowering_platforms=("cuda",)).as_text()
+    except Exception as err:  # noqa: BLE001 - a rejected lowering is the result
+        return f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+    return True if "triton" in text else "no Triton call in the lowered module"
+
+
+def sweep(m: dict, chunks, episodes: int, repeats: int) -> list[dict]:
+    """The lanes-per-program x prefetch-depth grid of ``pallas_lane`` (see the docstring)."""
+    import jax
+
+    from jaxrl_pim.tabular.pallas_gpu import DEFAULT_PREFETCH, lane_block
+
+    lanes = int(chunks.shape[0])
+    default_bl = lane_block(0, 16 * 4, lanes)
+    out = []
+    for variant in m["sweep_variants"]:
+        for bl in m["sweep_lanes_per_block"]:
+            for depth in m["sweep_prefetch"]:
+                kw = dict(num_states=16, num_actions=4, num_cores=lanes,
+                          sync_period=m["sync"], num_episodes=episodes, lanes_per_block=bl)
+                with prefetch_depth(depth):
+                    rec, _ = measure("sweep", "frozenlake", variant, "pallas_lane", kw, chunks,
+                                     repeats)
+                rec.update(lanes_per_block=bl, prefetch=depth,
+                           is_default=bl == default_bl and depth == DEFAULT_PREFETCH)
+                if jax.default_backend() == "cpu":
+                    rec["lowers_for_cuda"] = lowers_for_cuda(variant, lanes,
+                                                             int(chunks.shape[1]), bl, depth)
+                out.append(rec)
+    return out
+
+
 def frozenlake_data(rows: int, cache: dict):
     if ("frozenlake", rows) not in cache:
         import jax
@@ -415,6 +552,8 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]) -> dict[str
             rows += side_by_side("scaling", "frozenlake", "q-seq-fp32", kernels,
                                  {**kw, "num_episodes": m["scaling_episodes"]}, ch, 1)
         sections["scaling"] = rows
+    if "sweep" in args.sections and new_kernel == "pallas_lane":
+        sections["sweep"] = sweep(m, fl_chunks(m["lanes"]), cmp_e, reps)
     return sections
 
 
