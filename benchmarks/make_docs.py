@@ -618,6 +618,22 @@ written and checked: [design.md, Provenance](design.md#provenance).
 """
 
 
+GPU_NOT_MEASURED = """## GPU
+
+Not measured: `benchmarks/results/` has no folder for a GPU yet. One call on one H100 or H200
+produces every accelerator section (tabular lane kernels and their lanes-per-program /
+prefetch sweep, MADDPG end to end and its phase shares up to 48 agents, the samplers,
+quantized actor inference) in about 25 minutes:
+
+    python benchmarks/gpu_suite.py --out gpu-results --publish
+    python benchmarks/make_docs.py
+
+The results then appear here under `benchmarks/results/<device>/` (`h100`, `h200`, ...);
+[Reproduce a benchmark table](guide/reproduce-a-benchmark.md#the-gpu-suite) says how to set
+up the machine.
+"""
+
+
 def _device_heading(folder: str, files: list[Path]) -> str:
     kinds = set()
     for p in files:
@@ -705,6 +721,8 @@ def benchmarks_page(root: Path = ROOT) -> str:
     if not any(f != "cpu" for f in by_folder):
         devices += " GPU and TPU: not measured (no results folder for an accelerator)."
     out.append(devices + "\n")
+    if not any(f != "cpu" for f in by_folder):
+        out.append(GPU_NOT_MEASURED)
     for folder, paths in sorted(by_folder.items(), key=lambda kv: (kv[0] != "cpu", kv[0])):
         out.append(_device_heading(folder, paths) + "\n")
         out += [section(p, page, root) for p in paths]
