@@ -44,6 +44,9 @@ of ``MemAvailable``, the host being shared; GPU: 0.9 of the XLA allocator's limi
 device side, 0.6 of the host's for the NumPy side). ``row_bytes(N) = 4 N (2 O + 7)`` with
 ``O = 4 + 2N + 4(N-1)``: 516 B at N = 3, 28,320 B at N = 24, 111,936 B at N = 48.
 
+With ``--budget-s`` no further agent count starts once that many seconds have passed (the
+counts not run are named in ``results.agents_skipped_by_budget``).
+
     python benchmarks/marl_sampling.py            # N = 3, 6, 12, 24 (+ 48 on GPU)
     python benchmarks/marl_sampling.py --quick    # 256 MiB buffers
     python benchmarks/marl_sampling.py --smoke    # seconds; numbers meaningless
@@ -781,6 +784,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="timed rounds per mode; the NumPy and headline JAX rounds alternate "
                         "(default 5; --quick 3; --smoke 1)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="seconds after which no further agent count starts (the counts not "
+                        "run are named in the file; default: none)")
     p.add_argument("--e2e-results", type=Path, default=None,
                    help=f"MADDPG end-to-end results file for the fast mode's effect on return "
                         f"(default benchmarks/results/<device>/{E2E_NAME})")
@@ -812,8 +818,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device memory: {args.memory['bytes'] / GIB:.1f} GiB ({args.memory['source']})",
           flush=True)
     timer = PhaseTimer()
-    rows = [run_agents(n, args, timer) for n in args.agents]
-    biggest = max(round_bytes(n, args.batch)["output"] for n in args.agents)
+    rows, skipped, t_start = [], [], time.perf_counter()
+    for n in args.agents:
+        if rows and args.budget_s is not None and time.perf_counter() - t_start >= args.budget_s:
+            skipped.append(n)
+            continue
+        rows.append(run_agents(n, args, timer))
+    if skipped:
+        print(f"--budget-s {args.budget_s:g} spent; agent counts not run: {skipped}", flush=True)
+    biggest = max(round_bytes(n, args.batch)["output"] for n in args.agents
+                  if n not in skipped)
     with timer.phase("copy_bandwidth"):
         copy = copy_bandwidth(biggest)
     e2e_path = args.e2e_results or harness.RESULTS / harness.device_dir() / E2E_NAME
@@ -823,6 +837,8 @@ def main(argv: list[str] | None = None) -> int:
         "memory_model": memory_model(args.batch, py_bytes, args.capacity),
         "fast_mode_return": read_e2e(Path(e2e_path).resolve()),
     }
+    if skipped:
+        results["agents_skipped_by_budget"] = skipped
     config = {
         "mode": mode, "agents": args.agents, "batch": args.batch,
         "requested_capacity": args.capacity, "budget_gib": args.budget_gib,

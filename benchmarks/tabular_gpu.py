@@ -31,6 +31,11 @@ Sections (one invocation, one results file ``tabular_gpu[_quick|_smoke].{json,md
   (summary ``sweep_best_*``, ``sweep_default_*``). GPUs only; on a CPU (``--smoke``) every
   point runs in interpret mode and is also lowered for ``cuda`` (``lowers_for_cuda``).
 
+The sections run in the order frozenlake, multiagent, sweep, taxi, compare, scaling; with
+``--budget-s`` no section (and no further variant of ``compare``, lane count of ``scaling``)
+starts once that many seconds have passed, and the file names what was skipped, so a run
+under a time limit keeps the headline numbers (the GPU suite, ``gpu_suite.py``, sets it).
+
 Compile time (first call: tracing, XLA and Pallas compilation) is recorded apart from run
 time (median of ``--repeats`` blocked calls of the compiled trainer). Summary:
 ``gpu_frozenlake_2000_lanes_s`` (worst over the 12 variants, and ``_median``),
@@ -293,6 +298,8 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"{r['run_s']:.4g} | {r['ns_per_dependent_step']:.1f} | "
                 f"{_num(r['floor_estimate_ns_per_step'], '.1f')} | {vs} |")
         lines.append("")
+    for name, why in res.get("skipped_sections", {}).items():
+        lines += [f"Section `{name}` not run in full: {why}.", ""]
     lines += ["### summary", "", "| key | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items()]
     return "\n".join(lines) + "\n"
@@ -487,7 +494,15 @@ def frozenlake_data(rows: int, cache: dict):
     return cache[("frozenlake", rows)]
 
 
-def run_sections(args, m: dict, new_kernel: str, kernels: list[str]) -> dict[str, list]:
+#: Order the sections run in: the headline sections first, so that a ``--budget-s`` that runs
+#: out skips the side-by-side and scaling runs rather than the headline numbers.
+RUN_ORDER = ("frozenlake", "multiagent", "sweep", "taxi", "compare", "scaling")
+
+
+def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
+                 ) -> tuple[dict[str, list], dict[str, str]]:
+    """Run the chosen sections in :data:`RUN_ORDER`: ``(records per section, skipped
+    sections with the reason)``. A section is not started once ``--budget-s`` is spent."""
     import jax
 
     from jaxrl_pim import data, envs
@@ -502,20 +517,35 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]) -> dict[str
         cfg = TabularConfig(16, 4, num_cores=lanes, dtype="int32")
         return chunk(cfg, frozenlake_data(m["rows"], cache))
 
-    if "frozenlake" in args.sections:
+    def frozenlake():
         ch = fl_chunks(m["lanes"])
-        sections["frozenlake"] = [
-            measure("frozenlake", "frozenlake", v, new_kernel, {**fl_kwargs, "num_episodes":
-                                                                full_e}, ch, reps)[0]
-            for v in args.variants]
-    if "compare" in args.sections:
+        return [measure("frozenlake", "frozenlake", v, new_kernel,
+                        {**fl_kwargs, "num_episodes": full_e}, ch, reps)[0]
+                for v in args.variants]
+
+    t0 = time.perf_counter()
+    skipped: dict[str, str] = {}
+
+    def spent(name: str, what: str = "") -> bool:
+        """Whether ``--budget-s`` is spent (then ``name`` is noted as skipped or cut)."""
+        if args.budget_s is None or time.perf_counter() - t0 < args.budget_s:
+            return False
+        skipped[name] = f"--budget-s {args.budget_s:g} spent" + (f" {what}" if what else "")
+        print(f"[{name}] {skipped[name]}", flush=True)
+        return True
+
+    def compare():
         ch = fl_chunks(m["lanes"])
         variants = m["compare_variants"] if args.smoke else args.variants
-        sections["compare"] = [
-            r for v in variants
-            for r in side_by_side("compare", "frozenlake", v, kernels,
-                                  {**fl_kwargs, "num_episodes": cmp_e}, ch, 1)]
-    if "multiagent" in args.sections:
+        rows = []
+        for i, v in enumerate(variants):
+            if i and spent("compare", f"after {i} of {len(variants)} variants"):
+                break
+            rows += side_by_side("compare", "frozenlake", v, kernels,
+                                 {**fl_kwargs, "num_episodes": cmp_e}, ch, 1)
+        return rows
+
+    def multiagent():
         env, params = envs.make("frozenlake")
         per_agent = data.collect_per_agent(env, params, jax.random.key(2), m["agents"],
                                            m["agent_rows"])
@@ -530,31 +560,48 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]) -> dict[str
                                 {**kw, "num_episodes": full_e}, ch, reps)[0])
             rows += side_by_side("multiagent", "frozenlake", v, kernels,
                                  {**kw, "num_episodes": cmp_e}, ch, 1)
-        sections["multiagent"] = rows
-    if "taxi" in args.sections:
+        return rows
+
+    def taxi():
         env, params = envs.make("taxi")
-        taxi = data.collect(env, params, jax.random.key(3), m["taxi_rows"])
+        rows_taxi = data.collect(env, params, jax.random.key(3), m["taxi_rows"])
         lanes = min(m["lanes"], m["taxi_rows"] // 40)
         kw = dict(num_states=500, num_actions=6, num_cores=lanes, sync_period=m["sync"])
         rows = []
         for v in m["pair_variants"]:
-            ch = chunk(TabularConfig(500, 6, num_cores=lanes, **_split(v)), taxi)
+            ch = chunk(TabularConfig(500, 6, num_cores=lanes, **_split(v)), rows_taxi)
             rows.append(measure("taxi", "taxi", v, new_kernel, {**kw, "num_episodes": full_e},
                                 ch, reps)[0])
             rows += side_by_side("taxi", "taxi", v, kernels, {**kw, "num_episodes": cmp_e},
                                  ch, 1)
-        sections["taxi"] = rows
-    if "scaling" in args.sections:
+        return rows
+
+    def scaling():
         rows = []
-        for lanes in m["scaling_lanes"]:
+        for i, lanes in enumerate(m["scaling_lanes"]):
+            if i and spent("scaling", f"after {i} of {len(m['scaling_lanes'])} lane counts"):
+                break
             ch = fl_chunks(lanes)
             kw = {**fl_kwargs, "num_cores": lanes}
             rows += side_by_side("scaling", "frozenlake", "q-seq-fp32", kernels,
                                  {**kw, "num_episodes": m["scaling_episodes"]}, ch, 1)
-        sections["scaling"] = rows
-    if "sweep" in args.sections and new_kernel == "pallas_lane":
-        sections["sweep"] = sweep(m, fl_chunks(m["lanes"]), cmp_e, reps)
-    return sections
+        return rows
+
+    def sweep_section():
+        return sweep(m, fl_chunks(m["lanes"]), cmp_e, reps)
+
+    run = {"frozenlake": frozenlake, "compare": compare, "multiagent": multiagent,
+           "taxi": taxi, "scaling": scaling, "sweep": sweep_section}
+    for name in RUN_ORDER:
+        if name not in args.sections:
+            continue
+        if name == "sweep" and new_kernel != "pallas_lane":
+            skipped[name] = f"the sweep is of pallas_lane; {new_kernel} runs here"
+            continue
+        if spent(name):
+            continue
+        sections[name] = run[name]()
+    return sections, skipped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -571,6 +618,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=None,
                    help="timed calls per new-kernel run, median kept (default: 3; --quick 2; "
                         "--smoke 1); side-by-side runs are timed once")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="seconds after which no further section starts (skipped sections "
+                        "are named in the file; default: none)")
     args = p.parse_args(argv)
 
     from jaxrl_pim.xla_env import apply_cpu_workarounds
@@ -601,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         COMPILER_OPTIONS["xla_backend_optimization_level"] = 0
     path = harness.output_path(args, "tabular_gpu")
     t0 = time.perf_counter()
-    sections = run_sections(args, m, new_kernel, kernels)
+    sections, skipped = run_sections(args, m, new_kernel, kernels)
     config = {"mode": mode, "sections": args.sections, "variants": args.variants,
               "compare_episodes": args.compare_episodes, "repeats": args.repeats,
               **{k: v for k, v in m.items() if k not in ("variants",)},
@@ -611,7 +661,8 @@ def main(argv: list[str] | None = None) -> int:
                                   "issue_per_cycle": ISSUE_PER_CYCLE, "sms": GPU_SMS,
                                   "schedulers_per_sm": SCHEDULERS_PER_SM}}
     results = {"device": report.device_label(), "backend": backend, "new_kernel": new_kernel,
-               "sections": sections, "pim_multiagent_2000_s": PIM_MULTIAGENT_2000_S,
+               "sections": sections, "skipped_sections": skipped,
+               "pim_multiagent_2000_s": PIM_MULTIAGENT_2000_S,
                "pim_source": PIM_SOURCE}
     timing = {"total": time.perf_counter() - t0}
     stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
