@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     for env in size["envs"]:
         for n in agent_counts:
             for mode_name, kw in modes.items():
-                if args.budget_s is not None and time.perf_counter() - t_all >= args.budget_s:
+                over = args.budget_s is not None and time.perf_counter() - t_all >= args.budget_s
+                if rows and over:
                     skipped.append(f"{env}-{n}-{mode_name}")
                     continue
                 base = MARLConfig(env=env, num_agents=n, **kw)
