@@ -41,6 +41,9 @@ A table of published paper figures or of options and defaults is marked by the l
   (when it has one) does not reproduce;
 * any other file under ``benchmarks/results/`` that is not the ``.md`` or a ``.png`` of a
   results file in the same folder (hand-written notes, logs);
+* a results file listed in ``benchmarks/expected_results.txt`` that is missing (its
+  ``gpu/`` entries are expected in every accelerator folder that exists), a results file
+  the list does not name, or no list at all;
 * ``docs/benchmarks.md`` differing from what this script generates;
 * a generated block or value that is stale, malformed, unclosed, or refers to a file or key
   that does not exist;
@@ -69,6 +72,10 @@ from jaxrl_pim import report as report_lib
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path("benchmarks") / "results"
 PAGE = Path("docs") / "benchmarks.md"
+#: The results files ``--check`` expects (see the file's header).
+EXPECTED = Path("benchmarks") / "expected_results.txt"
+#: The folder entry of :data:`EXPECTED` that stands for every accelerator folder.
+ACCELERATOR_ENTRY = "gpu"
 #: Scripts in ``benchmarks/`` that are not benchmarks (they write no results file).
 NOT_BENCHMARKS = ("harness.py", "make_docs.py", "pim_published.py")
 
@@ -261,6 +268,41 @@ def stray_files(root: Path = ROOT) -> list[str]:
             continue
         out.append(f"{_rel(p, root)}:1: not written with a results file (only <name>.json, "
                    "its .md and its .png plots belong here)")
+    return out
+
+
+def expected_problems(root: Path = ROOT) -> list[str]:
+    """Results files listed in :data:`EXPECTED` that are missing, and results files it does
+    not list (``gpu/<name>.json`` is expected in every results folder but ``cpu``)."""
+    listing = root / EXPECTED
+    where = _rel(listing, root)
+    if not listing.is_file():
+        return [f"{where}:1: missing: the list of expected results files (without it a "
+                "missing results file would pass unnoticed)"]
+    folders = sorted(p.name for p in (root / RESULTS).iterdir() if p.is_dir()) \
+        if (root / RESULTS).is_dir() else []
+    accelerators = [f for f in folders if f != "cpu"]
+    out, listed = [], set()
+    for n, line in enumerate(listing.read_text().split("\n"), start=1):
+        entry = line.split("#", 1)[0].strip()
+        if not entry:
+            continue
+        folder, _, name = entry.partition("/")
+        if not name.endswith(".json") or "/" in name:
+            out.append(f"{where}:{n}: {entry!r} is not <folder>/<name>.json")
+            continue
+        for f in accelerators if folder == ACCELERATOR_ENTRY else [folder]:
+            rel = RESULTS / f / name
+            listed.add(rel)
+            if not (root / rel).is_file():
+                stem = Path(name).stem
+                quick = " --quick" if stem.endswith("_quick") else ""
+                out.append(f"{where}:{n}: {rel.as_posix()} is missing (write it with python "
+                           f"benchmarks/{stem.removesuffix('_quick')}.py{quick} --publish)")
+    for path in results_files(root):
+        if path.relative_to(root) not in listed:
+            out.append(f"{_rel(path, root)}:1: not in {where} (list every published results "
+                       "file there)")
     return out
 
 
@@ -789,6 +831,7 @@ def check(root: Path = ROOT) -> list[str]:
     for path in results_files(root):
         problems += check_results_file(path, root, committed=True)
     problems += stray_files(root)
+    problems += expected_problems(root)
     texts, found = generate(root)
     problems += found
     for page, new in texts.items():

@@ -160,12 +160,13 @@ def _system(**changes: object) -> dict:
     return system
 
 
-def _write_results(root: Path, values: list[float], name: str = "fake", **system: object) -> Path:
+def _write_results(root: Path, values: list[float], name: str = "fake", folder: str = "cpu",
+                   **system: object) -> Path:
     module = make_docs.load_script(root / "benchmarks" / "fake.py")
     data = {"system": _system(**system), "config": {"mode": "full"},
             "results": {"values": values}, "timing_s": {"total": 1.0}}
     data["summary"] = report.compute_summary(data, module.summarize)
-    path = root / "benchmarks" / "results" / "cpu" / f"{name}.json"
+    path = root / "benchmarks" / "results" / folder / f"{name}.json"
     report.write_json(path, data)
     path.with_suffix(".md").write_text(module.render_markdown(json.loads(path.read_text())))
     return path
@@ -196,10 +197,14 @@ The total is <!-- value: cpu/fake.json total .1f -->?<!-- end value --> over
 """
 
 
+EXPECTED_LIST = "# expected results files\ncpu/fake.json\ngpu/fake.json  # accelerators\n"
+
+
 @pytest.fixture
 def fake_root(tmp_path: Path) -> Path:
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "fake.py").write_text(FAKE_SCRIPT)
+    (tmp_path / "benchmarks" / "expected_results.txt").write_text(EXPECTED_LIST)
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "page.md").write_text(PAGE)
     (tmp_path / "README.md").write_text("# Fake\n\nSee `benchmarks/results/cpu/fake.json`.\n")
@@ -275,6 +280,14 @@ def _break(root: Path, how: str) -> None:
     elif how == "unclosed block":
         _edit(page, "<!-- end generated -->\n\n<!-- generated: cpu/fake.json", "\n<!-- "
               "generated: cpu/fake.json")
+    elif how == "missing results file":
+        (results / "fake.json").unlink()
+        (results / "fake.md").unlink()
+    elif how == "missing accelerator file":
+        _write_results(root, [1.0, 2.0], name="fake_quick", folder="h100", backend="gpu",
+                       device_kind="NVIDIA H100 80GB HBM3")
+    elif how == "unlisted results file":
+        _write_results(root, [1.0, 2.0], name="fake_quick")
     elif how == "missing reference":
         _edit(root / "README.md", "cpu/fake.json", "cpu/gone.json")
     else:  # pragma: no cover
@@ -298,7 +311,21 @@ BREAKS = {
     "unknown key": "docs/page.md:3: value 'cpu/fake.json totl .1f': summary has no 'totl'",
     "unclosed block": "has no '<!-- end generated -->'",
     "missing reference": "README.md:3: refers to benchmarks/results/cpu/gone.json",
+    "missing results file": "benchmarks/expected_results.txt:2: benchmarks/results/cpu/"
+                            "fake.json is missing (write it with python benchmarks/fake.py "
+                            "--publish)",
+    "missing accelerator file": "benchmarks/expected_results.txt:3: benchmarks/results/h100/"
+                                "fake.json is missing",
+    "unlisted results file": "benchmarks/results/cpu/fake_quick.json:1: not in "
+                             "benchmarks/expected_results.txt",
 }
+
+
+def test_check_needs_the_expected_list(fake_root: Path) -> None:
+    assert make_docs.check(fake_root) == []  # gpu/ entries: no accelerator folder, none due
+    (fake_root / "benchmarks" / "expected_results.txt").unlink()
+    assert "benchmarks/expected_results.txt:1: missing: the list of expected results files" \
+        in "\n".join(make_docs.check(fake_root))
 
 
 @pytest.mark.parametrize("how", list(BREAKS))
