@@ -38,7 +38,7 @@ A table of published paper figures or of options and defaults is marked by the l
   or by an uncommitted script; a ``_smoke`` file; a summary that the writing script's
   ``summarize(report)`` (the script named in ``system.script``, loaded from its path) does
   not reproduce exactly, key by key; a ``.md`` that the script's ``render_markdown(report)``
-  (when it has one) does not reproduce;
+  does not reproduce, or a script without ``render_markdown``;
 * any other file under ``benchmarks/results/`` that is not the ``.md`` or a ``.png`` of a
   results file in the same folder (hand-written notes, logs);
 * a results file listed in ``benchmarks/expected_results.txt`` that is missing (its
@@ -224,7 +224,10 @@ def check_results_file(path: Path, root: Path = ROOT, *, committed: bool = True)
         out.append(f"{where}:{_summary_line(path, key)}: {m}")
     render = getattr(module, "render_markdown", None)
     md = path.with_suffix(".md")
-    if callable(render):
+    if not callable(render):
+        out.append(f"{where}:1: {script_name} defines no render_markdown(report): its .md "
+                   "table would not be checked against the records")
+    else:
         try:
             want = render(json.loads(path.read_text()))
         except Exception as err:  # noqa: BLE001

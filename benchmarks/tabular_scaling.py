@@ -501,6 +501,11 @@ def _ext(r: dict) -> str:
     return f" (extrapolated from {e} ep.)" if e else ""
 
 
+def render_markdown(report_: dict[str, Any]) -> str:
+    """The ``.md`` tables of a stored report (what ``make_docs.py --check`` regenerates)."""
+    return markdown(report_["results"]["sections"], summarize(report_))
+
+
 def markdown(sections: dict, summary: dict) -> str:
     lines = [f"Device: {summary['device']} ({summary['devices_used']} device(s) used by every "
              f"JAX run); mode {summary['mode']}.", ""]
@@ -674,16 +679,14 @@ def main(argv: list[str] | None = None) -> int:
               "multiagent_rows_per_agent": args.multiagent_rows,
               "numba_threads": args.threads,
               "xla_flags": os.environ.get("XLA_FLAGS", "")}
-    summary = summarize({"config": config, "results": report.to_jsonable(results)})
-    md = markdown(report.to_jsonable(sections), summary)
-    harness.write(path, run=run, config=config, results=results, timing_s=timing,
-                  summarize=summarize, markdown=md)
+    stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                           summarize=summarize, markdown=render_markdown)
     try:
         files = plots(path, sections, device)
         print("plots: " + ", ".join(files))
     except Exception as err:  # a missing plotting backend must not lose the measurements
         print(f"plots skipped: {err}", file=sys.stderr)
-    print(md)
+    print(render_markdown(stored))
     return 0
 
 

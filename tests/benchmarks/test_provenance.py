@@ -280,6 +280,10 @@ def _break(root: Path, how: str) -> None:
     elif how == "unclosed block":
         _edit(page, "<!-- end generated -->\n\n<!-- generated: cpu/fake.json", "\n<!-- "
               "generated: cpu/fake.json")
+    elif how == "no render_markdown":
+        script = root / "benchmarks" / "fake.py"
+        script.write_text(FAKE_SCRIPT.split("\n\ndef render_markdown")[0] + "\n")
+        make_docs._MODULES.pop(script.resolve(), None)
     elif how == "missing results file":
         (results / "fake.json").unlink()
         (results / "fake.md").unlink()
@@ -311,6 +315,8 @@ BREAKS = {
     "unknown key": "docs/page.md:3: value 'cpu/fake.json totl .1f': summary has no 'totl'",
     "unclosed block": "has no '<!-- end generated -->'",
     "missing reference": "README.md:3: refers to benchmarks/results/cpu/gone.json",
+    "no render_markdown": "benchmarks/results/cpu/fake.json:1: benchmarks/fake.py defines no "
+                          "render_markdown(report)",
     "missing results file": "benchmarks/expected_results.txt:2: benchmarks/results/cpu/"
                             "fake.json is missing (write it with python benchmarks/fake.py "
                             "--publish)",
