@@ -529,10 +529,18 @@ def read_e2e(path: Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- summary
 
 
-def _fast_mode_return(e2e: dict[str, Any]) -> dict[str, Any]:
+#: Version of the summary's key names. 2: the paired standard error of the fast mode's
+#: return change is ``fast_mode_return_delta_se_paired`` (``marl_e2e``'s
+#: ``fast_mode_return_delta_se`` is the unpaired one: one key, one meaning across files);
+#: files written before carry no version and keep the old name until they are republished.
+SUMMARY_SCHEMA = 2
+
+
+def _fast_mode_return(e2e: dict[str, Any], se_key: str) -> dict[str, Any]:
     """Mean and standard error of the fast mode's return change, recomputed from the per-seed
-    records (paired by seed: both modes start from the same keys)."""
-    out: dict[str, Any] = {"fast_mode_return_delta": None, "fast_mode_return_delta_se": None,
+    records (paired by seed: both modes start from the same keys); the standard error under
+    ``se_key``."""
+    out: dict[str, Any] = {"fast_mode_return_delta": None, se_key: None,
                            "fast_mode_return_seeds": None,
                            "fast_mode_return_source": e2e.get("source"),
                            "fast_mode_e2e_time_ratio_faithful_over_fast": None}
@@ -553,7 +561,7 @@ def _fast_mode_return(e2e: dict[str, Any]) -> dict[str, Any]:
     scale = abs(float(fa.mean()))
     out.update(
         fast_mode_return_delta=float(diff.mean()) / scale,
-        fast_mode_return_delta_se=float(diff.std(ddof=1) / np.sqrt(diff.size)) / scale,
+        **{se_key: float(diff.std(ddof=1) / np.sqrt(diff.size)) / scale},
         fast_mode_return_seeds=int(diff.size),
         fast_mode_return_note=("relative change of the final return, (fast - faithful) / "
                                "|faithful mean|, paired by seed; standard error over seeds"),
@@ -625,7 +633,9 @@ def summarize(rep: dict[str, Any]) -> dict[str, Any]:
             out["neighbor_vs_uniform_time_change_24_per_agent"] = (
                 r24["seconds"]["neighbor"]["per_agent"] / r24["seconds"]["uniform"]["per_agent"]
                 - 1.0)
-    out.update(_fast_mode_return(res["fast_mode_return"]))
+    paired = rep["config"].get("summary_schema", 1) >= 2
+    out.update(_fast_mode_return(res["fast_mode_return"], "fast_mode_return_delta_se_paired"
+                                 if paired else "fast_mode_return_delta_se"))
     return out
 
 
@@ -846,6 +856,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory_fraction": None if args.budget_bytes is not None else args.memory_fraction,
         "host_fraction": args.host_fraction, "device_memory": args.memory,
         "host_memory": args.host_memory, "repeats": args.repeats, "seed": args.seed,
+        "summary_schema": SUMMARY_SCHEMA,
         "action_dim": ACTION_DIM, "samplers": list(args.samplers),
         "neighbor": {"num_refs": NEIGHBOR_REFS, "run_length": NEIGHBOR_RUN},
         "prioritized": {"alpha": 0.6, "beta": 0.4, "priorities": "Exponential(1) per row"},

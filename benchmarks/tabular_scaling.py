@@ -51,6 +51,7 @@ from typing import Any
 import harness
 import jax
 import numpy as np
+import pim_published
 
 from jaxrl_pim import report
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
@@ -555,7 +556,7 @@ def markdown(sections: dict, summary: dict) -> str:
                   "for 2,000 episodes)", "",
                   "| agents | rows/agent | updates/s | time (s) | paper Xeon (s) | "
                   "paper PIM (s) |", "|---:|---:|---:|---:|---:|---:|"]
-        from pim_published import MULTI_AGENT as ma
+        ma = pim_published.MULTI_AGENT
 
         paper = {1000: (ma["xeon_seconds_1000_agents"],
                         ma["xeon_seconds_1000_agents"] / ma["pim_speedup_1000_agents"]),
@@ -664,11 +665,10 @@ def main(argv: list[str] | None = None) -> int:
     if "roofline" in wanted and "numba" in sections:
         sections["roofline"] = section_roofline(args, sections["numba"]["rows"])
     timing["total"] = time.perf_counter() - t0
-    from pim_published import PUBLISHED
 
     device = report.device_label()
     results = {"device": device, "devices_used": args.n_dev, "sections": sections,
-               "published": PUBLISHED}
+               "published": pim_published.PUBLISHED}
     config = {"mode": mode, "sections": wanted, "rounds": args.rounds,
               "min_seconds": args.min_seconds, "lanes": args.numba_lanes,
               "rows_divisor": args.scale, "variants": args.variants,
