@@ -49,7 +49,11 @@ A table of published paper figures or of options and defaults is marked by the l
   that does not exist;
 * a benchmark table outside a generated block: a Markdown table with a row of at least two
   numeric cells, one of which looks measured (a decimal fraction, an exponent, a thousands
-  separator, a sign, a percentage or a time unit), not marked as paper figures or defaults.
+  separator, a sign, a percentage or a time unit), not marked as paper figures or defaults;
+* a number in prose that reads as a measurement (a time, a percentage or a factor such as
+  ``1.09x``) outside a value marker and not marked as a figure of another kind,
+  ``<!-- figure: paper|estimate|setting -->...<!-- end figure -->`` (pages in
+  ``PROSE_UNCHECKED`` are not checked yet).
 """
 
 from __future__ import annotations
@@ -556,6 +560,67 @@ def _fill_values(line: str, number: int, root: Path, problems: list[tuple[int, s
 
 
 # ---------------------------------------------------------------------------------------------
+# Numbers in prose.
+
+#: An inline span of figures that come from no results file, with what they are:
+#: ``<!-- figure: paper -->996.5 s<!-- end figure -->`` (published figures of a paper),
+#: ``estimate`` (arithmetic from stated constants, not a measurement) or ``setting`` (an
+#: option, default, threshold or target the project sets).
+FIGURE = re.compile(r"<!--\s*figure:\s*(?P<kind>[\w-]*)\s*-->(?P<text>.*?)<!--\s*end figure\s*-->")
+FIGURE_KINDS = ("paper", "estimate", "setting")
+#: A number that reads as a measurement in prose: a time, a percentage or a factor
+#: (``6.55 ms``, ``28.9 %``, ``1.09x``; not ``3 x 2048``, a shape).
+PROSE_NUMBER = re.compile(
+    r"(?<![\w.])[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?\s*"
+    r"(?:%|(?:s|ms|us|\u00b5s|ns|min)(?![\w/])|[x\u00d7](?![\w])(?!\s*\d))")
+#: Pages whose prose numbers are not checked yet (each to be converted to values and figure
+#: markers, then removed from here); every other page is checked.
+PROSE_UNCHECKED = (
+    "benchmarks/NOTES.md",  # the optimisation log: numbers of runs before the contract
+    "docs/marl.md", "docs/quantization.md", "docs/tabular.md",
+)
+
+
+def prose_numbers(text: str) -> list[tuple[int, str]]:
+    """``(line, number)`` of every time, percentage or factor in prose that neither a value
+    marker nor a figure marker covers (code fences and spans, generated blocks, tables and
+    HTML comments are not prose; tables have their own check). A figure marker of an
+    unknown kind is reported too."""
+    lines = text.split("\n")
+    fenced = _fenced(lines)
+    out: list[tuple[int, str]] = []
+    block = comment = indented = False
+    for n, line in enumerate(lines, start=1):
+        # an indented code block: 4+ spaces after a blank line (or more of the same block)
+        indented = bool(line.strip()) and len(line) - len(line.lstrip()) >= 4 and (
+            indented or n == 1 or not lines[n - 2].strip())
+        if fenced[n - 1] or indented:
+            continue
+        if BLOCK_START.match(line):
+            block = True
+            continue
+        if BLOCK_END.match(line):
+            block = False
+            continue
+        if block or line.lstrip().startswith("|"):
+            continue
+        for m in FIGURE.finditer(line):
+            if m["kind"] not in FIGURE_KINDS:
+                out.append((n, f"figure marker of unknown kind {m['kind']!r} (one of "
+                               f"{', '.join(FIGURE_KINDS)})"))
+        prose = FIGURE.sub(" ", VALUE.sub(" ", re.sub(r"`[^`]*`", " ", line)))
+        if comment:
+            if "-->" not in prose:
+                continue
+            prose, comment = prose.split("-->", 1)[1], False
+        prose = re.sub(r"<!--.*?-->", " ", prose)
+        if "<!--" in prose:
+            prose, comment = prose.split("<!--", 1)[0], True
+        out += [(n, m.group(0).strip()) for m in PROSE_NUMBER.finditer(prose)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # The table detector.
 
 NUMBER = re.compile(r"(?:(?<![\w.])[-+\u2212])?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -855,6 +920,12 @@ def check(root: Path = ROOT) -> list[str]:
                          for n in benchmark_tables(old)]
             problems += [f"{where}:{n}: refers to {ref}, which does not exist"
                          for n, ref in missing_references(old, root)]
+            if where not in PROSE_UNCHECKED:
+                problems += [f"{where}:{n}: number in prose {num!r} from no results file "
+                             "(quote it with <!-- value: ... -->, or mark it <!-- figure: "
+                             "paper|estimate|setting -->...<!-- end figure -->)"
+                             if not num.startswith("figure marker") else f"{where}:{n}: {num}"
+                             for n, num in prose_numbers(old)]
     return problems
 
 

@@ -280,6 +280,11 @@ def _break(root: Path, how: str) -> None:
     elif how == "unclosed block":
         _edit(page, "<!-- end generated -->\n\n<!-- generated: cpu/fake.json", "\n<!-- "
               "generated: cpu/fake.json")
+    elif how == "unmarked prose number":
+        page.write_text(page.read_text() + "\nThe run took 1.5 s, 3.2x faster.\n")
+    elif how == "unknown figure kind":
+        page.write_text(page.read_text() + "\nIt took <!-- figure: guess -->2 s<!-- end "
+                        "figure -->.\n")
     elif how == "no render_markdown":
         script = root / "benchmarks" / "fake.py"
         script.write_text(FAKE_SCRIPT.split("\n\ndef render_markdown")[0] + "\n")
@@ -315,6 +320,8 @@ BREAKS = {
     "unknown key": "docs/page.md:3: value 'cpu/fake.json totl .1f': summary has no 'totl'",
     "unclosed block": "has no '<!-- end generated -->'",
     "missing reference": "README.md:3: refers to benchmarks/results/cpu/gone.json",
+    "unmarked prose number": "docs/page.md:39: number in prose '1.5 s' from no results file",
+    "unknown figure kind": "docs/page.md:39: figure marker of unknown kind 'guess'",
     "no render_markdown": "benchmarks/results/cpu/fake.json:1: benchmarks/fake.py defines no "
                           "render_markdown(report)",
     "missing results file": "benchmarks/expected_results.txt:2: benchmarks/results/cpu/"
@@ -361,6 +368,32 @@ def test_fill_regenerates_stale_content(fake_root: Path) -> None:
     page = fake_root / "docs" / "page.md"
     new, problems = make_docs.fill(page.read_text(), page, fake_root)
     assert problems == [] and "| 2 | 4.50 |" in new and "-->7.5<!--" in new
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers in prose.
+
+
+def test_prose_numbers_flags_measurements_only_outside_markers() -> None:
+    text = "\n".join([
+        "The run took 6.55 ms per round, 28.9 % above random, 1.09x faster.",       # 1: three
+        "A 3 x 2048 actor, 2,000 lanes, batch 1,024, version 0.10.2, `--steps 10s`.",  # none
+        "Quoted: <!-- value: cpu/x.json k -->0.5 s<!-- end value -->; published "
+        "<!-- figure: paper -->996.5 s<!-- end figure -->; <!-- figure: setting -->10 %"
+        "<!-- end figure --> of the run.",                                            # 3: none
+        "", "    python run.py  # 12.5 s in an indented code block", "",
+        "```", "took 4.2 s", "```",
+        "<!-- generated: cpu/x.md -->", "| a | 1.5 s |", "took 9.9 s", "<!-- end generated -->",
+        "<!-- a comment: 7.7 s -->", "Another 2 s here.",                           # 15
+    ])
+    assert make_docs.prose_numbers(text) == [(1, "6.55 ms"), (1, "28.9 %"), (1, "1.09x"),
+                                             (15, "2 s")]
+
+
+def test_prose_unchecked_pages_exist() -> None:
+    # the pages left unchecked are real pages (a renamed page must not silently escape)
+    for page in make_docs.PROSE_UNCHECKED:
+        assert (ROOT / page).is_file(), page
 
 
 # ---------------------------------------------------------------------------------------------
