@@ -101,3 +101,35 @@ def test_cpu_numbers_are_never_published(tmp_path: Path) -> None:
                           cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "tabular_gpu.py" in proc.stdout and not out.exists()
     assert sorted(p.relative_to(results) for p in results.rglob("*")) == before
+
+
+def test_tabular_gpu_summary_of_a_full_gpu_run() -> None:
+    # the GPU branch of tabular_gpu.summarize, which a CPU host never reaches by running it
+    tab = make_docs.load_script(ROOT / "benchmarks" / "tabular_gpu.py")
+    fl = [{"section": "frozenlake", "variant": v, "kernel": "pallas_lane", "episodes": 2000,
+           "run_s": 0.05 + i / 1000, "ns_per_dependent_step": 50.0 + i,
+           "floor_estimate_ns_per_step": 20.0, "over_floor_estimate": (50.0 + i) / 20}
+          for i, v in enumerate(tab.VARIANTS)]
+    ma = [{"section": "multiagent", "variant": v, "kernel": "pallas_lane", "episodes": 2000,
+           "run_s": 1.5} for v in ("q-seq-fp32", "q-seq-int32")]
+    sweep = [{"lanes_per_block": b, "prefetch": p, "is_default": (b, p) == (8, 8),
+              "run_s": None if (b, p) == (16, 8) else 0.01 * b / p}
+             for b in (8, 16) for p in (4, 8)]
+    rep = {"results": {"backend": "gpu", "device": "gpu: 1 x H200", "new_kernel": "pallas_lane",
+                       "sections": {"frozenlake": fl, "multiagent": ma, "sweep": sweep},
+                       "pim_multiagent_2000_s": 88.7, "pim_source": "paper"},
+           "config": {"mode": "full", "variants": tab.VARIANTS, "episodes": 2000,
+                      "pair_variants": ["q-seq-fp32", "q-seq-int32"]}}
+    s = tab.summarize(rep)
+    assert s["gpu_frozenlake_2000_lanes_s"] == max(r["run_s"] for r in fl)
+    assert s["gpu_frozenlake_2000_lanes_target_met"] is True
+    assert s["gpu_multiagent_2000_s"] == 1.5 and s["gpu_multiagent_2000_target_met"] is False
+    assert s["gpu_frozenlake_ns_per_dependent_step_worst"] == 61.0
+    assert s["gpu_frozenlake_worst_over_floor_estimate"] == 61.0 / 20
+    # the failed point (16, 8) is out; (8, 8) is the defaults' point and the fastest left
+    assert (s["sweep_best_lanes_per_block"], s["sweep_best_prefetch"]) == (8, 8)
+    assert (s["sweep_default_lanes_per_block"], s["sweep_default_prefetch"]) == (8, 8)
+    assert s["sweep_default_run_s_sum"] == s["sweep_best_run_s_sum"] == 0.01
+    assert s["note"] is None
+    rep["results"]["backend"] = "cpu"
+    assert tab.summarize(rep)["gpu_frozenlake_2000_lanes_s"] is None  # never a CPU number
