@@ -577,7 +577,6 @@ PROSE_NUMBER = re.compile(
 #: markers, then removed from here); every other page is checked.
 PROSE_UNCHECKED = (
     "benchmarks/NOTES.md",  # the optimisation log: numbers of runs before the contract
-    "docs/quantization.md",
 )
 
 
