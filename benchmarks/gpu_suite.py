@@ -296,10 +296,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refusing to publish: this host's backend is {device['backend']!r}, not a GPU "
               "or TPU (CPU numbers are never filed as accelerator numbers)", file=sys.stderr)
         return 2
-    if not accelerator and mode != "smoke":
-        print("the GPU suite runs at full or --quick sizes only on a GPU / TPU; on this host "
-              "use --smoke", file=sys.stderr)
-        return 2
+    if args.publish:
+        state = report.git_state(harness.ROOT / "benchmarks")
+        if state["dirty"] or state["commit"] is None:
+            print("warning: publishing from uncommitted code or outside a git checkout: "
+                  "make_docs.py --check will reject these results files; commit first",
+                  file=sys.stderr, flush=True)
     names = [s.name for s in SECTIONS if s.name in args.sections]
     budgets = {s.name: s.budget_s[mode] for s in SECTIONS}
     budgets.update(_budget_overrides(args.budget))
@@ -307,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     print_plan(rows, mode, device)
     if args.plan:
         return 0
+    if not accelerator and mode != "smoke":
+        print("the GPU suite runs at full or --quick sizes only on a GPU / TPU; on this host "
+              "use --smoke", file=sys.stderr)
+        return 2
     stem = {"full": "gpu_suite", "quick": "gpu_suite_quick", "smoke": "gpu_suite_smoke"}[mode]
     out = args.out or harness.SCRATCH / f"gpu_suite-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     out = Path(out).resolve()
