@@ -38,9 +38,10 @@ sections that completed, and the suite's file, are then copied into
 TPU (numbers of a CPU are never filed as an accelerator's), and ``--smoke`` never publishes.
 
 Budgets (seconds, full sizes) add up to 24 minutes so the call ends within 25 on one H100 /
-H200; ``--budget SECTION=SECONDS`` changes one, ``--sections`` runs a subset. The suite uses
-only ``jax.default_backend``, ``jax.devices`` and ``Device.memory_stats`` itself, so it runs
-unmodified on jax 0.10 and 0.11.
+H200; ``--budget SECTION=SECONDS`` changes one, ``--sections`` runs a subset. The suite itself
+uses only ``jax.default_backend``, ``jax.devices`` and ``Device.memory_stats`` (present in jax
+0.10 and 0.11) and passes no version-specific option to its scripts; it has been run on jax
+0.10.2 (``--smoke``, CPU).
 """
 
 from __future__ import annotations
