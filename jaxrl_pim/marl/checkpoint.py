@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import time
 import warnings
@@ -44,6 +43,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from jaxrl_pim import runs
 from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.checks import check_int
 from jaxrl_pim.envs.mpe import TAG_PRESETS
@@ -51,6 +51,7 @@ from jaxrl_pim.marl import rules
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import TrainState, make_env, make_init, make_train_from
 from jaxrl_pim.report import atomic_save
+from jaxrl_pim.runs import default_every
 
 __all__ = [
     "Run",
@@ -66,26 +67,18 @@ __all__ = [
 _RESUMABLE_FIELDS = ("num_episodes",)
 
 
-def default_every(num_episodes: int) -> int:
-    """Episodes between checkpoints when none is given: about 10 % of the run (at least 1)."""
-    return max(1, math.ceil(check_int("num_episodes", num_episodes, lo=0) / 10))
-
-
 def fingerprint(config: MARLConfig, key: jax.Array | None = None, *,
                 seed: int | None = None) -> dict[str, Any]:
-    """What a checkpoint of this run must match: the config without ``num_episodes`` (a
-    predator-prey preset and the same sizes given in full compare equal), and the ``seed``
-    (when given) or the raw data of the start ``key`` (when given)."""
-    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _RESUMABLE_FIELDS}
+    """What a checkpoint of this run must match (:func:`jaxrl_pim.runs.fingerprint`): the
+    config without ``num_episodes`` (a predator-prey preset and the same sizes given in full
+    compare equal), and the ``seed`` (when given) or else the raw data of the start ``key``."""
     if config.env == "tag":
-        fields["num_agents"], fields["num_prey"], fields["num_obstacles"] = config.tag_sizes
-    out: dict[str, Any] = {"config": fields}
+        agents, prey, obstacles = config.tag_sizes
+        config = dataclasses.replace(config, num_agents=agents, num_prey=prey,
+                                     num_obstacles=obstacles)
     if seed is not None:
-        out["seed"] = int(seed)
-    elif key is not None:
-        out["key"] = np.asarray(jax.random.key_data(key) if jax.dtypes.issubdtype(
-            key.dtype, jax.dtypes.prng_key) else key).tolist()
-    return out
+        return runs.fingerprint(config, exclude=_RESUMABLE_FIELDS, seed=int(seed))
+    return runs.fingerprint(config, exclude=_RESUMABLE_FIELDS, key=key)
 
 
 def _num_teams(config: MARLConfig) -> int:
@@ -109,28 +102,25 @@ def starting_state(
 
     Without ``checkpoints`` (or in an empty folder) a fresh state from ``key``. With
     ``resume`` the folder's newest checkpoint; without it a folder that already holds
-    checkpoints is refused (ValueError), so a run never silently overwrites another's. A
-    checkpoint of another configuration (the folder's fingerprint), or one past
-    ``config.num_episodes``, is refused too.
+    checkpoints is refused (ValueError, :func:`jaxrl_pim.runs.restore_latest`), so a run
+    never silently overwrites another's. A checkpoint of another configuration (the folder's
+    fingerprint), or one past ``config.num_episodes``, is refused too.
     """
-    newest = None if checkpoints is None else checkpoints.latest()
-    if newest is not None and not resume:
-        raise ValueError(
-            f"{str(checkpoints.directory)!r} already holds checkpoints (newest after episode "
-            f"{newest}): resume from it (--resume) or choose an empty folder")
-    if newest is None:
-        state = jax.jit(make_init(config, algorithm))(key)
-        return state, np.zeros((0, _num_teams(config)), np.float32)
-    if newest > config.num_episodes:
+    newest = None if checkpoints is None or not resume else checkpoints.latest()
+    if newest is not None and newest > config.num_episodes:
         raise ValueError(
             f"num_episodes ({config.num_episodes}) is below the checkpoint's episode count "
             f"({newest}) in {str(checkpoints.directory)!r}; pass a larger total")
-    restored, _ = checkpoints.restore(template(config, newest, algorithm), newest)
-    state = restored["state"]
-    if int(state.episode) != newest:
-        raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} holds episode "
-                         f"{int(state.episode)}")
-    return state, np.asarray(restored["episode_return"], np.float32)
+    restored = runs.restore_latest(checkpoints, lambda step: template(config, step, algorithm),
+                                   resume=resume, unit="episode")
+    if restored is None:
+        state = jax.jit(make_init(config, algorithm))(key)
+        return state, np.zeros((0, _num_teams(config)), np.float32)
+    state = restored.tree["state"]
+    if int(state.episode) != restored.step:
+        raise ValueError(f"checkpoint {restored.step} of {str(checkpoints.directory)!r} holds "
+                         f"episode {int(state.episode)}")
+    return state, np.asarray(restored.tree["episode_return"], np.float32)
 
 
 class Run(NamedTuple):
@@ -180,8 +170,9 @@ def train_segments(
     callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
 ) -> Run:
     """Train ``state`` up to ``config.num_episodes`` episodes, saving a checkpoint after every
-    segment when ``checkpoints`` is given (segments end at multiples of ``every``, default
-    :func:`default_every`, and at the end; without checkpoints the rest is one segment).
+    segment when ``checkpoints`` is given (:func:`jaxrl_pim.runs.run_segments`: segments end
+    at multiples of ``every``, default :func:`jaxrl_pim.runs.default_every`, and at the end;
+    without checkpoints the rest is one segment).
 
     ``episode_return`` is the curve so far (from :func:`starting_state`); ``callback(episode,
     total, metrics)`` is called about 200 times per segment with the run's total.
@@ -195,28 +186,28 @@ def train_segments(
                          f"{start}")
     every = default_every(total) if every is None else check_int("every", every, lo=1)
     report = None if callback is None else (lambda done, _seg_total, m: callback(done, total, m))
-    timing = {"compile": 0.0, "train": 0.0, "checkpoint": 0.0}
-    curve, episode, saved = [episode_return], start, 0
-    while episode < total:
-        stop = total if checkpoints is None else min((episode // every + 1) * every, total)
-        n = stop - episode
+    compile_s = 0.0
+    curve = [episode_return]
+
+    def train_from(state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
+        nonlocal compile_s
         t0 = time.perf_counter()
         program = _segment_program(config, n, state, report, algorithm)
-        timing["compile"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
+        compile_s += time.perf_counter() - t0
         state, metrics = program(state)
         returns = np.asarray(metrics["episode_return"])  # waits for the segment
-        timing["train"] += time.perf_counter() - t0
-        episode += n
         curve.append(returns)
-        if checkpoints is not None:
-            t0 = time.perf_counter()
-            checkpoints.save(episode, {"state": state,
-                                       "episode_return": np.concatenate(curve)},
-                             meta={"episodes_done": episode, "num_episodes": total})
-            timing["checkpoint"] += time.perf_counter() - t0
-            saved += 1
-    return Run(state, np.concatenate(curve), start, saved, timing)
+        return state, returns
+
+    def snapshot(state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, int]]:
+        return ({"state": state, "episode_return": np.concatenate(curve)},
+                {"episodes_done": episode, "num_episodes": total})
+
+    plan = runs.Plan(start, total, None if checkpoints is None else every)
+    done = runs.run_segments(train_from, state, plan, checkpoints, snapshot=snapshot)
+    timing = {"compile": compile_s, "train": done.timing_s["train"] - compile_s,
+              "checkpoint": done.timing_s["checkpoint"]}
+    return Run(done.state, np.concatenate(curve), start, done.checkpoints_written, timing)
 
 
 def run(
