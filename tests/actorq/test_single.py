@@ -247,8 +247,8 @@ def test_actor_n_step_transitions_match_python_loop(algo, env_name, steps):
     """Step one environment with ``env_step`` and rebuild every emitted transition from the
     raw trajectory (replayed with gymnax and the same keys) with a plain loop."""
     n, gamma, scale = 4, 0.9, 0.5
-    cfg = default_config(algo, env_name, n_step=n, hidden_sizes=(8,),
-                         critic_hidden_sizes=(8, 8))
+    critic = {"critic_hidden_sizes": (8, 8)} if algo == "d4pg" else {}
+    cfg = default_config(algo, env_name, n_step=n, hidden_sizes=(8,), **critic)
     env, env_params, info = make_with_info(env_name)
     agent = make_agent(cfg, info)
     params = agent.policy_params(agent.init(jax.random.PRNGKey(0)))
