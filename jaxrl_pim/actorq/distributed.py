@@ -133,9 +133,10 @@ class DistributedResult(NamedTuple):
       broadcast_bytes: bytes of one broadcast (the encoded policy).
       experience_bytes: bytes of transitions received from the actors.
       replay_size: transitions held in replay at the end.
-      transitions_requested / transitions_received / transitions_lost /
-        transitions_unused: environment steps asked of the actors, added to replay, lost in
-        batches in flight on a failed actor, still in flight at the end (this call).
+      transitions_requested: environment steps asked of the actors (this call).
+      transitions_received: environment steps received and added to replay (this call).
+      transitions_lost: environment steps in batches in flight on a failed actor (this call).
+      transitions_unused: environment steps still in flight at the end (this call).
       batches_lost: batches lost with failed actors (this call).
       actor_failures: actor failures seen (this call).
       actors_dropped: actors given up on (restarts used up or not answering).
