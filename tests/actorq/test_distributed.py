@@ -4,6 +4,7 @@ shared-memory/queue transport (the Ray transport: ``test_ray.py``)."""
 from __future__ import annotations
 
 import jax
+import pytest
 
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import encode
@@ -46,3 +47,14 @@ def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
     wire, _ = encode(agent.policy_params(agent.init(jax.random.PRNGKey(0))), "int8")
     assert out["broadcast_bytes"] == wire.nbytes
     assert out["curve"].time_s.shape == out["curve"].env_steps.shape
+
+
+def test_run_spec_is_validated_before_any_actor_starts():
+    assert DistributedRun().transport == "ray" and DistributedRun().seed == 0
+    for bad, match in [(dict(transport="mpi"), "transport"),
+                       (dict(transport="processes", ray_address="auto"), "ray_address"),
+                       (dict(message_timeout_s=0.0), "message_timeout_s"),
+                       (dict(checkpoint_every=0), "checkpoint_every")]:
+        with pytest.raises(ValueError, match=match):
+            DistributedRun(**bad)
+    assert "transitions_lost_total" in DistributedResult._fields
