@@ -29,7 +29,7 @@ from jaxrl_pim.actorq.config import (
     DQN_ENVS,
     MODES,
     PRECISIONS,
-    ActorQConfig,
+    DQNConfig,
     default_config,
 )
 from jaxrl_pim.actorq.energy import EnergyTracker
@@ -40,7 +40,7 @@ from jaxrl_pim.progress import RichProgress
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``actorq`` sub-command."""
-    d = ActorQConfig()
+    d = DQNConfig()
     p = subparsers.add_parser(
         "actorq",
         help="actor-learner DQN/D4PG with quantized (int8/fp16) actors",

@@ -22,7 +22,6 @@ writes from process 0.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import sys
 import time
@@ -40,10 +39,10 @@ from jaxrl_pim.cli._common import HelpFormatter, check_checkpoint_arguments, sho
 from jaxrl_pim.distributed import describe_lost_peer
 from jaxrl_pim.progress import RichProgress
 from jaxrl_pim.report import atomic_save, make_report, write_json
+from jaxrl_pim.runs import default_every, fingerprint
 from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
 from jaxrl_pim.tabular.formats import FORMATS
 from jaxrl_pim.tabular.runner import (
-    default_checkpoint_every,
     describe,
     process_lanes,
     process_rows,
@@ -196,7 +195,7 @@ def _fingerprint(config: TabularConfig, args: argparse.Namespace, env_name: str 
                                   "terminal_states": args.terminal_states}
     else:
         source = {"transitions": args.transitions, "agents": args.agents}
-    return {"config": dataclasses.asdict(config), "env": env_name, "seed": args.seed, **source}
+    return fingerprint(config, env=env_name, seed=args.seed, **source)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -331,7 +330,7 @@ def _print_size(config: TabularConfig, dataset_rows: int, checkpoints: Any,
     line = (f"{PROG}: {config.num_cores:,} lanes x {rows:,} rows x {config.num_episodes:,} "
             f"episodes = {updates:.3g} updates in {config.num_rounds:,} sync rounds")
     if checkpoints is not None:
-        every = args.checkpoint_every or default_checkpoint_every(config)
+        every = args.checkpoint_every or default_every(config.num_rounds)
         newest = checkpoints.latest() if args.resume else None
         line += f"; a checkpoint every {every} rounds in {args.checkpoint}"
         if args.resume:
