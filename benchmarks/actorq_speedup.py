@@ -56,7 +56,7 @@ PAPER_HIDDEN = (2048, 2048, 2048)
 TTR_TASK: dict[str, Any] = dict(
     algo="dqn", env_name="CartPole-v1", num_actors=2, envs_per_actor=8,
     hidden_sizes=(1024, 1024), actor_update_period=10, train_every=2, total_steps=60_000,
-    learning_starts=2_000, epsilon_decay_steps=20_000, buffer_size=50_000)
+    learning_starts=2_000, epsilon_decay_steps=20_000, buffer_capacity=50_000)
 THROUGHPUT_TASK: dict[str, Any] = dict(
     algo="dqn", env_name="CartPole-v1", envs_per_actor=1, hidden_sizes=(64, 64),
     actor_update_period=100, learning_starts=500, epsilon_decay_steps=5_000)
@@ -97,7 +97,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "throughput_steps_per_actor": 400,
         "ttr_task": dict(TTR_TASK, num_actors=2, envs_per_actor=1, hidden_sizes=(16,),
                          total_steps=600, learning_starts=100, batch_size=16,
-                         buffer_size=1_000, epsilon_decay_steps=200),
+                         buffer_capacity=1_000, epsilon_decay_steps=200),
         "ttr_mode": "single", "seeds": 2,
         "playground": None, "playground_precisions": [], "random_episodes": 0,
     },

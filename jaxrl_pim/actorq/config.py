@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.playground import is_playground_name, parse_name
+from jaxrl_pim.replay.buffers import check_capacity
 from jaxrl_pim.rl.common import check_env
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class ActorQConfig:
       hidden_sizes: policy MLP widths (DQN: the Q network).
       learning_rate: Adam step size (DQN's Q network; D4PG's critic, and its policy unless
         ``policy_learning_rate`` is set).
-      buffer_size: replay capacity in transitions.
+      buffer_capacity: replay capacity in transitions.
       batch_size: learner minibatch.
       learning_starts: environment steps collected before the first learner update.
       train_every: a learner update after every ``train_every`` iterations (one iteration =
@@ -108,7 +109,7 @@ class ActorQConfig:
     total_steps: int = 20_000
     hidden_sizes: tuple[int, ...] = (64, 64)
     learning_rate: float = 1e-3
-    buffer_size: int = 50_000
+    buffer_capacity: int = 50_000
     batch_size: int = 64
     learning_starts: int = 1_000
     train_every: int = 1
@@ -150,7 +151,8 @@ class ActorQConfig:
         _check_sizes("hidden_sizes", self.hidden_sizes)
         check_float("learning_rate", self.learning_rate, 0.0, 1.0, lo_open=True)
         check_int("batch_size", self.batch_size, 1, 1 << 16)
-        check_int("buffer_size", self.buffer_size, self.batch_size, 10**8)
+        check_capacity(self.buffer_capacity, "buffer_capacity")
+        check_int("buffer_capacity", self.buffer_capacity, lo=self.batch_size)  # one batch fits
         check_int("learning_starts", self.learning_starts, 0, 10**10)
         check_int("train_every", self.train_every, 1, 10**6)
         check_float("gamma", self.gamma, 0.0, 1.0)

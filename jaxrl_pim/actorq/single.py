@@ -73,7 +73,7 @@ def make_learner(config: ActorQConfig, info: EnvInfo) -> tuple[Agent, Replay, Ca
     takes one learner update and, with prioritized replay, writes the new priorities.
     """
     agent = config.make_agent(info)
-    replay = make_replay(config.buffer_size, transition_example(info, agent),
+    replay = make_replay(config.buffer_capacity, transition_example(info, agent),
                          *config.replay_exponents())
 
     def learn(learner, rstate, key):

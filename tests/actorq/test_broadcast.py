@@ -114,7 +114,7 @@ def test_shared_memory_transport_roundtrip(policy):
 
 def test_single_program_actors_hold_unpacked_learner_params():
     cfg = DQNConfig(precision="int8", num_actors=2, actor_update_period=5, total_steps=100,
-                       hidden_sizes=(8,), buffer_size=64, batch_size=8, learning_starts=8,
+                       hidden_sizes=(8,), buffer_capacity=64, batch_size=8, learning_starts=8,
                        epsilon_decay_steps=0)
     system = make_system(cfg)
     state = jax.jit(system.init)(jax.random.PRNGKey(0))

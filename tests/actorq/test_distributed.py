@@ -21,7 +21,7 @@ from jaxrl_pim.envs import make_with_info
 def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
                          total_steps=400, actor_update_period=25, learning_starts=50,
-                         batch_size=16, buffer_size=1_000, hidden_sizes=(16,))
+                         batch_size=16, buffer_capacity=1_000, hidden_sizes=(16,))
     result = run_distributed(cfg, DistributedRun(0, transport="processes", final_eval=False))
     assert isinstance(result, DistributedResult) and result.final_eval_return is None
     out = result._asdict()

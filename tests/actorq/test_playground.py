@@ -255,6 +255,6 @@ def test_real_cartpole_adapter_matches_playground_and_d4pg_runs():
     # a tiny single-program D4PG run with a 25-step time limit: 2 actors x 100 iterations
     ret = run_tiny_d4pg("playground/CartpoleBalance@25", 8, total_steps=200,
                         learning_starts=32, batch_size=16, actor_update_period=10,
-                        buffer_size=256)
+                        buffer_capacity=256)
     # 8 episodes of 25 steps, DM Control rewards are in [0, 1] per step
     assert ret.size == 8 and np.all((ret > 0) & (ret <= 25)), ret

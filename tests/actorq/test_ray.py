@@ -66,7 +66,7 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
     period, in_flight = 25, 2
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
                          actor_update_period=period, total_steps=3_000, learning_starts=200,
-                         batch_size=16, buffer_size=4_000, hidden_sizes=(16,))
+                         batch_size=16, buffer_capacity=4_000, hidden_sizes=(16,))
     pool = RayPool(max_restarts=2, in_flight=in_flight, restart_timeout_s=120.0)
     deadline = time.monotonic() + 300
     events: list[int] = []
@@ -95,7 +95,7 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
     assert len(events) == 2 and events[0] < cfg.total_steps
     assert out["transport"] == "ray"
     assert out["env_steps"] >= cfg.total_steps
-    assert out["replay_size"] == min(out["env_steps"], cfg.buffer_size)
+    assert out["replay_size"] == min(out["env_steps"], cfg.buffer_capacity)
     assert out["learner_updates"] > 0 and out["broadcasts"] > 1
     # each failed actor was restarted and delivered again
     assert out["actor_failures"] == 2 and out["actors_dropped"] == 0
@@ -122,5 +122,5 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
     assert again["resumed_from"] == steps[0] < cfg.total_steps
     assert again["env_steps"] >= cfg.total_steps
     assert again["learner_updates"] > 0 and again["replay_size"] == min(
-        again["env_steps"], cfg.buffer_size)
+        again["env_steps"], cfg.buffer_capacity)
     assert again["transitions_received"] == again["env_steps"] - steps[0]

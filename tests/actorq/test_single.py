@@ -67,7 +67,7 @@ def run_tiny_d4pg(env_name: str, width: int, **overrides) -> np.ndarray:
 def test_d4pg_pendulum_runs_and_stays_finite():
     ret = run_tiny_d4pg("Pendulum-v1", 16, precision="fp16", total_steps=400,
                         learning_starts=64, batch_size=32, actor_update_period=20,
-                        buffer_size=512)
+                        buffer_capacity=512)
     # Pendulum returns are <= 0 and episodes last 200 steps: 2 actors x 200 iterations -> 2
     assert ret.size == 2 and np.all(ret <= 0)
 
@@ -81,7 +81,7 @@ def test_d4pg_pendulum_runs_and_stays_finite():
         (DQNConfig, dict(num_actors=0), "num_actors"),
         (DQNConfig, dict(actor_update_period=0), "actor_update_period"),
         (DQNConfig, dict(gamma=1.5), "gamma"),
-        (DQNConfig, dict(batch_size=64, buffer_size=32), "buffer_size"),
+        (DQNConfig, dict(batch_size=64, buffer_capacity=32), "buffer_capacity"),
         (DQNConfig, dict(hidden_sizes=[64]), "hidden_sizes"),
         (D4PGConfig, dict(v_min=10.0, v_max=-10.0), "v_max"),
         (DQNConfig, dict(num_actors=8, total_steps=4), "total_steps"),
@@ -322,7 +322,7 @@ from jaxrl_pim.actorq.single import episode_returns, make_system, make_train
 # (8 of 8 seeds better than -210 after 6,000 steps)
 cfg = default_config("d4pg", "Pendulum-v1", precision="int8", num_actors=1,
                      total_steps=6_000, learning_starts=500, batch_size=128,
-                     buffer_size=10_000, hidden_sizes=(64, 64),
+                     buffer_capacity=10_000, hidden_sizes=(64, 64),
                      critic_hidden_sizes=(128, 128, 64), policy_learning_rate=1e-3)
 system = make_system(cfg)
 state, metrics = jax.jit(make_train(cfg))(jax.random.PRNGKey(0))
