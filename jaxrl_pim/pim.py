@@ -457,9 +457,15 @@ def side_by_side(measured: Mapping[str, float], est: PIMEstimate) -> str:
     return "\n".join(lines)
 
 
-def run_estimate(config: TabularConfig, num_rows: int, name: str) -> dict[str, Any]:
-    """What a command stores under ``results.pim_estimate``: the system's name and
-    parameters and the projected phases (seconds) with their counted work."""
+def report_estimate(config: TabularConfig, num_rows: int, name: str,
+                    measured: Mapping[str, float]) -> dict[str, Any]:
+    """For a command's ``--pim-estimate NAME``: print the projected phases next to the
+    measured ``timing_s`` (seconds) and return what the report stores under
+    ``results.pim_estimate`` (the system's name and parameters, the projected phases in
+    seconds and their counted work)."""
     system = get_system(name)
-    return {"system": name, "parameters": system.as_dict(),
-            **estimate(config, num_rows, system).as_dict()}
+    est = estimate(config, num_rows, system)
+    print(f"Projected on {name} (jaxrl_pim.pim: a cost model, not a measurement; "
+          "docs/pim.md):")
+    print(side_by_side(measured, est))
+    return {"system": name, "parameters": system.as_dict(), **est.as_dict()}
