@@ -13,7 +13,8 @@ The model, per lane-holding core (DPU); every term is counted from the configura
   and a modulo for the row index), the bootstrap (Q-learning: the max over ``A`` entries;
   SARSA: an LCG draw for epsilon-greedy, a modulo with probability epsilon, otherwise the
   arg-max), and the update (fp32: 2 float multiplies and 3 float adds; int32 fixed point: 2
-  32-bit multiplies, 2 divisions to rescale and 3 adds), the loop, and
+  32-bit multiplies, 2 divisions to rescale and 3 adds; fp16 and bf16 are costed as fp32,
+  as UPMEM has no half-precision unit), the loop, and
   ``update_overhead_instructions``. Each operation costs :class:`OpCosts` instructions
   (integer add / compare native; 32-bit multiply, division and every float operation
   emulated in software on UPMEM).
@@ -360,6 +361,7 @@ SOURCES: dict[str, dict[str, str]] = {
         "mram_bytes": "assumption: the two 32 MiB banks a PCU serves",
         "dma_latency_cycles": "assumption: a bank access of about 46 ns at 300 MHz",
         "dma_cycles_per_byte": "assumption: one 32-byte column per cycle",
+        "dma_block_bytes": "assumption: a 256-byte burst (8 columns of 32 bytes)",
         "cpu_to_dpu_bytes_per_s": "assumption: HBM2 Aquabolt, 1,024 pins x 2.4 Gb/s = "
                                   "307.2 GB/s per cube (the host shares the PIM's bus)",
         "dpu_to_cpu_bytes_per_s": "as cpu_to_dpu (assumption)",
