@@ -209,3 +209,20 @@ def test_command_prints_and_stores_the_estimate(system, tmp_path, capsys) -> Non
     expected = estimate(cfg, 800, pim.get_system(system))
     assert est["total"] == pytest.approx(expected.total)
     assert est["work"]["updates_per_dpu"] == 100 * 4 and est["work"]["sync_rounds"] == 2
+
+
+@pytest.mark.parametrize("system", pim.SYSTEM_NAMES)
+def test_every_variant_and_environment_has_a_finite_estimate(system) -> None:
+    import math
+
+    shapes = {"frozenlake": (16, 4), "taxi": (500, 6), "cliffwalking": (48, 4)}
+    for s, a in shapes.values():
+        for algo in ("q", "sarsa"):
+            for sampling in ("seq", "ran", "str"):
+                for dtype in ("fp32", "int32", "fp16", "bf16"):
+                    for independent in (False, True):
+                        w = Workload(s, a, algo, sampling, dtype, independent=independent)
+                        e = estimate(w, 1_000_000, pim.get_system(system))
+                        phases = (e.transfer_in, e.kernel, e.sync, e.transfer_out)
+                        assert all(math.isfinite(p) and p >= 0 for p in phases)
+                        assert e.kernel > 0 and e.total == pytest.approx(sum(phases))
