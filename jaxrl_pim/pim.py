@@ -332,10 +332,14 @@ SOURCES: dict[str, dict[str, str]] = {
         "dma_cycles_per_byte": "PrIM: beta = 0.5 cycles per byte (as read; assumption "
                                "until checked)",
         "dma_block_bytes": "UPMEM SDK mram_read / mram_write: at most 2,048 bytes",
-        "cpu_to_dpu_bytes_per_s": "PrIM: parallel CPU-DPU transfers, 2,556 DPUs, 6.68 GB/s "
-                                  "(as read; assumption until checked)",
-        "dpu_to_cpu_bytes_per_s": "PrIM: parallel DPU-CPU transfers, 2,556 DPUs, 4.74 GB/s "
-                                  "(as read; assumption until checked)",
+        "cpu_to_dpu_bytes_per_s": "PrIM: parallel CPU-DPU transfers into one rank of 64 "
+                                  "DPUs, 6.68 GB/s (as read; a third-party note stored with "
+                                  "the project quotes the same figure for 64 DPUs); applied "
+                                  "to the whole system: an assumption, as rank-level effects "
+                                  "are not modelled",
+        "dpu_to_cpu_bytes_per_s": "PrIM: parallel DPU-CPU transfers out of one rank of 64 "
+                                  "DPUs, 4.74 GB/s (as read; assumption until checked); "
+                                  "applied to the whole system",
         "host_sync_bytes_per_s": "calibrated: Taxi Q-SEQ-INT32 sync share at 2,000 cores "
                                  "(SwiftRL); see pim.calibrate",
         "ops": "PrIM arithmetic throughput (see UPMEM_OPS; float compare an assumption)",
