@@ -261,7 +261,7 @@ def throughput_section(size: dict[str, Any], seed: int) -> list[dict[str, Any]]:
     """Section 3: environment steps per second per actor count, refresh period and
     transport."""
     from jaxrl_pim.actorq.config import default_config
-    from jaxrl_pim.actorq.distributed import run_distributed
+    from jaxrl_pim.actorq.distributed import DistributedRun, run_distributed
 
     rows = []
     runs = [("ray", n, 100) for n in size["actor_counts"]]
@@ -270,7 +270,8 @@ def throughput_section(size: dict[str, Any], seed: int) -> list[dict[str, Any]]:
     for transport, n, period in runs:
         cfg = default_config(**dict(THROUGHPUT_TASK, actor_update_period=period), num_actors=n,
                              precision="fp32", total_steps=n * size["throughput_steps_per_actor"])
-        out = run_distributed(cfg, seed, transport=transport, final_eval=False)
+        out = run_distributed(cfg, DistributedRun(seed, transport=transport,
+                                                  final_eval=False))._asdict()
         rec = _distributed_record(out)
         rec.update(actors_count=n, actor_update_period=period, config=_jsonable(cfg),
                    env_steps_per_s=out["env_steps"] / out["timing_s"]["train"])

@@ -4,13 +4,14 @@ ActorQ is the actor-learner system of Krishnan, Lam, Chitlangia, Wan, Barth-Maro
 Janapa Reddi, "QuaRL: Quantization for Fast and Environmentally Sustainable Reinforcement
 Learning", TMLR 2022. The learner trains in full precision; every ``actor_update_period``
 actor steps the policy is quantized (int8 or fp16 through :mod:`jaxrl_pim.quant`, or left
-fp32), broadcast and acted with. Two deployments share the same agents, rules and broadcast
-code:
+fp32), broadcast and acted with. A run is a :class:`DQNConfig` or a :class:`D4PGConfig`
+(each holds its algorithm's rules). Two deployments share the same agents, rules and
+broadcast code:
 
 * single program (:mod:`.single`): ``make_train(config) -> train(key) -> (state, metrics)``,
   actors vmapped on the learner's device, everything jitted; ``run_timed`` drives it in
   timed chunks with optional checkpoints and resume;
-* distributed (:mod:`.distributed`): ``run_distributed(config, seed, transport="ray")``, the
+* distributed (:mod:`.distributed`): ``run_distributed(config, DistributedRun(seed))``, the
   learner here and the actors as Ray actors (:mod:`.ray_pool`: broadcasts through the object
   store, restarts after failures, a local Ray or a cluster) or as local OS processes
   (:mod:`.transport`: a shared-memory block and a queue), each an :class:`.worker.ActorWorker`.
@@ -21,47 +22,29 @@ int8 actors compute with int8 matmuls (:mod:`jaxrl_pim.quant.compute`) unless
 The building blocks come from the rest of the library: the DQN loss from
 :mod:`jaxrl_pim.rl.dqn`, the networks from :mod:`jaxrl_pim.rl.networks`, the replay from
 :mod:`jaxrl_pim.replay`, environments from :func:`jaxrl_pim.envs.make`. The PTQ / QAT studies
-moved to :mod:`jaxrl_pim.studies`. See ``docs/quantization.md``.
+are :mod:`jaxrl_pim.studies`. The pieces a run is assembled from (agents, rules, broadcast
+codecs, replay, transports) are reached through their modules. See ``docs/quantization.md``.
 """
 
-from jaxrl_pim._deprecated import renamed
-from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.algorithms import make_agent
-from jaxrl_pim.actorq.broadcast import actor_params, broadcast_spec, decode, encode
-from jaxrl_pim.actorq.config import ActorQConfig, default_config
-from jaxrl_pim.actorq.distributed import run_distributed, run_multiprocess
+from jaxrl_pim.actorq.config import ActorQConfig, D4PGConfig, DQNConfig, default_config
+from jaxrl_pim.actorq.distributed import DistributedResult, DistributedRun, run_distributed
 from jaxrl_pim.actorq.energy import EnergyTracker
 from jaxrl_pim.actorq.experiment import compare_precisions, run_one
-from jaxrl_pim.actorq.metrics import reward_target, speedups, time_to_reward
-from jaxrl_pim.actorq.replay import make_replay
-from jaxrl_pim.actorq.rules import categorical_l2_project, n_step_window
+from jaxrl_pim.actorq.metrics import speedups, time_to_reward
 from jaxrl_pim.actorq.single import make_system, make_train, run_timed
-
-__getattr__ = renamed(__name__, {
-    "Transition": "jaxrl_pim.replay.NStepTransition",
-    "make_env": "jaxrl_pim.envs.make_with_info",
-})
 
 __all__ = [
     "ActorQConfig",
-    "Agent",
+    "D4PGConfig",
+    "DQNConfig",
+    "DistributedResult",
+    "DistributedRun",
     "EnergyTracker",
-    "EnvInfo",
-    "actor_params",
-    "broadcast_spec",
-    "categorical_l2_project",
     "compare_precisions",
-    "decode",
     "default_config",
-    "encode",
-    "make_agent",
-    "make_replay",
     "make_system",
     "make_train",
-    "n_step_window",
-    "reward_target",
     "run_distributed",
-    "run_multiprocess",
     "run_one",
     "run_timed",
     "speedups",

@@ -1,4 +1,12 @@
-"""ActorQ configuration: one frozen dataclass for both algorithms and both deployments.
+"""ActorQ configuration: one frozen dataclass per algorithm, each holding its own rules.
+
+A run is a :class:`DQNConfig` (discrete actions) or a :class:`D4PGConfig` (continuous
+actions). Both extend :class:`ActorQConfig`, the settings every run has (the task, the actors,
+the replay and the learner's schedule); each adds only its own fields and carries the
+functions that differ between the algorithms -- ``make_agent(info)`` (the learner and actor),
+``exploration(env_steps)`` (epsilon, or the Gaussian noise scale) and ``replay_exponents()``
+(prioritized or uniform replay) -- so the rest of ActorQ never asks which algorithm it runs.
+``algo`` is the algorithm's name (for reports and the command line), not a setting.
 
 The learner always trains in full precision; ``precision`` only chooses how the policy is
 broadcast to (and held by) the actors: ``"fp32"`` (no quantization), ``"fp16"`` (float16
@@ -14,12 +22,18 @@ Units: every ``*_steps`` count is in environment steps summed over all actors;
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.playground import is_playground_name, parse_name
 from jaxrl_pim.rl.common import check_env
+
+if TYPE_CHECKING:
+    import jax
+
+    from jaxrl_pim.actorq.agent import Agent
+    from jaxrl_pim.envs.factory import EnvInfo
 
 ALGOS = ("dqn", "d4pg")
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -33,20 +47,6 @@ D4PG_ENVS = ("Pendulum-v1",)
 # optional "@<max_steps>" time limit (default: the task's episode_length, 1000 steps); the
 # name itself is checked when the environment is built (jaxrl_pim.envs.playground).
 
-# Per-algorithm defaults, applied by ``default_config`` (the paper's settings, scaled down
-# for a CPU: the paper's 3 x 2048 MLPs are a ``hidden_sizes`` away).
-_DQN_DEFAULTS: dict[str, Any] = dict(
-    learning_rate=1e-3, batch_size=64, n_step=1, prioritized=True, max_grad_norm=10.0
-)
-_D4PG_DEFAULTS: dict[str, Any] = dict(
-    learning_rate=1e-4,
-    batch_size=256,
-    n_step=5,
-    prioritized=False,
-    max_grad_norm=40.0,
-    hidden_sizes=(256, 256),
-    critic_hidden_sizes=(256, 256, 128),
-)
 # Pendulum's discounted returns reach about -1,600; scaling rewards by 0.1 keeps them inside
 # the paper's [-150, 150] critic support. The paper's Adam 1e-4 needs far more learner updates
 # than a CPU budget allows: with 4 actors and 20k environment steps (about 4,750 updates) it
@@ -62,10 +62,11 @@ _ENV_DEFAULTS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class ActorQConfig:
-    """Settings of one ActorQ run (validated at construction).
+    """Settings every ActorQ run has (validated at construction). A run is built from one of
+    the algorithm configs, :class:`DQNConfig` or :class:`D4PGConfig`.
 
     Attributes:
-      algo: ``"dqn"`` (discrete actions) or ``"d4pg"`` (continuous actions).
+      algo: the algorithm's name, ``"dqn"`` or ``"d4pg"`` (set by the class, not a setting).
       env_name: gymnax task with flat observations, discrete actions for DQN (tuned:
         CartPole-v1, Acrobot-v1, MountainCar-v0), continuous for D4PG (tuned: Pendulum-v1),
         or for D4PG a MuJoCo Playground task ``"playground/<EnvName>[@<max_steps>]"``, e.g.
@@ -80,10 +81,8 @@ class ActorQConfig:
       actor_update_period: actor steps between two policy refreshes (pull + unpack + load).
       total_steps: environment steps over all actors and environments.
       hidden_sizes: policy MLP widths (DQN: the Q network).
-      critic_hidden_sizes: D4PG critic widths (layer-norm MLP).
       learning_rate: Adam step size (DQN's Q network; D4PG's critic, and its policy unless
         ``policy_learning_rate`` is set).
-      policy_learning_rate: D4PG policy step size; ``None`` = ``learning_rate``.
       buffer_size: replay capacity in transitions.
       batch_size: learner minibatch.
       learning_starts: environment steps collected before the first learner update.
@@ -93,20 +92,13 @@ class ActorQConfig:
       n_step: n of the n-step returns (DQN 1, D4PG 5).
       target_period: learner updates between hard target copies.
       max_grad_norm: global gradient-norm clip.
-      prioritized: proportional prioritized replay (DQN) instead of uniform (D4PG).
-      per_alpha / per_beta / per_eps: priority exponent, importance-weight exponent, floor.
-      epsilon: final (and acting) epsilon of the DQN actors.
-      epsilon_start / epsilon_decay_steps: linear decay from ``epsilon_start`` to
-        ``epsilon`` over that many environment steps (0 = constant ``epsilon``).
-      num_atoms / v_min / v_max: D4PG categorical critic support.
-      exploration_noise: D4PG Gaussian action noise, in units of the action half-range.
       reward_scale: rewards are multiplied by this before learning (returns are reported
         unscaled).
       return_window: completed episodes averaged for the reported training return.
       eval_episodes: episodes of the greedy (noise-free) quantized policy at evaluation.
     """
 
-    algo: str = "dqn"
+    algo: str = field(default="", init=False)
     env_name: str = "CartPole-v1"
     precision: str = "fp32"
     actor_compute: str = "native"
@@ -115,9 +107,7 @@ class ActorQConfig:
     actor_update_period: int = 100
     total_steps: int = 20_000
     hidden_sizes: tuple[int, ...] = (64, 64)
-    critic_hidden_sizes: tuple[int, ...] = (256, 256, 128)
     learning_rate: float = 1e-3
-    policy_learning_rate: float | None = None
     buffer_size: int = 50_000
     batch_size: int = 64
     learning_starts: int = 1_000
@@ -126,34 +116,30 @@ class ActorQConfig:
     n_step: int = 1
     target_period: int = 100
     max_grad_norm: float = 10.0
-    prioritized: bool = True
-    per_alpha: float = 0.6
-    per_beta: float = 0.2
-    per_eps: float = 1e-6
-    epsilon: float = 0.05
-    epsilon_start: float = 1.0
-    epsilon_decay_steps: int = 5_000
-    num_atoms: int = 51
-    v_min: float = -150.0
-    v_max: float = 150.0
-    exploration_noise: float = 0.3
     reward_scale: float = 1.0
     return_window: int = 10
     eval_episodes: int = 10
 
+    # whether the algorithm acts in discrete action spaces (else continuous)
+    discrete: ClassVar[bool] = True
+    # whether replay is sampled by priority (per-algorithm; a DQNConfig field)
+    prioritized: ClassVar[bool] = False
+
     def __post_init__(self) -> None:
-        check_choice("algo", self.algo, ALGOS)
+        if type(self) is ActorQConfig:
+            raise TypeError("ActorQConfig holds the settings every run shares; build a "
+                            "DQNConfig or a D4PGConfig (or default_config(algo, env_name))")
         if not isinstance(self.env_name, str):
             raise ValueError(f"env_name must be a task name (str), got {self.env_name!r}")
         if is_playground_name(self.env_name):
-            if self.algo != "d4pg":
+            if self.discrete:
                 raise ValueError(
                     f"env_name {self.env_name!r} is a MuJoCo Playground task with continuous "
-                    f"actions; it needs algo='d4pg', got algo={self.algo!r}"
+                    f"actions; it needs D4PG (D4PGConfig, algo='d4pg'), not {self.algo!r}"
                 )
             parse_name(self.env_name)
         else:
-            check_env("env_name", self.env_name, discrete=self.algo == "dqn",
+            check_env("env_name", self.env_name, discrete=self.discrete,
                       algo=f"ActorQ's {self.algo.upper()}")
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("actor_compute", self.actor_compute, COMPUTES)
@@ -161,20 +147,8 @@ class ActorQConfig:
         check_int("envs_per_actor", self.envs_per_actor, 1, 4096)
         check_int("actor_update_period", self.actor_update_period, 1, 10**7)
         check_int("total_steps", self.total_steps, 1, 10**10)
-        if not isinstance(self.hidden_sizes, tuple) or not self.hidden_sizes:
-            raise ValueError(f"hidden_sizes must be a non-empty tuple, got {self.hidden_sizes!r}")
-        if not isinstance(self.critic_hidden_sizes, tuple) or not self.critic_hidden_sizes:
-            raise ValueError(
-                f"critic_hidden_sizes must be a non-empty tuple, got {self.critic_hidden_sizes!r}"
-            )
-        for i, h in enumerate(self.hidden_sizes):
-            check_int(f"hidden_sizes[{i}]", h, 1, 65536)
-        for i, h in enumerate(self.critic_hidden_sizes):
-            check_int(f"critic_hidden_sizes[{i}]", h, 1, 65536)
+        _check_sizes("hidden_sizes", self.hidden_sizes)
         check_float("learning_rate", self.learning_rate, 0.0, 1.0, lo_open=True)
-        if self.policy_learning_rate is not None:
-            check_float("policy_learning_rate", self.policy_learning_rate, 0.0, 1.0,
-                        lo_open=True)
         check_int("batch_size", self.batch_size, 1, 1 << 16)
         check_int("buffer_size", self.buffer_size, self.batch_size, 10**8)
         check_int("learning_starts", self.learning_starts, 0, 10**10)
@@ -183,18 +157,6 @@ class ActorQConfig:
         check_int("n_step", self.n_step, 1, 1000)
         check_int("target_period", self.target_period, 1, 10**7)
         check_float("max_grad_norm", self.max_grad_norm, 0.0, None, lo_open=True)
-        if not isinstance(self.prioritized, bool):
-            raise ValueError(f"prioritized must be a bool, got {self.prioritized!r}")
-        check_float("per_alpha", self.per_alpha, 0.0, 1.0)
-        check_float("per_beta", self.per_beta, 0.0, 1.0)
-        check_float("per_eps", self.per_eps, 0.0, 1.0, lo_open=True)
-        check_float("epsilon", self.epsilon, 0.0, 1.0)
-        check_float("epsilon_start", self.epsilon_start, 0.0, 1.0)
-        check_int("epsilon_decay_steps", self.epsilon_decay_steps, 0, 10**10)
-        check_int("num_atoms", self.num_atoms, 2, 4096)
-        check_float("v_min", self.v_min)
-        check_float("v_max", self.v_max, self.v_min, None, lo_open=True)
-        check_float("exploration_noise", self.exploration_noise, 0.0, 10.0)
         check_float("reward_scale", self.reward_scale, 0.0, None, lo_open=True)
         check_int("return_window", self.return_window, 1, 10**6)
         check_int("eval_episodes", self.eval_episodes, 1, 10**5)
@@ -215,25 +177,172 @@ class ActorQConfig:
         """Iterations of the single-program loop (``total_steps`` rounded down)."""
         return self.total_steps // self.steps_per_iteration
 
-    def replace(self, **changes: Any) -> ActorQConfig:
+    def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes`` applied."""
         return dataclasses.replace(self, **changes)
+
+    # The algorithm's rules (each algorithm config defines them).
+    def make_agent(self, info: EnvInfo) -> Agent:
+        """The learner and actor functions of this algorithm for the task ``info``."""
+        raise NotImplementedError
+
+    def exploration(self, env_steps: jax.Array) -> jax.Array:
+        """The actors' exploration parameter (float32 scalar) after ``env_steps`` steps."""
+        raise NotImplementedError
+
+    def replay_exponents(self) -> tuple[float, float, float]:
+        """``(alpha, beta, eps)`` of the replay: priority exponent, importance-weight
+        exponent, priority floor; ``alpha = beta = 0`` samples uniformly."""
+        return 0.0, 0.0, 1e-6
+
+
+@dataclass(frozen=True)
+class DQNConfig(ActorQConfig):
+    """ActorQ DQN (discrete actions): an epsilon-greedy Q-network actor and a DQN learner
+    with prioritized replay (:mod:`jaxrl_pim.actorq.dqn`). The shared settings are those of
+    :class:`ActorQConfig`; the defaults are the paper's, scaled for a CPU (Adam 1e-3, batch
+    64, 1-step returns, gradient clip 10).
+
+    Attributes:
+      prioritized: proportional prioritized replay instead of uniform.
+      per_alpha / per_beta / per_eps: priority exponent, importance-weight exponent, floor.
+      epsilon: final (and acting) epsilon of the actors.
+      epsilon_start / epsilon_decay_steps: linear decay from ``epsilon_start`` to
+        ``epsilon`` over that many environment steps (0 = constant ``epsilon``).
+    """
+
+    algo: str = field(default="dqn", init=False)
+    prioritized: bool = True  # type: ignore[misc]  # a setting of DQN, fixed for D4PG
+    per_alpha: float = 0.6
+    per_beta: float = 0.2
+    per_eps: float = 1e-6
+    epsilon: float = 0.05
+    epsilon_start: float = 1.0
+    epsilon_decay_steps: int = 5_000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.prioritized, bool):
+            raise ValueError(f"prioritized must be a bool, got {self.prioritized!r}")
+        check_float("per_alpha", self.per_alpha, 0.0, 1.0)
+        check_float("per_beta", self.per_beta, 0.0, 1.0)
+        check_float("per_eps", self.per_eps, 0.0, 1.0, lo_open=True)
+        check_float("epsilon", self.epsilon, 0.0, 1.0)
+        check_float("epsilon_start", self.epsilon_start, 0.0, 1.0)
+        check_int("epsilon_decay_steps", self.epsilon_decay_steps, 0, 10**10)
+
+    def make_agent(self, info: EnvInfo) -> Agent:
+        """:func:`jaxrl_pim.actorq.dqn.make_dqn` for the task ``info``."""
+        from jaxrl_pim.actorq.dqn import make_dqn
+
+        return make_dqn(self, info)
+
+    def exploration(self, env_steps: jax.Array) -> jax.Array:
+        """Epsilon, decayed linearly from ``epsilon_start`` to ``epsilon`` over
+        ``epsilon_decay_steps`` environment steps (constant ``epsilon`` when that is 0)."""
+        import jax.numpy as jnp
+
+        if self.epsilon_decay_steps == 0:
+            return jnp.asarray(self.epsilon, jnp.float32)
+        frac = jnp.clip(env_steps / self.epsilon_decay_steps, 0.0, 1.0)
+        return (self.epsilon_start + frac * (self.epsilon - self.epsilon_start)).astype(
+            jnp.float32)
+
+    def replay_exponents(self) -> tuple[float, float, float]:
+        """``(per_alpha, per_beta, per_eps)``, or uniform ``(0, 0, per_eps)`` without
+        ``prioritized``."""
+        if self.prioritized:
+            return self.per_alpha, self.per_beta, self.per_eps
+        return 0.0, 0.0, self.per_eps
+
+
+@dataclass(frozen=True)
+class D4PGConfig(ActorQConfig):
+    """ActorQ D4PG (continuous actions): a Gaussian-noise policy actor and a distributional
+    critic learner with uniform replay (:mod:`jaxrl_pim.actorq.d4pg`). The shared settings
+    are those of :class:`ActorQConfig`, with D4PG's defaults (Adam 1e-4, batch 256, 5-step
+    returns, gradient clip 40, 256 x 256 policy).
+
+    Attributes:
+      critic_hidden_sizes: critic widths (layer-norm MLP).
+      policy_learning_rate: policy step size; ``None`` = ``learning_rate``.
+      num_atoms / v_min / v_max: categorical critic support.
+      exploration_noise: Gaussian action noise, in units of the action half-range.
+    """
+
+    algo: str = field(default="d4pg", init=False)
+    env_name: str = "Pendulum-v1"
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    learning_rate: float = 1e-4
+    batch_size: int = 256
+    n_step: int = 5
+    max_grad_norm: float = 40.0
+    critic_hidden_sizes: tuple[int, ...] = (256, 256, 128)
+    policy_learning_rate: float | None = None
+    num_atoms: int = 51
+    v_min: float = -150.0
+    v_max: float = 150.0
+    exploration_noise: float = 0.3
+
+    discrete: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_sizes("critic_hidden_sizes", self.critic_hidden_sizes)
+        if self.policy_learning_rate is not None:
+            check_float("policy_learning_rate", self.policy_learning_rate, 0.0, 1.0,
+                        lo_open=True)
+        check_int("num_atoms", self.num_atoms, 2, 4096)
+        check_float("v_min", self.v_min)
+        check_float("v_max", self.v_max, self.v_min, None, lo_open=True)
+        check_float("exploration_noise", self.exploration_noise, 0.0, 10.0)
+
+    def make_agent(self, info: EnvInfo) -> Agent:
+        """:func:`jaxrl_pim.actorq.d4pg.make_d4pg` for the task ``info``."""
+        from jaxrl_pim.actorq.d4pg import make_d4pg
+
+        return make_d4pg(self, info)
+
+    def exploration(self, env_steps: jax.Array) -> jax.Array:
+        """The Gaussian noise scale ``exploration_noise`` (constant)."""
+        import jax.numpy as jnp
+
+        del env_steps
+        return jnp.asarray(self.exploration_noise, jnp.float32)
+
+
+CONFIGS: dict[str, type[ActorQConfig]] = {"dqn": DQNConfig, "d4pg": D4PGConfig}
+"""The algorithm config of each name in ``ALGOS``."""
+
+
+def _check_sizes(name: str, sizes: Any) -> None:
+    if not isinstance(sizes, tuple) or not sizes:
+        raise ValueError(f"{name} must be a non-empty tuple, got {sizes!r}")
+    for i, h in enumerate(sizes):
+        check_int(f"{name}[{i}]", h, 1, 65536)
 
 
 def default_config(
     algo: str = "dqn", env_name: str | None = None, **overrides: Any
 ) -> ActorQConfig:
-    """An ``ActorQConfig`` with the algorithm's and the task's defaults, then ``overrides``.
+    """The config of ``algo`` (``CONFIGS[algo]``, whose defaults are the algorithm's) with the
+    task's defaults, then ``overrides``.
 
     DQN: Adam 1e-3, batch 64, prioritized replay (alpha 0.6, beta 0.2), 1-step returns.
     D4PG: Adam 1e-4, batch 256, uniform replay, 5-step returns, gradient clip 40.
-    Task defaults then apply (Pendulum-v1: rewards x 0.1, critic Adam 1e-3, policy 3e-4).
+    Task defaults then apply (Pendulum-v1: rewards x 0.1, critic Adam 1e-3, policy 3e-4;
+    MountainCar-v0: epsilon decayed over 20,000 steps). An override that is not a setting of
+    ``algo`` is a ValueError naming it.
     """
     check_choice("algo", algo, ALGOS)
-    if env_name is None:
-        env_name = DQN_ENVS[0] if algo == "dqn" else D4PG_ENVS[0]
-    kwargs: dict[str, Any] = dict(algo=algo, env_name=env_name)
-    kwargs.update(_DQN_DEFAULTS if algo == "dqn" else _D4PG_DEFAULTS)
-    kwargs.update(_ENV_DEFAULTS.get(env_name, {}))
+    cls = CONFIGS[algo]
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ValueError(f"{unknown[0]} is not a setting of {algo.upper()} ({cls.__name__}); "
+                         f"its settings: {', '.join(sorted(names))}")
+    kwargs: dict[str, Any] = {} if env_name is None else {"env_name": env_name}
+    task = _ENV_DEFAULTS.get(env_name or cls.env_name, {})
+    kwargs.update({k: v for k, v in task.items() if k in names})
     kwargs.update(overrides)
-    return ActorQConfig(**kwargs)
+    return cls(**kwargs)

@@ -1,9 +1,9 @@
 """Distributed ActorQ: actors in other processes (Ray actors, or local OS processes), the
 learner here.
 
-``run_distributed(config, seed, transport="ray")`` runs the learner in this process on the
-default device (a GPU when there is one) and ``config.num_actors`` actors through an actor
-pool:
+``run_distributed(config, DistributedRun(seed, transport="ray"))`` runs the learner in this
+process on the default device (a GPU when there is one) and ``config.num_actors`` actors
+through an actor pool:
 
 * ``"ray"`` (:class:`~jaxrl_pim.actorq.ray_pool.RayPool`): Ray actors, on this machine
   (``ray.init()``) or on a cluster (``ray_address``); broadcasts through the object store;
@@ -28,17 +28,18 @@ actor that failed: at most ``in_flight`` batches per failure) and ``transitions_
 
 Checkpoints (``checkpoints=``, a :class:`jaxrl_pim.checkpoint.Checkpoints` folder): the
 learner's state, its replay and its counters are saved every ``checkpoint_every``
-environment steps and at the end; ``resume=True`` continues from the newest one with fresh
-actors (their environments restart; the learner's updates continue where they stopped).
-Unlike single-program mode the continuation is not bit-identical to an uninterrupted run:
-arrival order depends on timing.
+environment steps and at the end; with ``resume`` (both in :class:`DistributedRun`) the run
+continues from the newest one with fresh actors (their environments restart; the learner's
+updates continue where they stopped). Unlike single-program mode the continuation is not
+bit-identical to an uninterrupted run: arrival order depends on timing.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -47,15 +48,17 @@ import numpy as np
 from jaxrl_pim.actorq.actor import evaluate
 from jaxrl_pim.actorq.broadcast import actor_params, encode
 from jaxrl_pim.actorq.config import ActorQConfig
-from jaxrl_pim.actorq.single import Curve, default_checkpoint_every, make_learner
+from jaxrl_pim.actorq.single import Curve, make_learner
 from jaxrl_pim.actorq.worker import ACTOR_PHASES, Lost
+from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.replay import NStepTransition
+from jaxrl_pim.runs import default_every, restore_latest
 
 TRANSPORTS = ("ray", "processes")
 
-__all__ = ["ACTOR_PHASES", "TRANSPORTS", "actor_breakdown", "make_pool", "run_distributed",
-           "run_multiprocess"]
+__all__ = ["ACTOR_PHASES", "TRANSPORTS", "DistributedResult", "DistributedRun",
+           "actor_breakdown", "make_pool", "run_distributed"]
 
 
 def make_pool(transport: str, ray_address: str | None = None, **kwargs: Any) -> Any:
@@ -73,54 +76,130 @@ def make_pool(transport: str, ray_address: str | None = None, **kwargs: Any) -> 
     raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}; got {transport!r}")
 
 
-def run_distributed(
-    config: ActorQConfig,
-    seed: int = 0,
-    *,
-    transport: str = "ray",
-    ray_address: str | None = None,
-    pool: Any = None,
-    callback: Callable[..., None] | None = None,
-    final_eval: bool = True,
-    start_timeout_s: float = 300.0,
-    message_timeout_s: float = 180.0,
-    checkpoints: Any = None,
-    checkpoint_every: int | None = None,
-    resume: bool = False,
-    on_batch: Callable[[Any, dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Train with ``config.num_actors`` distributed actors; returns results and timings.
+@dataclass(frozen=True)
+class DistributedRun:
+    """How a distributed run is deployed and driven (what it trains is the config).
 
-    Args:
-      config: the run (``num_actors`` actors of ``envs_per_actor`` environments each).
+    Attributes:
       seed: PRNG seed of the learner and the actors' environments.
       transport: ``"ray"`` or ``"processes"`` (see the module docstring); ignored when
-        ``pool`` is given.
-      ray_address: Ray cluster to join (None: a local instance).
-      pool: an actor pool object to use instead (e.g. a ``RayPool`` with other settings).
-      callback: ``callback(env_steps, total_steps, {"return": ...})`` after every batch.
+        :func:`run_distributed` is given a ``pool``.
+      ray_address: Ray cluster to join (None: a local instance); ``transport="ray"`` only.
       final_eval: evaluate the final quantized policy greedily.
       start_timeout_s: how long to wait for the actors to start, in seconds (RuntimeError
         after that).
       message_timeout_s: how long to wait for each batch, in seconds (RuntimeError after
         that).
+      checkpoint_every: environment steps between checkpoints (None: about 10 % of the run,
+        :func:`jaxrl_pim.runs.default_every`); used with ``checkpoints``.
+      resume: continue from the newest checkpoint in ``checkpoints``.
+    """
+
+    seed: int = 0
+    transport: str = "ray"
+    ray_address: str | None = None
+    final_eval: bool = True
+    start_timeout_s: float = 300.0
+    message_timeout_s: float = 180.0
+    checkpoint_every: int | None = None
+    resume: bool = False
+
+    def __post_init__(self) -> None:
+        check_int("seed", self.seed)
+        check_choice("transport", self.transport, TRANSPORTS)
+        if self.ray_address is not None and self.transport != "ray":
+            raise ValueError("ray_address needs transport='ray'")
+        check_float("start_timeout_s", self.start_timeout_s, 0.0, None, lo_open=True)
+        check_float("message_timeout_s", self.message_timeout_s, 0.0, None, lo_open=True)
+        if self.checkpoint_every is not None:
+            check_int("checkpoint_every", self.checkpoint_every, 1)
+
+
+class DistributedResult(NamedTuple):
+    """What :func:`run_distributed` returns (``_asdict()`` gives the JSON-ready report
+    fields, less ``final_state`` and with ``curve`` to convert).
+
+    Attributes:
+      transport: the pool's name (``"ray"`` or ``"processes"``).
+      curve: one point per ingested batch: its arrival time (seconds of training, compile
+        excluded, continued across a resume), the environment steps so far and the mean of
+        the last ``return_window`` completed episodes (nan: none yet).
+      episode_returns: float64 ``[E]``, every completed episode's return in arrival order.
+      final_eval_return: mean return of the greedy quantized policy over ``eval_episodes``
+        episodes (None without ``final_eval``).
+      env_steps: environment steps ingested (counted across a resume).
+      learner_updates: learner updates done.
+      broadcasts: policies published to the actors (the initial one included).
+      broadcast_bytes: bytes of one broadcast (the encoded policy).
+      experience_bytes: bytes of transitions received from the actors.
+      replay_size: transitions held in replay at the end.
+      transitions_requested: environment steps asked of the actors (this call).
+      transitions_received: environment steps received and added to replay (this call).
+      transitions_lost: environment steps in batches in flight on a failed actor (this call).
+      transitions_unused: environment steps still in flight at the end (this call).
+      batches_lost: batches lost with failed actors (this call).
+      actor_failures: actor failures seen (this call).
+      actors_dropped: actors given up on (restarts used up or not answering).
+      transitions_lost_total: ``transitions_lost`` including the runs before a resume.
+      actors: per-actor reports ``{actor_id: {"timing_s": {phase: s}, "refreshes",
+        "rollouts", ...}}``.
+      actor_breakdown_ms: :func:`actor_breakdown` of ``actors`` (milliseconds, fractions).
+      timing_s: learner phases in seconds: startup, wait, ingest, learn, publish,
+        checkpoint, eval, train.
+      resumed_from: environment steps restored from a checkpoint (None: a fresh run).
+      final_state: the learner's final state (DQNState / D4PGState).
+    """
+
+    transport: str
+    curve: Curve
+    episode_returns: np.ndarray
+    final_eval_return: float | None
+    env_steps: int
+    learner_updates: int
+    broadcasts: int
+    broadcast_bytes: int
+    experience_bytes: int
+    replay_size: int
+    transitions_requested: int
+    transitions_received: int
+    transitions_lost: int
+    transitions_unused: int
+    batches_lost: int
+    actor_failures: int
+    actors_dropped: int
+    transitions_lost_total: int
+    actors: dict[int, dict[str, Any]]
+    actor_breakdown_ms: dict[str, float | None]
+    timing_s: dict[str, float]
+    resumed_from: int | None
+    final_state: Any
+
+
+def run_distributed(
+    config: ActorQConfig,
+    spec: DistributedRun | None = None,
+    *,
+    pool: Any = None,
+    checkpoints: Any = None,
+    callback: Callable[..., None] | None = None,
+    on_batch: Callable[[Any, dict[str, Any]], None] | None = None,
+) -> DistributedResult:
+    """Train with ``config.num_actors`` distributed actors; returns results and timings.
+
+    Args:
+      config: the run (``num_actors`` actors of ``envs_per_actor`` environments each).
+      spec: how it is deployed and driven (:class:`DistributedRun`; default: a local Ray,
+        seed 0).
+      pool: an actor pool object to use instead of ``spec.transport``'s (e.g. a ``RayPool``
+        with other settings).
       checkpoints: a :class:`jaxrl_pim.checkpoint.Checkpoints` folder (see the module
         docstring).
-      checkpoint_every: environment steps between checkpoints (default about 10 % of the
-        run).
-      resume: continue from the newest checkpoint in ``checkpoints``.
+      callback: ``callback(env_steps, total_steps, {"return": ...})`` after every batch.
       on_batch: ``on_batch(pool, summary)`` after every ingested batch (tests use it to
         stop an actor mid-run).
-
-    Returns:
-      A dict with ``curve`` (:class:`~jaxrl_pim.actorq.single.Curve`: arrival time of each
-      batch, environment steps, mean of the last ``return_window`` episodes),
-      ``episode_returns``, ``final_eval_return`` (None without ``final_eval``),
-      ``env_steps``, ``learner_updates``, ``broadcasts``, ``broadcast_bytes``,
-      ``experience_bytes``, ``replay_size``, the transition counters, ``actors`` (per-actor
-      phase times, refreshes, rollouts, incarnations), ``actor_breakdown_ms``, ``timing_s``
-      (learner phases), ``transport``, ``resumed_from`` and ``final_state``.
     """
+    spec = DistributedRun() if spec is None else spec
+    seed, resume = spec.seed, spec.resume
     env, env_params, info = make_with_info(config.env_name)
     agent, replay, learn = make_learner(config, info)
     key = jax.random.PRNGKey(seed)
@@ -133,13 +212,8 @@ def run_distributed(
 
     every = None
     if checkpoints is not None:
-        every = default_checkpoint_every(config) if checkpoint_every is None else \
-            checkpoint_every
-        if not isinstance(every, int) or every < 1:
-            raise ValueError(f"checkpoint_every must be >= 1 environment steps, got {every!r}")
-        if not resume and checkpoints.latest() is not None:
-            raise ValueError(f"{str(checkpoints.directory)!r} already holds checkpoints of a run; "
-                             "resume it (--resume) or choose another folder")
+        every = (default_every(config.total_steps, config.steps_per_iteration)
+                 if spec.checkpoint_every is None else spec.checkpoint_every)
     env_steps = updates = 0
     broadcasts = 1
     exp_bytes = 0
@@ -150,9 +224,11 @@ def run_distributed(
     train_offset = 0.0
     lost_before = 0
     resumed_from = None
-    if resume and checkpoints is not None and checkpoints.latest() is not None:
-        restored, meta = checkpoints.restore({"learner": learner, "replay": rstate})
-        learner, rstate = restored["learner"], restored["replay"]
+    restored = restore_latest(checkpoints, lambda _: {"learner": learner, "replay": rstate},
+                              resume=resume, unit="environment step")
+    if restored is not None:
+        meta = restored.meta
+        learner, rstate = restored.tree["learner"], restored.tree["replay"]
         env_steps, updates = int(meta["env_steps"]), int(meta["updates"])
         broadcasts, exp_bytes = int(meta["broadcasts"]), int(meta["experience_bytes"])
         returns, times, steps = list(meta["returns"]), list(meta["times"]), list(meta["steps"])
@@ -162,11 +238,11 @@ def run_distributed(
         resumed_from = env_steps
 
     if pool is None:
-        pool = make_pool(transport, ray_address)
+        pool = make_pool(spec.transport, spec.ray_address)
     example = jax.tree.map(lambda x: x[0], rstate.buffer.data)
     wire, meta_b = encode(agent.policy_params(learner), config.precision)
     try:
-        pool.start(config, seed, wire, meta_b, start_timeout_s)
+        pool.start(config, seed, wire, meta_b, spec.start_timeout_s)
         # Compile (the actors compile at the same time), before the clock starts.
         n_msg = config.actor_update_period * config.envs_per_actor
         msg_batch = jax.tree.map(lambda x: jnp.zeros((n_msg,) + x.shape, x.dtype), example)
@@ -188,7 +264,7 @@ def run_distributed(
         t_start = time.perf_counter()
         while env_steps < config.total_steps:
             t0 = time.perf_counter()
-            msg = pool.next(message_timeout_s)
+            msg = pool.next(spec.message_timeout_s)
             t1 = time.perf_counter()
             timing["wait"] += t1 - t0
             if isinstance(msg, Lost):
@@ -242,7 +318,7 @@ def run_distributed(
 
     t5 = time.perf_counter()
     final_return = None
-    if final_eval:
+    if spec.final_eval:
         final_params = actor_params(agent.policy_params(learner), config.precision,
                                     config.actor_compute)
         final_return = float(jax.jit(lambda p, k: evaluate(
@@ -250,34 +326,24 @@ def run_distributed(
     timing["eval"] = time.perf_counter() - t5
     counters = dict(pool.counters)
     counters["transitions_lost_total"] = lost_before + counters["transitions_lost"]
-    return {
-        "transport": pool.name,
-        "curve": Curve(np.asarray(times), np.asarray(steps), np.asarray(avgs)),
-        "episode_returns": np.asarray(returns),
-        "final_eval_return": final_return,
-        "env_steps": env_steps,
-        "learner_updates": updates,
-        "broadcasts": broadcasts,
-        "broadcast_bytes": wire.nbytes,
-        "experience_bytes": exp_bytes,
-        "replay_size": int(rstate.size),
+    return DistributedResult(
+        transport=pool.name,
+        curve=Curve(np.asarray(times), np.asarray(steps), np.asarray(avgs)),
+        episode_returns=np.asarray(returns),
+        final_eval_return=final_return,
+        env_steps=env_steps,
+        learner_updates=updates,
+        broadcasts=broadcasts,
+        broadcast_bytes=wire.nbytes,
+        experience_bytes=exp_bytes,
+        replay_size=int(rstate.size),
         **counters,
-        "actors": actors,
-        "actor_breakdown_ms": actor_breakdown(actors),
-        "timing_s": timing,
-        "resumed_from": resumed_from,
-        "final_state": learner,
-    }
-
-
-def run_multiprocess(config: ActorQConfig, seed: int = 0, **kwargs: Any) -> dict[str, Any]:
-    """Deprecated: ``run_distributed(config, seed, transport="processes", ...)``."""
-    import warnings
-
-    warnings.warn("jaxrl_pim.actorq.run_multiprocess is deprecated; use run_distributed("
-                  "config, seed, transport='processes') or transport='ray'", DeprecationWarning,
-                  stacklevel=2)
-    return run_distributed(config, seed, transport="processes", **kwargs)
+        actors=actors,
+        actor_breakdown_ms=actor_breakdown(actors),
+        timing_s=timing,
+        resumed_from=resumed_from,
+        final_state=learner,
+    )
 
 
 def actor_breakdown(actors: dict[int, dict[str, Any]]) -> dict[str, float | None]:

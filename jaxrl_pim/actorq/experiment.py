@@ -64,11 +64,12 @@ def run_one(
         out["broadcasts"] = 1 + int(state.iteration) // config.actor_update_period
         out["replay_size"] = int(state.replay.size)
     else:
-        from jaxrl_pim.actorq.distributed import run_distributed
+        from jaxrl_pim.actorq.distributed import DistributedRun, run_distributed
 
-        out = run_distributed(config, seed=seed, transport=mode, ray_address=ray_address,
-                              callback=callback, checkpoints=checkpoints,
+        spec = DistributedRun(seed, transport=mode, ray_address=ray_address,
                               checkpoint_every=checkpoint_every, resume=resume)
+        out = run_distributed(config, spec, checkpoints=checkpoints,
+                              callback=callback)._asdict()
         out.pop("final_state")
     curve = out.pop("curve")
     out["curve"] = {

@@ -24,12 +24,12 @@ import numpy as np
 
 from jaxrl_pim.actorq.actor import EnvCarry, env_step, evaluate, init_carry
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import actor_params
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Replay, ReplayState, make_replay
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.replay import NStepTransition
+from jaxrl_pim.runs import Plan, default_every, fingerprint, restore_latest, run_segments
 
 
 class RunState(NamedTuple):
@@ -55,18 +55,6 @@ class System(NamedTuple):
     evaluate: Callable[[Any, jax.Array], jax.Array]
 
 
-def exploration(config: ActorQConfig, env_steps: jax.Array) -> jax.Array:
-    """Epsilon (DQN, linearly decayed) or Gaussian noise scale (D4PG) at ``env_steps``."""
-    if config.algo == "d4pg":
-        return jnp.asarray(config.exploration_noise, jnp.float32)
-    if config.epsilon_decay_steps == 0:
-        return jnp.asarray(config.epsilon, jnp.float32)
-    frac = jnp.clip(env_steps / config.epsilon_decay_steps, 0.0, 1.0)
-    return (config.epsilon_start + frac * (config.epsilon - config.epsilon_start)).astype(
-        jnp.float32
-    )
-
-
 def transition_example(info: EnvInfo, agent: Agent) -> NStepTransition:
     """One zero transition (no batch axis) shaping the replay storage."""
     return NStepTransition(
@@ -84,10 +72,9 @@ def make_learner(config: ActorQConfig, info: EnvInfo) -> tuple[Agent, Replay, Ca
     ``learn(learner, replay_state, key) -> (learner, replay_state, loss)`` samples a batch,
     takes one learner update and, with prioritized replay, writes the new priorities.
     """
-    agent = make_agent(config, info)
-    alpha, beta = (config.per_alpha, config.per_beta) if config.prioritized else (0.0, 0.0)
-    replay = make_replay(config.buffer_size, transition_example(info, agent), alpha, beta,
-                         config.per_eps)
+    agent = config.make_agent(info)
+    replay = make_replay(config.buffer_size, transition_example(info, agent),
+                         *config.replay_exponents())
 
     def learn(learner, rstate, key):
         idx, batch, weights = replay.sample(rstate, key, config.batch_size)
@@ -135,7 +122,7 @@ def make_system(config: ActorQConfig) -> System:
     def iteration(state: RunState) -> tuple[RunState, dict[str, jax.Array]]:
         key, k_act, k_learn = jax.random.split(state.key, 3)
         it = state.iteration
-        explore = exploration(config, it * n_envs)
+        explore = config.exploration(it * n_envs)
         carry, out = step_all(state.actor_params, state.carry, jax.random.split(k_act, n_envs),
                               explore)
         rstate = replay.add(state.replay, out.transition, out.valid)
@@ -208,19 +195,11 @@ class Curve(NamedTuple):
     avg_return: np.ndarray  # mean of the last ``return_window`` completed episodes (nan: none)
 
 
-def default_checkpoint_every(config: ActorQConfig) -> int:
-    """Environment steps between checkpoints when none is given: about 10 % of the run."""
-    return max(config.steps_per_iteration, -(-config.total_steps // 10))
-
-
 def checkpoint_fingerprint(config: ActorQConfig, seed: Any, num_chunks: int,
                            mode: str = "single") -> dict[str, Any]:
-    """What a checkpoint must match to be resumed: the whole config, the seed, the chunking
-    (the compiled chunk program) and the deployment."""
-    from jaxrl_pim.report import to_jsonable
-
-    return {"config": to_jsonable(config), "seed": to_jsonable(seed), "num_chunks": num_chunks,
-            "mode": mode}
+    """What a checkpoint must match to be resumed (:func:`jaxrl_pim.runs.fingerprint`): the
+    whole config, the seed, the chunking (the compiled chunk program) and the deployment."""
+    return fingerprint(config, seed=seed, num_chunks=num_chunks, mode=mode)
 
 
 def _nan_to_none(values: list[float]) -> list[float | None]:
@@ -245,10 +224,10 @@ def run_timed(
 
     Checkpoints: with ``checkpoints`` (a :class:`jaxrl_pim.checkpoint.Checkpoints` folder) the
     whole :class:`RunState` (learner, actors' policy, environments, replay, PRNG key) and the
-    curve so far are saved atomically after the first chunk that completes
-    ``checkpoint_every`` environment steps since the last save (default
-    :func:`default_checkpoint_every`, about 10 % of the run) and after the last chunk; the
-    step of a checkpoint is the number of iterations done. ``resume=True`` continues from the
+    curve so far are saved atomically every ``checkpoint_every`` environment steps, rounded up
+    to whole chunks (default :func:`jaxrl_pim.runs.default_every` of ``total_steps``, about
+    10 % of the run), and after the last chunk (:func:`jaxrl_pim.runs.run_segments`); the step
+    of a checkpoint is the number of iterations done. ``resume=True`` continues from the
     newest checkpoint (a finished run is returned from its final checkpoint without training
     again); the resumed run's final state equals an uninterrupted run's bit for bit, because
     the iteration is a pure function of the state and the chunk program is the same. Without
@@ -259,16 +238,13 @@ def run_timed(
     total = config.num_iterations
     chunk = max(1, total // num_chunks)
     n_chunks = total // chunk
-    every = None
+    every = None  # iterations between checkpoints, whole chunks
     if checkpoints is not None:
-        steps = default_checkpoint_every(config) if checkpoint_every is None else \
-            checkpoint_every
+        steps = (default_every(config.total_steps, config.steps_per_iteration)
+                 if checkpoint_every is None else checkpoint_every)
         if not isinstance(steps, int) or steps < 1:
             raise ValueError(f"checkpoint_every must be >= 1 environment steps, got {steps!r}")
-        every = max(1, -(-steps // (chunk * config.steps_per_iteration)))  # in chunks
-        if not resume and checkpoints.latest() is not None:
-            raise ValueError(f"{str(checkpoints.directory)!r} already holds checkpoints of a run; "
-                             "resume it (--resume) or choose another folder")
+        every = chunk * max(1, -(-steps // (chunk * config.steps_per_iteration)))
 
     def run_chunk(state):
         return jax.lax.scan(lambda s, _: system.iteration(s), state, None, length=chunk)
@@ -282,8 +258,9 @@ def run_timed(
     avgs: list[float] = []
     all_returns: list[float] = []
     resumed_from = None
-    if resume and checkpoints is not None and checkpoints.latest() is not None:
-        state, meta = checkpoints.restore(state)
+    restored = restore_latest(checkpoints, lambda _: state, resume=resume, unit="iteration")
+    if restored is not None:
+        state, meta = restored.tree, restored.meta
         start_chunk = int(meta["chunks_done"])
         train_s = float(meta["train_s"])
         times, steps_l = list(meta["times"]), list(meta["steps"])
@@ -297,37 +274,36 @@ def run_timed(
         # clock, so the first of several runs in a process is not penalised
         jax.block_until_ready(run_chunk_c(init(jax.random.fold_in(key, 2))))
     compile_s = time.perf_counter() - t0
-
-    def save(c: int) -> None:
-        checkpoints.save(c * chunk, state, meta={
-            "chunks_done": c, "train_s": train_s, "times": times, "steps": steps_l,
-            "avgs": _nan_to_none(avgs), "returns": all_returns})
-
     window = config.return_window
-    checkpoint_s = 0.0
-    last_saved = start_chunk
-    for c in range(start_chunk, n_chunks):
-        t1 = time.perf_counter()
-        state, m = run_chunk_c(state)
-        m = jax.block_until_ready(m)
-        train_s += time.perf_counter() - t1
-        all_returns.extend(episode_returns(m).tolist())
-        times.append(train_s)
-        steps_l.append((c + 1) * chunk * config.steps_per_iteration)
-        avgs.append(float(np.mean(all_returns[-window:])) if all_returns else float("nan"))
-        if every is not None and (c + 1 - last_saved >= every or c + 1 == n_chunks):
-            t_ck = time.perf_counter()
-            save(c + 1)
-            last_saved = c + 1
-            checkpoint_s += time.perf_counter() - t_ck
-        if callback is not None:
-            callback(c + 1, n_chunks, {"return": avgs[-1]})
+
+    def train_from(state: RunState, iterations: int) -> tuple[RunState, None]:
+        nonlocal train_s
+        for _ in range(iterations // chunk):
+            t1 = time.perf_counter()
+            state, m = run_chunk_c(state)
+            m = jax.block_until_ready(m)
+            train_s += time.perf_counter() - t1
+            all_returns.extend(episode_returns(m).tolist())
+            times.append(train_s)
+            steps_l.append(len(times) * chunk * config.steps_per_iteration)
+            avgs.append(float(np.mean(all_returns[-window:])) if all_returns else float("nan"))
+            if callback is not None:
+                callback(len(times), n_chunks, {"return": avgs[-1]})
+        return state, None
+
+    def snapshot(state: RunState, iterations: int) -> tuple[RunState, dict[str, Any]]:
+        return state, {"chunks_done": iterations // chunk, "train_s": train_s, "times": times,
+                       "steps": steps_l, "avgs": _nan_to_none(avgs), "returns": all_returns}
+
+    finished = run_segments(train_from, state, Plan(start_chunk * chunk, n_chunks * chunk,
+                                                    every), checkpoints, snapshot=snapshot)
+    state = finished.state
     t2 = time.perf_counter()
     final_eval = float(eval_c(state.actor_params, jax.random.fold_in(key, 1)))
     eval_s = time.perf_counter() - t2
     timing = {"compile": compile_s, "train": train_s, "eval": eval_s}
     if checkpoints is not None:
-        timing["checkpoint"] = checkpoint_s
+        timing["checkpoint"] = finished.timing_s["checkpoint"]
     return {
         "curve": Curve(np.asarray(times), np.asarray(steps_l), np.asarray(avgs)),
         "episode_returns": np.asarray(all_returns),

@@ -28,7 +28,6 @@ from jaxrl_pim.actorq.actor import env_step, init_carry
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import BroadcastMeta, Wire, deserialize, load
 from jaxrl_pim.actorq.config import ActorQConfig
-from jaxrl_pim.actorq.single import exploration
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
@@ -98,7 +97,7 @@ class ActorWorker:
         params = jax.block_until_ready(load(qtree, self.config.actor_compute))
         t2 = time.perf_counter()
         if self._compiled is None:
-            explore = exploration(self.config, jnp.zeros((), jnp.float32))
+            explore = self.config.exploration(jnp.zeros((), jnp.float32))
             self._compiled = self._rollout.lower(params, self.carry, self.key, explore).compile()
         else:
             self.timing["deserialize"] += t1 - t0
@@ -118,7 +117,7 @@ class ActorWorker:
         cfg = self.config
         period, n_env = cfg.actor_update_period, cfg.envs_per_actor
         self.key, k_roll = jax.random.split(self.key)
-        explore = exploration(cfg, jnp.asarray(self.steps * cfg.num_actors, jnp.float32))
+        explore = cfg.exploration(jnp.asarray(self.steps * cfg.num_actors, jnp.float32))
         t0 = time.perf_counter()
         self.carry, out = self._compiled(self.params, self.carry, k_roll, explore)
         out = jax.device_get(out)

@@ -24,33 +24,25 @@ Example::
     folder = Checkpoints("runs/spread3", fingerprint=checkpoint.fingerprint(config, seed=0))
     result = checkpoint.run(config, jax.random.PRNGKey(0), folder, every=100, resume=True)
     result.state, result.episode_return      # the final state, the whole learning curve
-
-The npz files of earlier releases (:func:`save` / :func:`load`, one file per state) still work
-and warn; new code uses the checkpoint folders above.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import os
 import time
-import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
+from jaxrl_pim import runs
 from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.checks import check_int
-from jaxrl_pim.envs.mpe import TAG_PRESETS
 from jaxrl_pim.marl import rules
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import TrainState, make_env, make_init, make_train_from
-from jaxrl_pim.report import atomic_save
+from jaxrl_pim.runs import default_every
 
 __all__ = [
     "Run",
@@ -66,26 +58,18 @@ __all__ = [
 _RESUMABLE_FIELDS = ("num_episodes",)
 
 
-def default_every(num_episodes: int) -> int:
-    """Episodes between checkpoints when none is given: about 10 % of the run (at least 1)."""
-    return max(1, math.ceil(check_int("num_episodes", num_episodes, lo=0) / 10))
-
-
 def fingerprint(config: MARLConfig, key: jax.Array | None = None, *,
                 seed: int | None = None) -> dict[str, Any]:
-    """What a checkpoint of this run must match: the config without ``num_episodes`` (a
-    predator-prey preset and the same sizes given in full compare equal), and the ``seed``
-    (when given) or the raw data of the start ``key`` (when given)."""
-    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _RESUMABLE_FIELDS}
+    """What a checkpoint of this run must match (:func:`jaxrl_pim.runs.fingerprint`): the
+    config without ``num_episodes`` (a predator-prey preset and the same sizes given in full
+    compare equal), and the ``seed`` (when given) or else the raw data of the start ``key``."""
     if config.env == "tag":
-        fields["num_agents"], fields["num_prey"], fields["num_obstacles"] = config.tag_sizes
-    out: dict[str, Any] = {"config": fields}
+        agents, prey, obstacles = config.tag_sizes
+        config = dataclasses.replace(config, num_agents=agents, num_prey=prey,
+                                     num_obstacles=obstacles)
     if seed is not None:
-        out["seed"] = int(seed)
-    elif key is not None:
-        out["key"] = np.asarray(jax.random.key_data(key) if jax.dtypes.issubdtype(
-            key.dtype, jax.dtypes.prng_key) else key).tolist()
-    return out
+        return runs.fingerprint(config, exclude=_RESUMABLE_FIELDS, seed=int(seed))
+    return runs.fingerprint(config, exclude=_RESUMABLE_FIELDS, key=key)
 
 
 def _num_teams(config: MARLConfig) -> int:
@@ -109,28 +93,25 @@ def starting_state(
 
     Without ``checkpoints`` (or in an empty folder) a fresh state from ``key``. With
     ``resume`` the folder's newest checkpoint; without it a folder that already holds
-    checkpoints is refused (ValueError), so a run never silently overwrites another's. A
-    checkpoint of another configuration (the folder's fingerprint), or one past
-    ``config.num_episodes``, is refused too.
+    checkpoints is refused (ValueError, :func:`jaxrl_pim.runs.restore_latest`), so a run
+    never silently overwrites another's. A checkpoint of another configuration (the folder's
+    fingerprint), or one past ``config.num_episodes``, is refused too.
     """
-    newest = None if checkpoints is None else checkpoints.latest()
-    if newest is not None and not resume:
-        raise ValueError(
-            f"{str(checkpoints.directory)!r} already holds checkpoints (newest after episode "
-            f"{newest}): resume from it (--resume) or choose an empty folder")
-    if newest is None:
-        state = jax.jit(make_init(config, algorithm))(key)
-        return state, np.zeros((0, _num_teams(config)), np.float32)
-    if newest > config.num_episodes:
+    newest = None if checkpoints is None or not resume else checkpoints.latest()
+    if newest is not None and newest > config.num_episodes:
         raise ValueError(
             f"num_episodes ({config.num_episodes}) is below the checkpoint's episode count "
             f"({newest}) in {str(checkpoints.directory)!r}; pass a larger total")
-    restored, _ = checkpoints.restore(template(config, newest, algorithm), newest)
-    state = restored["state"]
-    if int(state.episode) != newest:
-        raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} holds episode "
-                         f"{int(state.episode)}")
-    return state, np.asarray(restored["episode_return"], np.float32)
+    restored = runs.restore_latest(checkpoints, lambda step: template(config, step, algorithm),
+                                   resume=resume, unit="episode")
+    if restored is None:
+        state = jax.jit(make_init(config, algorithm))(key)
+        return state, np.zeros((0, _num_teams(config)), np.float32)
+    state = restored.tree["state"]
+    if int(state.episode) != restored.step:
+        raise ValueError(f"checkpoint {restored.step} of {str(checkpoints.directory)!r} holds "
+                         f"episode {int(state.episode)}")
+    return state, np.asarray(restored.tree["episode_return"], np.float32)
 
 
 class Run(NamedTuple):
@@ -180,8 +161,9 @@ def train_segments(
     callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
 ) -> Run:
     """Train ``state`` up to ``config.num_episodes`` episodes, saving a checkpoint after every
-    segment when ``checkpoints`` is given (segments end at multiples of ``every``, default
-    :func:`default_every`, and at the end; without checkpoints the rest is one segment).
+    segment when ``checkpoints`` is given (:func:`jaxrl_pim.runs.run_segments`: segments end
+    at multiples of ``every``, default :func:`jaxrl_pim.runs.default_every`, and at the end;
+    without checkpoints the rest is one segment).
 
     ``episode_return`` is the curve so far (from :func:`starting_state`); ``callback(episode,
     total, metrics)`` is called about 200 times per segment with the run's total.
@@ -195,28 +177,28 @@ def train_segments(
                          f"{start}")
     every = default_every(total) if every is None else check_int("every", every, lo=1)
     report = None if callback is None else (lambda done, _seg_total, m: callback(done, total, m))
-    timing = {"compile": 0.0, "train": 0.0, "checkpoint": 0.0}
-    curve, episode, saved = [episode_return], start, 0
-    while episode < total:
-        stop = total if checkpoints is None else min((episode // every + 1) * every, total)
-        n = stop - episode
+    compile_s = 0.0
+    curve = [episode_return]
+
+    def train_from(state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
+        nonlocal compile_s
         t0 = time.perf_counter()
         program = _segment_program(config, n, state, report, algorithm)
-        timing["compile"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
+        compile_s += time.perf_counter() - t0
         state, metrics = program(state)
         returns = np.asarray(metrics["episode_return"])  # waits for the segment
-        timing["train"] += time.perf_counter() - t0
-        episode += n
         curve.append(returns)
-        if checkpoints is not None:
-            t0 = time.perf_counter()
-            checkpoints.save(episode, {"state": state,
-                                       "episode_return": np.concatenate(curve)},
-                             meta={"episodes_done": episode, "num_episodes": total})
-            timing["checkpoint"] += time.perf_counter() - t0
-            saved += 1
-    return Run(state, np.concatenate(curve), start, saved, timing)
+        return state, returns
+
+    def snapshot(state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, int]]:
+        return ({"state": state, "episode_return": np.concatenate(curve)},
+                {"episodes_done": episode, "num_episodes": total})
+
+    plan = runs.Plan(start, total, None if checkpoints is None else every)
+    done = runs.run_segments(train_from, state, plan, checkpoints, snapshot=snapshot)
+    timing = {"compile": compile_s, "train": done.timing_s["train"] - compile_s,
+              "checkpoint": done.timing_s["checkpoint"]}
+    return Run(done.state, np.concatenate(curve), start, done.checkpoints_written, timing)
 
 
 def run(
@@ -231,92 +213,3 @@ def run(
     state, curve = starting_state(config, key, checkpoints, resume=resume, algorithm=algorithm)
     return train_segments(config, state, curve, checkpoints, every=every, callback=callback,
                           algorithm=algorithm)
-
-
-# --------------------------------------------------------------------------------------------
-# Deprecated: one npz file per state (earlier releases)
-
-
-def _config_json(config: MARLConfig) -> str:
-    d = dataclasses.asdict(config)
-    return json.dumps({k: v for k, v in d.items() if k not in _RESUMABLE_FIELDS},
-                      sort_keys=True)
-
-
-def _world(d: dict) -> dict:
-    """``d`` with the predator-prey composition resolved, so a preset (``num_agents=3``) and
-    the same sizes given in full compare equal; files written before ``num_prey`` /
-    ``num_obstacles`` existed read as presets."""
-    d = dict(d)
-    prey, obstacles = d.get("num_prey"), d.get("num_obstacles")
-    if d.get("env") == "tag":
-        if prey is None and d.get("num_agents") in TAG_PRESETS:
-            _, prey, obstacles = TAG_PRESETS[d["num_agents"]]
-        elif prey is not None and obstacles is None:
-            obstacles = max(2, prey)
-    d["num_prey"], d["num_obstacles"] = prey, obstacles
-    return d
-
-
-def _deprecated(name: str) -> None:
-    warnings.warn(f"jaxrl_pim.marl.checkpoint.{name} (one npz file per state) is deprecated; "
-                  "use jaxrl_pim.marl.checkpoint.run with a jaxrl_pim.checkpoint.Checkpoints "
-                  "folder", DeprecationWarning, stacklevel=3)
-
-
-def save(path: str | os.PathLike[str], state: TrainState, config: MARLConfig) -> Path:
-    """Deprecated: write ``state`` (of a run with ``config``) to one npz file, atomically."""
-    _deprecated("save")
-    leaves = jax.tree.leaves(state)
-    arrays = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(leaves)}
-    arrays["__config__"] = np.asarray(_config_json(config))
-
-    def writer(tmp: str) -> None:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
-
-    return atomic_save(path, writer)
-
-
-def load(path: str | os.PathLike[str], config: MARLConfig) -> TrainState:
-    """Deprecated: read a state written by :func:`save` for a run with ``config``.
-
-    Raises FileNotFoundError if ``path`` does not exist and ValueError if it was written for
-    another configuration (names the first differing field) or its arrays do not match.
-    """
-    _deprecated("load")
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
-    template_ = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
-    leaves_t, treedef = jax.tree.flatten(template_)
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{str(path)!r} is not a readable checkpoint: {err}") from None
-    with data:
-        if "__config__" not in data:
-            raise ValueError(f"{str(path)!r} is not a MARL checkpoint (no __config__ entry)")
-        saved = _world(json.loads(str(data["__config__"])))
-        want = _world(json.loads(_config_json(config)))
-        for k in sorted(set(saved) | set(want)):
-            if saved.get(k) != want.get(k):
-                raise ValueError(
-                    f"checkpoint {str(path)!r} was written with {k}={saved.get(k)!r}, "
-                    f"but this run has {k}={want.get(k)!r}"
-                )
-        names = sorted(n for n in data.files if n.startswith("leaf_"))
-        if len(names) != len(leaves_t):
-            raise ValueError(
-                f"checkpoint {str(path)!r} holds {len(names)} arrays, expected {len(leaves_t)}"
-            )
-        leaves = []
-        for i, (name, t) in enumerate(zip(names, leaves_t, strict=True)):
-            arr = data[name]
-            if arr.shape != t.shape or arr.dtype != t.dtype:
-                raise ValueError(
-                    f"checkpoint {str(path)!r} leaf {i} has shape {arr.shape} {arr.dtype}, "
-                    f"expected {t.shape} {t.dtype}"
-                )
-            leaves.append(jax.numpy.asarray(arr))
-    return jax.tree.unflatten(treedef, leaves)

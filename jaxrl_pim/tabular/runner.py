@@ -23,8 +23,9 @@ process's with the same device count (bit for bit for int32). Every process gets
 Q-table; the phases are timed on each process for its own part.
 
 Checkpoints (``checkpoints=``, a :class:`~jaxrl_pim.checkpoint.Checkpoints` folder): the run
-goes in segments of ``checkpoint_every`` whole sync rounds (:func:`make_train_from`, one
-compiled segment continues from any round) and after each segment the
+goes in segments of ``checkpoint_every`` whole sync rounds (:func:`jaxrl_pim.runs.run_segments`
+over :func:`make_train_from`, one compiled segment continues from any round) and after each
+segment the
 :class:`~jaxrl_pim.tabular.trainer.TabularState` (tables, lane LCG states, the key as raw data,
 round counter; host arrays) and the ``q_delta`` of the rounds so far are saved as checkpoint
 ``<rounds done>`` (:func:`checkpoint_template`); with
@@ -50,6 +51,7 @@ from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.checks import check_int
 from jaxrl_pim.data.transitions import Dataset
 from jaxrl_pim.distributed import failed_processes
+from jaxrl_pim.runs import Plan, default_every, restore_latest, run_segments
 from jaxrl_pim.tabular.trainer import (
     Callback,
     TabularConfig,
@@ -95,11 +97,6 @@ class RunResult(NamedTuple):
     lanes: tuple[int, int] = (0, 0)
     start_round: int = 0
     checkpoints: int = 0
-
-
-def default_checkpoint_every(config: TabularConfig) -> int:
-    """Rounds between checkpoints when none is given: about 10 % of the run (at least 1)."""
-    return max(1, -(-config.num_rounds // 10))
 
 
 def episodes_in_rounds(config: TabularConfig, start: int, stop: int) -> int:
@@ -232,10 +229,10 @@ def run(
     same arguments but its own rows; a data error in any process stops all of them.
 
     With ``checkpoints`` the run is saved every ``checkpoint_every`` sync rounds (default
-    :func:`default_checkpoint_every`) and at its end (see the module docstring). ``resume``
-    continues from the folder's newest checkpoint (from round 0 when it has none); without
-    ``resume`` a folder that already holds checkpoints is refused (ValueError), as is a
-    checkpoint of another configuration (the folder's fingerprint).
+    :func:`jaxrl_pim.runs.default_every` of ``num_rounds``) and at its end (see the module
+    docstring). ``resume`` continues from the folder's newest checkpoint (from round 0 when it
+    has none); without ``resume`` a folder that already holds checkpoints is refused
+    (ValueError), as is a checkpoint of another configuration (the folder's fingerprint).
     """
     timer = PhaseTimer()
     mesh = run_mesh(config, num_devices)
@@ -270,13 +267,13 @@ def run(
         with timer.phase("run"):
             q, metrics = timer.block(compiled(key, device_chunks))
     else:
-        every = (default_checkpoint_every(config) if checkpoint_every is None
+        every = (default_every(config.num_rounds) if checkpoint_every is None
                  else check_int("checkpoint_every", checkpoint_every, 1))
         state, q_delta = _start_state(config, key, checkpoints, resume, timer)
         start_round = int(state.round)
         segments: dict[int, Any] = {}
-        while int(state.round) < config.num_rounds:
-            n = min(every, config.num_rounds - int(state.round))
+
+        def train_from(state: TabularState, n: int) -> tuple[TabularState, Any]:
             if n not in segments:
                 seg = jax.jit(_raw_segment(config, n, use_mesh, callback, key),
                               out_shardings=out)
@@ -288,10 +285,16 @@ def run(
                 # back to the host: the next segment and the checkpoint take host arrays
                 state = jax.tree.map(np.asarray, jax.device_get(state))
             q_delta[done:done + n] = np.asarray(jax.device_get(seg_metrics["q_delta"]))
-            with timer.phase("checkpoint"):
-                checkpoints.save(int(state.round), {"state": state, "q_delta": q_delta},
-                                 meta=_checkpoint_meta(config, int(state.round)))
-            saved += 1
+            return state, seg_metrics
+
+        def snapshot(state: TabularState, rounds: int) -> tuple[Any, dict[str, int]]:
+            return {"state": state, "q_delta": q_delta}, _checkpoint_meta(config, rounds)
+
+        finished = run_segments(train_from, state,
+                                Plan(start_round, config.num_rounds, every), checkpoints,
+                                snapshot=snapshot)
+        timer.add("checkpoint", finished.timing_s["checkpoint"])
+        state, saved = finished.state, finished.checkpoints_written
         q, metrics = q_table(config, state), {"q_delta": q_delta}
         timer.seconds.setdefault("run", 0.0)
     # sync time measured in isolation on the real shapes, times the number of rounds
@@ -333,25 +336,22 @@ def _start_state(
 ) -> tuple[TabularState, np.ndarray]:
     """The state to start from (restored with ``resume``), its key as raw data, and the
     ``q_delta`` so far."""
-    newest = checkpoints.latest()
-    if newest is not None and not resume:
-        raise ValueError(
-            f"{str(checkpoints.directory)!r} already holds checkpoints (newest after round "
-            f"{newest}): resume from it (--resume) or choose an empty folder")
     key_data = np.asarray(jax.random.key_data(key))
-    if newest is None:
+    with timer.phase("checkpoint"):
+        restored = restore_latest(checkpoints, lambda _: checkpoint_template(config, key),
+                                  resume=resume, unit="round")
+    if restored is None:
         state = jax.tree.map(np.asarray, init_state(config, key)._replace(key=key_data))
         return state, np.zeros(config.num_rounds, np.float32)
-    with timer.phase("checkpoint"):
-        restored, _ = checkpoints.restore(checkpoint_template(config, key), newest)
-    state = TabularState(*(np.asarray(x) for x in restored["state"]))
+    newest = restored.step
+    state = TabularState(*(np.asarray(x) for x in restored.tree["state"]))
     if int(state.round) != newest or not 0 < newest <= config.num_rounds:
         raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} holds round "
                          f"{int(state.round)} of {config.num_rounds}")
     if not np.array_equal(state.key, key_data):
         raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} was made with "
                          "another key (seed)")
-    return state, np.array(restored["q_delta"], np.float32)
+    return state, np.array(restored.tree["q_delta"], np.float32)
 
 
 def describe(config: TabularConfig) -> dict[str, Any]:

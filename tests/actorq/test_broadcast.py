@@ -18,7 +18,7 @@ from jaxrl_pim.actorq.broadcast import (
     deserialize,
     encode,
 )
-from jaxrl_pim.actorq.config import ActorQConfig, default_config
+from jaxrl_pim.actorq.config import DQNConfig, default_config
 from jaxrl_pim.actorq.single import make_system
 from jaxrl_pim.actorq.transport import ParamClient, ParamServer
 from jaxrl_pim.envs import make_with_info
@@ -113,7 +113,7 @@ def test_shared_memory_transport_roundtrip(policy):
 
 
 def test_single_program_actors_hold_unpacked_learner_params():
-    cfg = ActorQConfig(precision="int8", num_actors=2, actor_update_period=5, total_steps=100,
+    cfg = DQNConfig(precision="int8", num_actors=2, actor_update_period=5, total_steps=100,
                        hidden_sizes=(8,), buffer_size=64, batch_size=8, learning_starts=8,
                        epsilon_decay_steps=0)
     system = make_system(cfg)

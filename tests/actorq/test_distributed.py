@@ -4,11 +4,17 @@ shared-memory/queue transport (the Ray transport: ``test_ray.py``)."""
 from __future__ import annotations
 
 import jax
+import pytest
 
 from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import encode
 from jaxrl_pim.actorq.config import default_config
-from jaxrl_pim.actorq.distributed import ACTOR_PHASES, run_distributed
+from jaxrl_pim.actorq.distributed import (
+    ACTOR_PHASES,
+    DistributedResult,
+    DistributedRun,
+    run_distributed,
+)
 from jaxrl_pim.envs import make_with_info
 
 
@@ -16,7 +22,9 @@ def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
                          total_steps=400, actor_update_period=25, learning_starts=50,
                          batch_size=16, buffer_size=1_000, hidden_sizes=(16,))
-    out = run_distributed(cfg, seed=0, transport="processes", final_eval=False)
+    result = run_distributed(cfg, DistributedRun(0, transport="processes", final_eval=False))
+    assert isinstance(result, DistributedResult) and result.final_eval_return is None
+    out = result._asdict()
     # experience from both actors reached the learner's replay
     assert out["env_steps"] >= cfg.total_steps
     assert out["replay_size"] == out["env_steps"]
@@ -39,3 +47,14 @@ def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
     wire, _ = encode(agent.policy_params(agent.init(jax.random.PRNGKey(0))), "int8")
     assert out["broadcast_bytes"] == wire.nbytes
     assert out["curve"].time_s.shape == out["curve"].env_steps.shape
+
+
+def test_run_spec_is_validated_before_any_actor_starts():
+    assert DistributedRun().transport == "ray" and DistributedRun().seed == 0
+    for bad, match in [(dict(transport="mpi"), "transport"),
+                       (dict(transport="processes", ray_address="auto"), "ray_address"),
+                       (dict(message_timeout_s=0.0), "message_timeout_s"),
+                       (dict(checkpoint_every=0), "checkpoint_every")]:
+        with pytest.raises(ValueError, match=match):
+            DistributedRun(**bad)
+    assert "transitions_lost_total" in DistributedResult._fields

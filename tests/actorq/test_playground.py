@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from flax import struct
 
-from jaxrl_pim.actorq.config import ActorQConfig, default_config
+from jaxrl_pim.actorq.config import D4PGConfig, DQNConfig, default_config
 from jaxrl_pim.envs.playground import PlaygroundEnv, parse_name
 
 # ------------------------------------------------------------------------------ the stub
@@ -195,14 +195,14 @@ def test_names_parse_and_configs_accept_playground_for_d4pg_only():
     assert (cfg.algo, cfg.env_name, cfg.n_step, cfg.reward_scale) == (
         "d4pg", "playground/CartpoleBalance", 5, 1.0)
     with pytest.raises(ValueError, match="algo='d4pg'"):
-        ActorQConfig(algo="dqn", env_name="playground/CartpoleBalance")
+        DQNConfig(env_name="playground/CartpoleBalance")
     for bad in ("playground/", "playground/Cartpole@0", "playground/Cartpole@x",
                 "playground/a/b"):
         with pytest.raises(ValueError, match="playground"):
-            ActorQConfig(algo="d4pg", env_name=bad)
+            D4PGConfig(env_name=bad)
     # gymnax names keep their old validation
     with pytest.raises(ValueError, match="env_name"):
-        ActorQConfig(algo="d4pg", env_name="CartPole-v1")
+        D4PGConfig(env_name="CartPole-v1")
 
 
 def test_missing_playground_install_says_how_to_install(monkeypatch):

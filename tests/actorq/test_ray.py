@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from jaxrl_pim.actorq.config import default_config
-from jaxrl_pim.actorq.distributed import run_distributed
+from jaxrl_pim.actorq.distributed import DistributedRun, run_distributed
 from jaxrl_pim.actorq.ray_pool import RayPool
 from jaxrl_pim.actorq.single import checkpoint_fingerprint
 from jaxrl_pim.checkpoint import Checkpoints
@@ -89,8 +89,8 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
 
     fingerprint = checkpoint_fingerprint(cfg, 0, 0, "ray")
     with Checkpoints(tmp_path / "ck", fingerprint=fingerprint, keep=2) as ck:
-        out = run_distributed(cfg, seed=0, pool=pool, final_eval=False, on_batch=chaos,
-                              checkpoints=ck, checkpoint_every=1_000)
+        out = run_distributed(cfg, DistributedRun(0, final_eval=False, checkpoint_every=1_000),
+                              pool=pool, on_batch=chaos, checkpoints=ck)._asdict()
 
     assert len(events) == 2 and events[0] < cfg.total_steps
     assert out["transport"] == "ray"
@@ -117,8 +117,8 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
         steps = ck.steps()
         assert steps[-1] == out["env_steps"] and len(steps) == 2
         shutil.rmtree(tmp_path / "ck" / str(steps[-1]))
-        again = run_distributed(cfg, seed=0, transport="ray", final_eval=False,
-                                checkpoints=ck, resume=True)
+        again = run_distributed(cfg, DistributedRun(0, transport="ray", final_eval=False,
+                                                    resume=True), checkpoints=ck)._asdict()
     assert again["resumed_from"] == steps[0] < cfg.total_steps
     assert again["env_steps"] >= cfg.total_steps
     assert again["learner_updates"] > 0 and again["replay_size"] == min(

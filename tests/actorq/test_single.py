@@ -4,6 +4,8 @@ against plain NumPy / Python references; configs reject bad input."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,7 +13,7 @@ import pytest
 
 from jaxrl_pim.actorq.actor import env_step, init_carry
 from jaxrl_pim.actorq.algorithms import make_agent
-from jaxrl_pim.actorq.config import ActorQConfig, default_config
+from jaxrl_pim.actorq.config import ActorQConfig, D4PGConfig, DQNConfig, default_config
 from jaxrl_pim.actorq.single import episode_returns, make_system, make_train
 from jaxrl_pim.envs import make_with_info
 from jaxrl_pim.replay import NStepTransition
@@ -71,25 +73,53 @@ def test_d4pg_pendulum_runs_and_stays_finite():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "cls, kwargs, match",
     [
-        (dict(precision="int4"), "precision"),
-        (dict(algo="d4pg", env_name="CartPole-v1"), "env_name"),
-        (dict(algo="dqn", env_name="Pendulum-v1"), "env_name"),
-        (dict(num_actors=0), "num_actors"),
-        (dict(actor_update_period=0), "actor_update_period"),
-        (dict(gamma=1.5), "gamma"),
-        (dict(batch_size=64, buffer_size=32), "buffer_size"),
-        (dict(hidden_sizes=[64]), "hidden_sizes"),
-        (dict(v_min=10.0, v_max=-10.0), "v_max"),
-        (dict(num_actors=8, total_steps=4), "total_steps"),
-        (dict(algo="d4pg", env_name="Pendulum-v1", policy_learning_rate=0.0),
+        (DQNConfig, dict(precision="int4"), "precision"),
+        (D4PGConfig, dict(env_name="CartPole-v1"), "env_name"),
+        (DQNConfig, dict(env_name="Pendulum-v1"), "env_name"),
+        (DQNConfig, dict(num_actors=0), "num_actors"),
+        (DQNConfig, dict(actor_update_period=0), "actor_update_period"),
+        (DQNConfig, dict(gamma=1.5), "gamma"),
+        (DQNConfig, dict(batch_size=64, buffer_size=32), "buffer_size"),
+        (DQNConfig, dict(hidden_sizes=[64]), "hidden_sizes"),
+        (D4PGConfig, dict(v_min=10.0, v_max=-10.0), "v_max"),
+        (DQNConfig, dict(num_actors=8, total_steps=4), "total_steps"),
+        (D4PGConfig, dict(env_name="Pendulum-v1", policy_learning_rate=0.0),
          "policy_learning_rate"),
+        (DQNConfig, dict(epsilon=1.5), "epsilon"),
     ],
 )
-def test_config_rejects_bad_values(kwargs, match):
+def test_config_rejects_bad_values(cls, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        ActorQConfig(**kwargs)
+        cls(**kwargs)
+
+
+def test_each_algorithm_config_holds_only_its_own_settings():
+    dqn = {f.name for f in dataclasses.fields(DQNConfig)}
+    d4pg = {f.name for f in dataclasses.fields(D4PGConfig)}
+    assert {"epsilon", "per_alpha", "prioritized"} <= dqn - d4pg
+    assert {"num_atoms", "v_min", "critic_hidden_sizes", "exploration_noise"} <= d4pg - dqn
+    assert (DQNConfig().algo, D4PGConfig().algo) == ("dqn", "d4pg")
+    with pytest.raises(TypeError):
+        DQNConfig(algo="d4pg")  # the name comes with the class, it is not a setting
+    with pytest.raises(ValueError, match="epsilon is not a setting of D4PG"):
+        default_config("d4pg", epsilon=0.1)
+    with pytest.raises(ValueError, match="num_atoms is not a setting of DQN"):
+        default_config("dqn", num_atoms=11)
+    with pytest.raises(TypeError, match="DQNConfig or a D4PGConfig"):
+        ActorQConfig()
+    # the per-algorithm rules: DQN decays epsilon, D4PG keeps its noise scale
+    q = DQNConfig(epsilon_start=1.0, epsilon=0.1, epsilon_decay_steps=100)
+    assert [float(q.exploration(jnp.float32(t))) for t in (0, 50, 100, 200)] == pytest.approx(
+        [1.0, 0.55, 0.1, 0.1])
+    assert float(DQNConfig(epsilon=0.2, epsilon_decay_steps=0).exploration(5)) == \
+        pytest.approx(0.2)
+    assert float(D4PGConfig(exploration_noise=0.4).exploration(jnp.float32(1e6))) == \
+        pytest.approx(0.4)
+    assert q.replay_exponents() == (0.6, 0.2, 1e-6)
+    assert q.replace(prioritized=False).replay_exponents() == (0.0, 0.0, 1e-6)
+    assert D4PGConfig().replay_exponents()[:2] == (0.0, 0.0) and not D4PGConfig.prioritized
 
 
 def test_default_config_applies_algorithm_defaults():
@@ -217,8 +247,8 @@ def test_actor_n_step_transitions_match_python_loop(algo, env_name, steps):
     """Step one environment with ``env_step`` and rebuild every emitted transition from the
     raw trajectory (replayed with gymnax and the same keys) with a plain loop."""
     n, gamma, scale = 4, 0.9, 0.5
-    cfg = default_config(algo, env_name, n_step=n, hidden_sizes=(8,),
-                         critic_hidden_sizes=(8, 8))
+    critic = {"critic_hidden_sizes": (8, 8)} if algo == "d4pg" else {}
+    cfg = default_config(algo, env_name, n_step=n, hidden_sizes=(8,), **critic)
     env, env_params, info = make_with_info(env_name)
     agent = make_agent(cfg, info)
     params = agent.policy_params(agent.init(jax.random.PRNGKey(0)))

@@ -1,8 +1,7 @@
 """Long MARL runs survive being killed: ``jaxrl-pim marl --checkpoint DIR`` killed with SIGKILL
 after its first checkpoint, then ``--resume``d, ends with the state of an uninterrupted run bit
 for bit; the report of the resumed run covers the whole run. Also: what a checkpoint must match
-(config without ``num_episodes``, seed), refusals before any compute, and the deprecated npz
-files.
+(config without ``num_episodes``, seed), refusals before any compute.
 
 One world for all runs (cooperative navigation, 2 agents, fast sampling; the two-team report is
 checked in ``test_command.py``): the killed run is a subprocess; the uninterrupted run (one
@@ -19,11 +18,10 @@ from pathlib import Path
 
 import jax
 import numpy as np
-import pytest
 
 from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.cli import main
-from jaxrl_pim.marl import checkpoint, make_init
+from jaxrl_pim.marl import checkpoint
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.testing.processes import kill_after_first_checkpoint
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
@@ -156,19 +154,3 @@ def test_fingerprint_and_default_period():
     assert checkpoint.fingerprint(CONFIG, jax.random.PRNGKey(5))["key"] == [0, 5]
     assert checkpoint.fingerprint(CONFIG, jax.random.key(5))["key"] == [0, 5]
     assert [checkpoint.default_every(n) for n in (0, 1, 10, 11, 60_000)] == [1, 1, 1, 2, 6000]
-
-
-def test_deprecated_npz_files_still_round_trip(tmp_path):
-    shapes = jax.eval_shape(make_init(TAG), jax.random.PRNGKey(0))
-    rng = np.random.default_rng(0)
-    state = jax.tree.map(lambda s: rng.normal(size=s.shape).astype(s.dtype), shapes)
-    with pytest.warns(DeprecationWarning, match="Checkpoints"):
-        path = checkpoint.save(tmp_path / "ck.npz", state, TAG)
-    with pytest.warns(DeprecationWarning):
-        back = checkpoint.load(path, dataclasses.replace(TAG, num_episodes=99, num_prey=1))
-    for a, b in zip(jax.tree.leaves(back), jax.tree.leaves(state), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), b)
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="batch_size"):
-        checkpoint.load(path, dataclasses.replace(TAG, batch_size=4))
-    with pytest.warns(DeprecationWarning), pytest.raises(FileNotFoundError):
-        checkpoint.load(tmp_path / "missing.npz", TAG)
