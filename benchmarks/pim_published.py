@@ -84,6 +84,8 @@ TIME_BREAKDOWN: dict[str, Any] = {
     "inter-core synchronisation",
     "largest_sync_share_percent": 21.19,
     "largest_sync_share_workload": "Q-STR-INT32, Taxi, 2,000 cores",
+    "sync_share_percent_taxi_2000_cores": {"q_str_int32": 21.19, "q_seq_int32": 20.79,
+                                           "q_ran_int32": 17.0},  # SEQ, RAN: as issue 17 quotes
     "largest_transfer_in_share_percent": 29.61,
     "largest_transfer_in_share_workload": "Q-STR-INT32, FrozenLake",
 }

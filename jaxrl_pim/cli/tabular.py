@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from jaxrl_pim import data as data_lib
+from jaxrl_pim import pim
 from jaxrl_pim.cli import launch
 from jaxrl_pim.cli._common import HelpFormatter, check_checkpoint_arguments, show_progress
 from jaxrl_pim.distributed import describe_lost_peer
@@ -103,6 +104,10 @@ def register(subparsers: Any) -> None:
                    help="greedy evaluation episodes (with an environment)")
     p.add_argument("--save-q", type=Path, default=None, metavar="PATH",
                    help="write the final float32 Q-table as .npy (default: not written)")
+    p.add_argument("--pim-estimate", choices=pim.SYSTEM_NAMES, default=None,
+                   help="also print the run's time breakdown projected onto a PIM system "
+                   "(jaxrl_pim.pim cost model) next to the measured one; --json stores it "
+                   "under results.pim_estimate (default: not projected)")
     p.add_argument("--json", type=Path, default=None, metavar="PATH",
                    help="write the JSON report here (default: not written)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -314,6 +319,9 @@ def main(args: argparse.Namespace) -> int:
                         "resumed_from_round": result.start_round,
                         "checkpoints_written": result.checkpoints})
     _print_table(config, results, timing)
+    if args.pim_estimate is not None:
+        results["pim_estimate"] = pim.report_estimate(config, dataset_rows, args.pim_estimate,
+                                                      timing)
     if args.save_q is not None:
         atomic_save(args.save_q, lambda tmp: np.save(tmp, result.q_table.astype(np.float32)))
     if args.json is not None:
