@@ -10,6 +10,8 @@ Modules, in the order a run is built:
   buffer add); ``learner``: the update-round phases (sample, target Q, critic, actor,
   targets);
 * ``trainer``: ``make_train(config) -> train(key) -> (state, metrics)`` and friends;
+* ``policies`` (:func:`load_policies`: a run's trained actors back from its checkpoint folder,
+  with a jitted ``act``; :func:`evaluate`), ``render`` (episodes as animated GIFs);
 * ``checkpoint`` (runs in checkpointed segments that resume bit for bit after a kill),
   ``plan`` (counts, memory and a measured duration estimate before a run), ``profiler``
   (per-phase timings), ``command`` (``jaxrl-pim marl``). The replay components live in
@@ -24,6 +26,7 @@ import warnings
 from typing import Any
 
 from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.policies import Policies, evaluate, load_policies
 from jaxrl_pim.marl.rules import Algorithm, make_algorithm
 from jaxrl_pim.marl.trainer import (
     Phases,
@@ -39,7 +42,10 @@ __all__ = [
     "Algorithm",
     "MARLConfig",
     "Phases",
+    "Policies",
     "TrainState",
+    "evaluate",
+    "load_policies",
     "make_algorithm",
     "make_init",
     "make_phases",
