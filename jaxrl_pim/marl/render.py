@@ -25,7 +25,7 @@ _LANDMARK = {"landmark": "#b8b8b8", "obstacle": "#4a4a4a"}
 
 
 def render_gif(episodes: Sequence[dict[str, Any]], path: str | Path, *,
-               titles: Sequence[str] | None = None, fps: int = 6, dpi: int = 60,
+               titles: Sequence[str] | None = None, fps: int = 6, dpi: int = 90,
                extent: float | None = None) -> Path:
     """Write the episodes (dicts of ``rollout_positions``) side by side as a GIF at ``path``.
 
