@@ -150,18 +150,21 @@ def main(argv: list[str] | None = None) -> int:
               "timing": "perf_counter wall seconds of the training loop; each kernel compiles "
                         "on tiny data before its first timed run; fastest of the repeats"}
     results = {"rows": rows}
-    rep_stub = {"config": config, "results": results}
-    md = _markdown(rows, config, summarize(rep_stub))
     rep = harness.write(path, run=run, config=config, results=results,
                         timing_s={"total": t_total}, summarize=summarize,
-                        markdown=md)
+                        markdown=render_markdown)
     print()
-    print(md)
+    print(render_markdown(rep))
     try:
         _plot(rows, baselines, variants, path.with_suffix(".png"), rep["system"])
     except Exception as err:  # a missing plotting backend must not lose the measurements
         print(f"plot skipped: {err}", file=sys.stderr)
     return 0
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The ``.md`` table of a stored report (what ``make_docs.py --check`` regenerates)."""
+    return _markdown(report["results"]["rows"], report["config"], summarize(report))
 
 
 def _markdown(rows: list[dict], config: dict, summary: dict) -> str:

@@ -38,15 +38,22 @@ A table of published paper figures or of options and defaults is marked by the l
   or by an uncommitted script; a ``_smoke`` file; a summary that the writing script's
   ``summarize(report)`` (the script named in ``system.script``, loaded from its path) does
   not reproduce exactly, key by key; a ``.md`` that the script's ``render_markdown(report)``
-  (when it has one) does not reproduce;
+  does not reproduce, or a script without ``render_markdown``;
 * any other file under ``benchmarks/results/`` that is not the ``.md`` or a ``.png`` of a
   results file in the same folder (hand-written notes, logs);
+* a results file listed in ``benchmarks/expected_results.txt`` that is missing (its
+  ``gpu/`` entries are expected in every accelerator folder that exists), a results file
+  the list does not name, or no list at all;
 * ``docs/benchmarks.md`` differing from what this script generates;
 * a generated block or value that is stale, malformed, unclosed, or refers to a file or key
   that does not exist;
 * a benchmark table outside a generated block: a Markdown table with a row of at least two
   numeric cells, one of which looks measured (a decimal fraction, an exponent, a thousands
-  separator, a sign, a percentage or a time unit), not marked as paper figures or defaults.
+  separator, a sign, a percentage or a time unit), not marked as paper figures or defaults;
+* a number in prose that reads as a measurement (a time, a percentage or a factor such as
+  ``1.09x``) outside a value marker and not marked as a figure of another kind,
+  ``<!-- figure: paper|estimate|setting -->...<!-- end figure -->`` (pages in
+  ``PROSE_UNCHECKED`` are not checked yet).
 """
 
 from __future__ import annotations
@@ -69,6 +76,10 @@ from jaxrl_pim import report as report_lib
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path("benchmarks") / "results"
 PAGE = Path("docs") / "benchmarks.md"
+#: The results files ``--check`` expects (see the file's header).
+EXPECTED = Path("benchmarks") / "expected_results.txt"
+#: The folder entry of :data:`EXPECTED` that stands for every accelerator folder.
+ACCELERATOR_ENTRY = "gpu"
 #: Scripts in ``benchmarks/`` that are not benchmarks (they write no results file).
 NOT_BENCHMARKS = ("harness.py", "make_docs.py", "pim_published.py")
 
@@ -217,7 +228,10 @@ def check_results_file(path: Path, root: Path = ROOT, *, committed: bool = True)
         out.append(f"{where}:{_summary_line(path, key)}: {m}")
     render = getattr(module, "render_markdown", None)
     md = path.with_suffix(".md")
-    if callable(render):
+    if not callable(render):
+        out.append(f"{where}:1: {script_name} defines no render_markdown(report): its .md "
+                   "table would not be checked against the records")
+    else:
         try:
             want = render(json.loads(path.read_text()))
         except Exception as err:  # noqa: BLE001
@@ -261,6 +275,41 @@ def stray_files(root: Path = ROOT) -> list[str]:
             continue
         out.append(f"{_rel(p, root)}:1: not written with a results file (only <name>.json, "
                    "its .md and its .png plots belong here)")
+    return out
+
+
+def expected_problems(root: Path = ROOT) -> list[str]:
+    """Results files listed in :data:`EXPECTED` that are missing, and results files it does
+    not list (``gpu/<name>.json`` is expected in every results folder but ``cpu``)."""
+    listing = root / EXPECTED
+    where = _rel(listing, root)
+    if not listing.is_file():
+        return [f"{where}:1: missing: the list of expected results files (without it a "
+                "missing results file would pass unnoticed)"]
+    folders = sorted(p.name for p in (root / RESULTS).iterdir() if p.is_dir()) \
+        if (root / RESULTS).is_dir() else []
+    accelerators = [f for f in folders if f != "cpu"]
+    out, listed = [], set()
+    for n, line in enumerate(listing.read_text().split("\n"), start=1):
+        entry = line.split("#", 1)[0].strip()
+        if not entry:
+            continue
+        folder, _, name = entry.partition("/")
+        if not name.endswith(".json") or "/" in name:
+            out.append(f"{where}:{n}: {entry!r} is not <folder>/<name>.json")
+            continue
+        for f in accelerators if folder == ACCELERATOR_ENTRY else [folder]:
+            rel = RESULTS / f / name
+            listed.add(rel)
+            if not (root / rel).is_file():
+                stem = Path(name).stem
+                quick = " --quick" if stem.endswith("_quick") else ""
+                out.append(f"{where}:{n}: {rel.as_posix()} is missing (write it with python "
+                           f"benchmarks/{stem.removesuffix('_quick')}.py{quick} --publish)")
+    for path in results_files(root):
+        if path.relative_to(root) not in listed:
+            out.append(f"{_rel(path, root)}:1: not in {where} (list every published results "
+                       "file there)")
     return out
 
 
@@ -511,6 +560,66 @@ def _fill_values(line: str, number: int, root: Path, problems: list[tuple[int, s
 
 
 # ---------------------------------------------------------------------------------------------
+# Numbers in prose.
+
+#: An inline span of figures that come from no results file, with what they are:
+#: ``<!-- figure: paper -->996.5 s<!-- end figure -->`` (published figures of a paper),
+#: ``estimate`` (arithmetic from stated constants, not a measurement) or ``setting`` (an
+#: option, default, threshold or target the project sets).
+FIGURE = re.compile(r"<!--\s*figure:\s*(?P<kind>[\w-]*)\s*-->(?P<text>.*?)<!--\s*end figure\s*-->")
+FIGURE_KINDS = ("paper", "estimate", "setting")
+#: A number that reads as a measurement in prose: a time, a percentage or a factor
+#: (``6.55 ms``, ``28.9 %``, ``1.09x``; not ``3 x 2048``, a shape).
+PROSE_NUMBER = re.compile(
+    r"(?<![\w.])[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?\s*"
+    r"(?:%|(?:s|ms|us|\u00b5s|ns|min)(?![\w/])|[x\u00d7](?![\w])(?!\s*\d))")
+#: Pages whose prose numbers are not checked yet (each to be converted to values and figure
+#: markers, then removed from here); every other page is checked.
+PROSE_UNCHECKED = (
+    "benchmarks/NOTES.md",  # the optimisation log: numbers of runs before the contract
+)
+
+
+def prose_numbers(text: str) -> list[tuple[int, str]]:
+    """``(line, number)`` of every time, percentage or factor in prose that neither a value
+    marker nor a figure marker covers (code fences and spans, generated blocks, tables and
+    HTML comments are not prose; tables have their own check). A figure marker of an
+    unknown kind is reported too."""
+    lines = text.split("\n")
+    fenced = _fenced(lines)
+    out: list[tuple[int, str]] = []
+    block = comment = indented = False
+    for n, line in enumerate(lines, start=1):
+        # an indented code block: 4+ spaces after a blank line (or more of the same block)
+        indented = bool(line.strip()) and len(line) - len(line.lstrip()) >= 4 and (
+            indented or n == 1 or not lines[n - 2].strip())
+        if fenced[n - 1] or indented:
+            continue
+        if BLOCK_START.match(line):
+            block = True
+            continue
+        if BLOCK_END.match(line):
+            block = False
+            continue
+        if block or line.lstrip().startswith("|"):
+            continue
+        for m in FIGURE.finditer(line):
+            if m["kind"] not in FIGURE_KINDS:
+                out.append((n, f"figure marker of unknown kind {m['kind']!r} (one of "
+                               f"{', '.join(FIGURE_KINDS)})"))
+        prose = FIGURE.sub(" ", VALUE.sub(" ", re.sub(r"`[^`]*`", " ", line)))
+        if comment:
+            if "-->" not in prose:
+                continue
+            prose, comment = prose.split("-->", 1)[1], False
+        prose = re.sub(r"<!--.*?-->", " ", prose)
+        if "<!--" in prose:
+            prose, comment = prose.split("<!--", 1)[0], True
+        out += [(n, m.group(0).strip()) for m in PROSE_NUMBER.finditer(prose)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # The table detector.
 
 NUMBER = re.compile(r"(?:(?<![\w.])[-+\u2212])?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -618,6 +727,22 @@ written and checked: [design.md, Provenance](design.md#provenance).
 """
 
 
+GPU_NOT_MEASURED = """## GPU
+
+Not measured: `benchmarks/results/` has no folder for a GPU yet. One call on one H100 or H200
+produces every accelerator section (tabular lane kernels and their lanes-per-program /
+prefetch sweep, MADDPG end to end and its phase shares up to 48 agents, the samplers,
+quantized actor inference) in about 25 minutes:
+
+    python benchmarks/gpu_suite.py --out gpu-results --publish
+    python benchmarks/make_docs.py
+
+The results then appear here under `benchmarks/results/<device>/` (`h100`, `h200`, ...);
+[Reproduce a benchmark table](guide/reproduce-a-benchmark.md#the-gpu-suite) says how to set
+up the machine.
+"""
+
+
 def _device_heading(folder: str, files: list[Path]) -> str:
     kinds = set()
     for p in files:
@@ -705,6 +830,8 @@ def benchmarks_page(root: Path = ROOT) -> str:
     if not any(f != "cpu" for f in by_folder):
         devices += " GPU and TPU: not measured (no results folder for an accelerator)."
     out.append(devices + "\n")
+    if not any(f != "cpu" for f in by_folder):
+        out.append(GPU_NOT_MEASURED)
     for folder, paths in sorted(by_folder.items(), key=lambda kv: (kv[0] != "cpu", kv[0])):
         out.append(_device_heading(folder, paths) + "\n")
         out += [section(p, page, root) for p in paths]
@@ -771,6 +898,7 @@ def check(root: Path = ROOT) -> list[str]:
     for path in results_files(root):
         problems += check_results_file(path, root, committed=True)
     problems += stray_files(root)
+    problems += expected_problems(root)
     texts, found = generate(root)
     problems += found
     for page, new in texts.items():
@@ -791,6 +919,12 @@ def check(root: Path = ROOT) -> list[str]:
                          for n in benchmark_tables(old)]
             problems += [f"{where}:{n}: refers to {ref}, which does not exist"
                          for n, ref in missing_references(old, root)]
+            if where not in PROSE_UNCHECKED:
+                problems += [f"{where}:{n}: number in prose {num!r} from no results file "
+                             "(quote it with <!-- value: ... -->, or mark it <!-- figure: "
+                             "paper|estimate|setting -->...<!-- end figure -->)"
+                             if not num.startswith("figure marker") else f"{where}:{n}: {num}"
+                             for n, num in prose_numbers(old)]
     return problems
 
 

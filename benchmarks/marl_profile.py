@@ -10,6 +10,9 @@ what fits ``--budget-gib`` (the capacity of every run is in its record).
 
     python benchmarks/marl_profile.py [--quick | --smoke] [--publish]
 
+With ``--budget-s`` no further run starts once that many seconds have passed; the runs
+not started are named in ``results.skipped_by_budget`` and the file is marked incomplete.
+
 While it runs, ``marl_profile[_quick].partial.json`` (and ``.md``) next to the results file
 holds the rows measured so far (a results file of its own, ``results.complete`` false), so a
 run cut short by a time limit keeps what it measured; it is removed when the run completes.
@@ -130,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-gib", type=float, default=20.0,
                     help="device memory the training state may take; larger buffers are cut "
                     "to fit (the profiler also holds a filled copy while timing; default 20)")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="seconds after which no further run starts; the runs not started "
+                    "are named in the file, which is then marked incomplete (default: none)")
     args = ap.parse_args(argv)
     run = report.RunRecord()
     gpu = jax.default_backend() != "cpu"
@@ -145,10 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     config = {"mode": mode, "sizes": agent_counts, "envs": size["envs"], "modes": modes,
               "capacity": capacity, "budget_gib": args.budget_gib, "repeats": repeats}
     rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
     t_all = time.perf_counter()
     for env in size["envs"]:
         for n in agent_counts:
             for mode_name, kw in modes.items():
+                over = args.budget_s is not None and time.perf_counter() - t_all >= args.budget_s
+                if rows and over:
+                    skipped.append(f"{env}-{n}-{mode_name}")
+                    continue
                 base = MARLConfig(env=env, num_agents=n, **kw)
                 cap = capacity_that_fits(base, capacity, budget)
                 if cap < capacity:
@@ -170,7 +181,11 @@ def main(argv: list[str] | None = None) -> int:
                                      results={"rows": rows, "complete": False},
                                      timing_s={"total": time.perf_counter() - t_all},
                                      summarize=summarize, markdown=render_markdown)
-    harness.write(out, run=run, config=config, results={"rows": rows, "complete": True},
+    results: dict[str, Any] = {"rows": rows, "complete": not skipped}
+    if skipped:
+        print(f"--budget-s {args.budget_s:g} spent; not run: {', '.join(skipped)}", flush=True)
+        results["skipped_by_budget"] = skipped
+    harness.write(out, run=run, config=config, results=results,
                   timing_s={"total": time.perf_counter() - t_all}, summarize=summarize,
                   markdown=render_markdown)
     partial.unlink(missing_ok=True)

@@ -44,6 +44,9 @@ of ``MemAvailable``, the host being shared; GPU: 0.9 of the XLA allocator's limi
 device side, 0.6 of the host's for the NumPy side). ``row_bytes(N) = 4 N (2 O + 7)`` with
 ``O = 4 + 2N + 4(N-1)``: 516 B at N = 3, 28,320 B at N = 24, 111,936 B at N = 48.
 
+With ``--budget-s`` no further agent count starts once that many seconds have passed (the
+counts not run are named in ``results.agents_skipped_by_budget``).
+
     python benchmarks/marl_sampling.py            # N = 3, 6, 12, 24 (+ 48 on GPU)
     python benchmarks/marl_sampling.py --quick    # 256 MiB buffers
     python benchmarks/marl_sampling.py --smoke    # seconds; numbers meaningless
@@ -526,10 +529,18 @@ def read_e2e(path: Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- summary
 
 
-def _fast_mode_return(e2e: dict[str, Any]) -> dict[str, Any]:
+#: Version of the summary's key names. 2: the paired standard error of the fast mode's
+#: return change is ``fast_mode_return_delta_se_paired`` (``marl_e2e``'s
+#: ``fast_mode_return_delta_se`` is the unpaired one: one key, one meaning across files);
+#: files written before carry no version and keep the old name until they are republished.
+SUMMARY_SCHEMA = 2
+
+
+def _fast_mode_return(e2e: dict[str, Any], se_key: str) -> dict[str, Any]:
     """Mean and standard error of the fast mode's return change, recomputed from the per-seed
-    records (paired by seed: both modes start from the same keys)."""
-    out: dict[str, Any] = {"fast_mode_return_delta": None, "fast_mode_return_delta_se": None,
+    records (paired by seed: both modes start from the same keys); the standard error under
+    ``se_key``."""
+    out: dict[str, Any] = {"fast_mode_return_delta": None, se_key: None,
                            "fast_mode_return_seeds": None,
                            "fast_mode_return_source": e2e.get("source"),
                            "fast_mode_e2e_time_ratio_faithful_over_fast": None}
@@ -550,7 +561,7 @@ def _fast_mode_return(e2e: dict[str, Any]) -> dict[str, Any]:
     scale = abs(float(fa.mean()))
     out.update(
         fast_mode_return_delta=float(diff.mean()) / scale,
-        fast_mode_return_delta_se=float(diff.std(ddof=1) / np.sqrt(diff.size)) / scale,
+        **{se_key: float(diff.std(ddof=1) / np.sqrt(diff.size)) / scale},
         fast_mode_return_seeds=int(diff.size),
         fast_mode_return_note=("relative change of the final return, (fast - faithful) / "
                                "|faithful mean|, paired by seed; standard error over seeds"),
@@ -622,7 +633,9 @@ def summarize(rep: dict[str, Any]) -> dict[str, Any]:
             out["neighbor_vs_uniform_time_change_24_per_agent"] = (
                 r24["seconds"]["neighbor"]["per_agent"] / r24["seconds"]["uniform"]["per_agent"]
                 - 1.0)
-    out.update(_fast_mode_return(res["fast_mode_return"]))
+    paired = rep["config"].get("summary_schema", 1) >= 2
+    out.update(_fast_mode_return(res["fast_mode_return"], "fast_mode_return_delta_se_paired"
+                                 if paired else "fast_mode_return_delta_se"))
     return out
 
 
@@ -633,9 +646,10 @@ def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x * 1e3:.2f}"
 
 
-def markdown(rep: dict[str, Any]) -> str:
-    """Markdown tables of a report (round times, speed-ups, bytes, memory)."""
-    cfg, res, summ = rep["config"], rep["results"], rep["summary"]
+def render_markdown(rep: dict[str, Any]) -> str:
+    """Markdown tables of a stored report (round times, speed-ups, bytes, memory); what
+    ``make_docs.py --check`` regenerates."""
+    cfg, res, summ = rep["config"], rep["results"], summarize(rep)
     copy = res["copy_bandwidth"]
     load = rep["system"].get("load_average_start")
     lines = [
@@ -781,6 +795,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="timed rounds per mode; the NumPy and headline JAX rounds alternate "
                         "(default 5; --quick 3; --smoke 1)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="seconds after which no further agent count starts (the counts not "
+                        "run are named in the file; default: none)")
     p.add_argument("--e2e-results", type=Path, default=None,
                    help=f"MADDPG end-to-end results file for the fast mode's effect on return "
                         f"(default benchmarks/results/<device>/{E2E_NAME})")
@@ -812,8 +829,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device memory: {args.memory['bytes'] / GIB:.1f} GiB ({args.memory['source']})",
           flush=True)
     timer = PhaseTimer()
-    rows = [run_agents(n, args, timer) for n in args.agents]
-    biggest = max(round_bytes(n, args.batch)["output"] for n in args.agents)
+    rows, skipped, t_start = [], [], time.perf_counter()
+    for n in args.agents:
+        if rows and args.budget_s is not None and time.perf_counter() - t_start >= args.budget_s:
+            skipped.append(n)
+            continue
+        rows.append(run_agents(n, args, timer))
+    if skipped:
+        print(f"--budget-s {args.budget_s:g} spent; agent counts not run: {skipped}", flush=True)
+    biggest = max(round_bytes(n, args.batch)["output"] for n in args.agents
+                  if n not in skipped)
     with timer.phase("copy_bandwidth"):
         copy = copy_bandwidth(biggest)
     e2e_path = args.e2e_results or harness.RESULTS / harness.device_dir() / E2E_NAME
@@ -823,12 +848,15 @@ def main(argv: list[str] | None = None) -> int:
         "memory_model": memory_model(args.batch, py_bytes, args.capacity),
         "fast_mode_return": read_e2e(Path(e2e_path).resolve()),
     }
+    if skipped:
+        results["agents_skipped_by_budget"] = skipped
     config = {
         "mode": mode, "agents": args.agents, "batch": args.batch,
         "requested_capacity": args.capacity, "budget_gib": args.budget_gib,
         "memory_fraction": None if args.budget_bytes is not None else args.memory_fraction,
         "host_fraction": args.host_fraction, "device_memory": args.memory,
         "host_memory": args.host_memory, "repeats": args.repeats, "seed": args.seed,
+        "summary_schema": SUMMARY_SCHEMA,
         "action_dim": ACTION_DIM, "samplers": list(args.samplers),
         "neighbor": {"num_refs": NEIGHBOR_REFS, "run_length": NEIGHBOR_RUN},
         "prioritized": {"alpha": 0.6, "beta": 0.4, "priorities": "Exponential(1) per row"},
@@ -837,9 +865,8 @@ def main(argv: list[str] | None = None) -> int:
                   "rounds (compile, first donation)",
     }
     rep = harness.write(path, run=run, config=config, results=results,
-                        timing_s=timer.as_dict(), summarize=summarize)
-    md = markdown(rep)
-    report.write_text(path.with_suffix(".md"), md)
+                        timing_s=timer.as_dict(), summarize=summarize,
+                        markdown=render_markdown)
     try:
         plot(rep, path.with_suffix(".png"))
     except Exception as err:  # a missing plotting backend must not lose the measurements

@@ -23,6 +23,18 @@ Sections (one invocation, one results file ``tabular_gpu[_quick|_smoke].{json,md
   125 -> 2,000 curve extended), Q-SEQ-FP32, all kernels side by side on the same inputs for
   200 episodes (the scan path at 125 lanes walks 8,000 rows per episode; 200 episodes keep
   its run under half a minute).
+* ``sweep``: the ``pallas_lane`` kernel's two speed knobs on the frozenlake inputs (2,000
+  lanes, ``--compare-episodes`` episodes, Q-SEQ-FP32 and SARSA-RAN-INT32): lanes per program
+  (``lanes_per_block``) x prefetch depth (``pallas_gpu.DEFAULT_PREFETCH``, the register
+  queue; set for the trace of each point). The point with the smallest summed run time over
+  the variants is recorded as the device's best settings next to the library's defaults
+  (summary ``sweep_best_*``, ``sweep_default_*``). GPUs only; on a CPU (``--smoke``) every
+  point runs in interpret mode and is also lowered for ``cuda`` (``lowers_for_cuda``).
+
+The sections run in the order frozenlake, multiagent, sweep, taxi, compare, scaling; with
+``--budget-s`` no section (and no further variant of ``compare``, lane count of ``scaling``)
+starts once that many seconds have passed, and the file names what was skipped, so a run
+under a time limit keeps the headline numbers (the GPU suite, ``gpu_suite.py``, sets it).
 
 Compile time (first call: tracing, XLA and Pallas compilation) is recorded apart from run
 time (median of ``--repeats`` blocked calls of the compiled trainer). Summary:
@@ -43,10 +55,12 @@ numbers meaningless). On a CPU only ``--smoke`` runs: the kernels are GPU / TPU 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import harness
@@ -55,7 +69,7 @@ import pim_published
 VARIANTS = [f"{a}-{s}-{d}" for a, s, d in itertools.product(("q", "sarsa"),
                                                              ("seq", "ran", "str"),
                                                              ("fp32", "int32"))]
-SECTIONS = ("frozenlake", "compare", "multiagent", "taxi", "scaling")
+SECTIONS = ("frozenlake", "compare", "multiagent", "taxi", "scaling", "sweep")
 ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
 
 #: Published PIM time for 2,000 independent agents (10,000 FrozenLake rows each, 2,000
@@ -64,6 +78,12 @@ ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
 #: al., ISPASS 2024); see ``pim_published.MULTI_AGENT``.
 PIM_MULTIAGENT_2000_S = pim_published.MULTI_AGENT["pim_seconds_2000_agents_derived"]
 PIM_SOURCE = pim_published.SOURCE
+
+#: Targets of the GPU run (issue 19): the worst of the 12 FrozenLake variants at 2,000 lanes
+#: within 0.1 s (goal 0.03 s), 2,000 independent agents within 1 s.
+FROZENLAKE_TARGET_S = 0.1
+FROZENLAKE_GOAL_S = 0.03
+MULTIAGENT_TARGET_S = 1.0
 
 # Floor estimate constants (estimates, not measurements; benchmarks/NOTES.md has the
 # reasoning). One lane is one GPU thread; a warp runs up to 32 lanes in lockstep.
@@ -81,18 +101,23 @@ MODES: dict[str, dict[str, Any]] = {
                  compare_variants=VARIANTS, agents=2000, agent_rows=10_000,
                  pair_variants=["q-seq-fp32", "q-seq-int32"], taxi_rows=5_000_000,
                  scaling_lanes=[125, 250, 500, 1000, 2000, 4096, 8192, 16384, 32768, 65536],
-                 scaling_episodes=200, compare_episodes=50, repeats=3),
+                 scaling_episodes=200, compare_episodes=50, repeats=3,
+                 sweep_lanes_per_block=[4, 8, 16, 32], sweep_prefetch=[2, 4, 8, 16],
+                 sweep_variants=["q-seq-fp32", "sarsa-ran-int32"]),
     "quick": dict(rows=100_000, lanes=2000, episodes=200, sync=50, variants=VARIANTS,
                   compare_variants=VARIANTS, agents=200, agent_rows=1000,
                   pair_variants=["q-seq-fp32", "q-seq-int32"], taxi_rows=500_000,
                   scaling_lanes=[125, 500, 2000, 8192], scaling_episodes=20,
-                  compare_episodes=10, repeats=2),
+                  compare_episodes=10, repeats=2, sweep_lanes_per_block=[8, 32],
+                  sweep_prefetch=[4, 8], sweep_variants=["q-seq-fp32"]),
     # test sizes: one variant per section, and the one-hot kernel left out of the side by
     # side runs (each interpret-mode kernel costs seconds of compilation on a CPU)
     "smoke": dict(rows=480, lanes=8, episodes=4, sync=2, variants=["q-seq-int32"],
                   compare_variants=["sarsa-ran-fp32"], agents=4, agent_rows=30,
                   pair_variants=["q-seq-int32"], taxi_rows=160, scaling_lanes=[8],
-                  scaling_episodes=2, compare_episodes=2, repeats=1),
+                  scaling_episodes=2, compare_episodes=2, repeats=1,
+                  sweep_lanes_per_block=[2], sweep_prefetch=[1, 2],
+                  sweep_variants=["q-seq-int32"]),
 }
 
 
@@ -178,6 +203,15 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "gpu_multiagent_2000_s": None, "gpu_vs_pim_multiagent_speedup": None,
         "tpu_frozenlake_2000_lanes_s": None, "tpu_frozenlake_2000_lanes_s_median": None,
         "tpu_multiagent_2000_s": None, "tpu_vs_pim_multiagent_speedup": None,
+        "gpu_frozenlake_ns_per_dependent_step_worst": None,
+        "gpu_frozenlake_floor_estimate_ns_worst_variant": None,
+        "gpu_frozenlake_worst_over_floor_estimate": None,
+        "gpu_frozenlake_2000_lanes_target_s": FROZENLAKE_TARGET_S,
+        "gpu_frozenlake_2000_lanes_goal_s": FROZENLAKE_GOAL_S,
+        "gpu_frozenlake_2000_lanes_target_met": None,
+        "gpu_multiagent_2000_target_s": MULTIAGENT_TARGET_S,
+        "gpu_multiagent_2000_target_met": None,
+        **{k: None for k in sweep_summary([])},
         "pim_multiagent_2000_s": res["pim_multiagent_2000_s"], "pim_source": res["pim_source"],
         "note": None,
     }
@@ -202,10 +236,49 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     if worst_ma is not None and n_ma == len(cfg["pair_variants"]):
         out[f"{prefix}_multiagent_2000_s"] = worst_ma
         out[f"{prefix}_vs_pim_multiagent_speedup"] = res["pim_multiagent_2000_s"] / worst_ma
+    if prefix == "gpu" and out["gpu_frozenlake_2000_lanes_s"] is not None:
+        out["gpu_frozenlake_2000_lanes_target_met"] = (out["gpu_frozenlake_2000_lanes_s"]
+                                                       <= FROZENLAKE_TARGET_S)
+    if prefix == "gpu" and out["gpu_multiagent_2000_s"] is not None:
+        out["gpu_multiagent_2000_target_met"] = out["gpu_multiagent_2000_s"] <= MULTIAGENT_TARGET_S
+    steps = [r for r in fl if r.get("ns_per_dependent_step") is not None]
+    if steps and prefix == "gpu":
+        worst_step = max(steps, key=lambda r: r["ns_per_dependent_step"])
+        out["gpu_frozenlake_ns_per_dependent_step_worst"] = worst_step["ns_per_dependent_step"]
+        out["gpu_frozenlake_floor_estimate_ns_worst_variant"] = worst_step[
+            "floor_estimate_ns_per_step"]
+        out["gpu_frozenlake_worst_over_floor_estimate"] = max(
+            r["over_floor_estimate"] for r in steps)
+    out.update(sweep_summary(sections.get("sweep", [])))
     missing = [k for k in (f"{prefix}_frozenlake_2000_lanes_s", f"{prefix}_multiagent_2000_s")
                if out[k] is None]
     if missing:
         out["note"] = f"not measured (section not run or a run failed): {', '.join(missing)}"
+    return out
+
+
+def sweep_summary(rows: list[dict]) -> dict[str, Any]:
+    """The sweep's best point (smallest run time summed over the swept variants; points
+    where any variant failed are out) and the library defaults' point, as summary keys."""
+    totals: dict[tuple[int, int], list[float]] = {}
+    for r in rows:
+        totals.setdefault((r["lanes_per_block"], r["prefetch"]), []).append(r.get("run_s"))
+    ok = {k: sum(v) for k, v in totals.items() if v and all(t is not None for t in v)}
+    defaults = next((r for r in rows if r.get("is_default")), None)
+    out: dict[str, Any] = {"sweep_best_lanes_per_block": None, "sweep_best_prefetch": None,
+                           "sweep_best_run_s_sum": None,
+                           "sweep_default_lanes_per_block": None if defaults is None else
+                           defaults["lanes_per_block"],
+                           "sweep_default_prefetch": None if defaults is None else
+                           defaults["prefetch"],
+                           "sweep_default_run_s_sum": None}
+    if ok:
+        best = min(ok, key=ok.get)
+        out.update(sweep_best_lanes_per_block=best[0], sweep_best_prefetch=best[1],
+                   sweep_best_run_s_sum=ok[best])
+    if defaults is not None:
+        out["sweep_default_run_s_sum"] = ok.get((defaults["lanes_per_block"],
+                                                 defaults["prefetch"]))
     return out
 
 
@@ -223,6 +296,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         rows = res["sections"].get(name)
         if not rows:
             continue
+        if name == "sweep":
+            lines += _sweep_table(rows)
+            continue
         lines += [f"### {name}", "", head, "|" + "---|" * 12]
         for r in rows:
             if r.get("error"):
@@ -238,9 +314,27 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"{r['run_s']:.4g} | {r['ns_per_dependent_step']:.1f} | "
                 f"{_num(r['floor_estimate_ns_per_step'], '.1f')} | {vs} |")
         lines.append("")
+    for name, why in res.get("skipped_sections", {}).items():
+        lines += [f"Section `{name}` not run in full: {why}.", ""]
     lines += ["### summary", "", "| key | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items()]
     return "\n".join(lines) + "\n"
+
+
+def _sweep_table(rows: list[dict]) -> list[str]:
+    lines = ["### sweep", "", "| variant | lanes per program | prefetch | default | compile s | "
+             "run s | ns/step | lowers for cuda |", "|" + "---|" * 8]
+    for r in rows:
+        cuda = r.get("lowers_for_cuda")
+        cuda = "" if cuda is None else ("yes" if cuda is True else f"no: {cuda[:60]}")
+        head = (f"| {r['variant']} | {r['lanes_per_block']} | {r['prefetch']} | "
+                f"{'yes' if r.get('is_default') else ''} | ")
+        if r.get("error"):
+            lines.append(head + f"failed: {r['error'][:80]} | | | {cuda} |")
+            continue
+        lines.append(head + f"{r['compile_s']:.1f} | {r['run_s']:.4g} | "
+                     f"{r['ns_per_dependent_step']:.1f} | {cuda} |")
+    return lines + [""]
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -339,6 +433,72 @@ def side_by_side(section, env, variant, kernels, cfg_kwargs, chunks, repeats) ->
     return out
 
 
+@contextlib.contextmanager
+def prefetch_depth(depth: int) -> Iterator[None]:
+    """Trace the ``pallas_lane`` kernel with ``depth`` steps of prefetch (the module default
+    is read when the kernel is traced, so every trace inside this block uses it)."""
+    from jaxrl_pim.tabular import pallas_gpu
+
+    old = pallas_gpu.DEFAULT_PREFETCH
+    pallas_gpu.DEFAULT_PREFETCH = depth
+    try:
+        yield
+    finally:
+        pallas_gpu.DEFAULT_PREFETCH = old
+
+
+def lowers_for_cuda(variant: str, lanes: int, rows_per_lane: int, lanes_per_block: int,
+                    prefetch: int) -> bool | str:
+    """Whether the ``pallas_lane`` kernel at this sweep point lowers for ``cuda`` (checked
+    on any host: Pallas builds the Triton IR inside JAX); True or the first error line."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl_pim.tabular import TabularConfig
+    from jaxrl_pim.tabular.pallas_gpu import run_episodes_lane
+
+    spec = TabularConfig(16, 4, **_split(variant)).lane_spec()
+    q = jax.ShapeDtypeStruct((lanes, 16, 4), spec.fmt.storage)
+    rows = jax.ShapeDtypeStruct((rows_per_lane, lanes, 2), jnp.int32)
+    run = functools.partial(run_episodes_lane, spec, num_episodes=2, interpret=False,
+                            platform="gpu", lanes_per_block=lanes_per_block, prefetch=prefetch)
+    try:
+        traced = jax.jit(run).trace(q, rows, jax.random.split(jax.random.key(0), lanes),
+                                    jnp.zeros((lanes,), jnp.uint32), jnp.int32(0))
+        text = traced.lower(lowering_platforms=("cuda",)).as_text()
+    except Exception as err:  # noqa: BLE001 - a rejected lowering is the result
+        return f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+    return True if "triton" in text else "no Triton call in the lowered module"
+
+
+def sweep(m: dict, chunks, episodes: int, repeats: int) -> list[dict]:
+    """The lanes-per-program x prefetch-depth grid of ``pallas_lane`` (see the docstring)."""
+    import jax
+
+    from jaxrl_pim.tabular.pallas_gpu import DEFAULT_PREFETCH, lane_block
+
+    lanes = int(chunks.shape[0])
+    default_bl = lane_block(0, 16 * 4, lanes)
+    out = []
+    for variant in m["sweep_variants"]:
+        for bl in m["sweep_lanes_per_block"]:
+            for depth in m["sweep_prefetch"]:
+                kw = dict(num_states=16, num_actions=4, num_cores=lanes,
+                          sync_period=m["sync"], num_episodes=episodes, lanes_per_block=bl)
+                with prefetch_depth(depth):
+                    rec, _ = measure("sweep", "frozenlake", variant, "pallas_lane", kw, chunks,
+                                     repeats)
+                rec.update(lanes_per_block=bl, prefetch=depth,
+                           is_default=bl == default_bl and depth == DEFAULT_PREFETCH)
+                if jax.default_backend() == "cpu":
+                    rec["lowers_for_cuda"] = lowers_for_cuda(variant, lanes,
+                                                             int(chunks.shape[1]), bl, depth)
+                out.append(rec)
+    return out
+
+
 def frozenlake_data(rows: int, cache: dict):
     if ("frozenlake", rows) not in cache:
         import jax
@@ -350,7 +510,15 @@ def frozenlake_data(rows: int, cache: dict):
     return cache[("frozenlake", rows)]
 
 
-def run_sections(args, m: dict, new_kernel: str, kernels: list[str]) -> dict[str, list]:
+#: Order the sections run in: the headline sections first, so that a ``--budget-s`` that runs
+#: out skips the side-by-side and scaling runs rather than the headline numbers.
+RUN_ORDER = ("frozenlake", "multiagent", "sweep", "taxi", "compare", "scaling")
+
+
+def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
+                 ) -> tuple[dict[str, list], dict[str, str]]:
+    """Run the chosen sections in :data:`RUN_ORDER`: ``(records per section, skipped
+    sections with the reason)``. A section is not started once ``--budget-s`` is spent."""
     import jax
 
     from jaxrl_pim import data, envs
@@ -365,20 +533,35 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]) -> dict[str
         cfg = TabularConfig(16, 4, num_cores=lanes, dtype="int32")
         return chunk(cfg, frozenlake_data(m["rows"], cache))
 
-    if "frozenlake" in args.sections:
+    def frozenlake():
         ch = fl_chunks(m["lanes"])
-        sections["frozenlake"] = [
-            measure("frozenlake", "frozenlake", v, new_kernel, {**fl_kwargs, "num_episodes":
-                                                                full_e}, ch, reps)[0]
-            for v in args.variants]
-    if "compare" in args.sections:
+        return [measure("frozenlake", "frozenlake", v, new_kernel,
+                        {**fl_kwargs, "num_episodes": full_e}, ch, reps)[0]
+                for v in args.variants]
+
+    t0 = time.perf_counter()
+    skipped: dict[str, str] = {}
+
+    def spent(name: str, what: str = "") -> bool:
+        """Whether ``--budget-s`` is spent (then ``name`` is noted as skipped or cut)."""
+        if args.budget_s is None or time.perf_counter() - t0 < args.budget_s:
+            return False
+        skipped[name] = f"--budget-s {args.budget_s:g} spent" + (f" {what}" if what else "")
+        print(f"[{name}] {skipped[name]}", flush=True)
+        return True
+
+    def compare():
         ch = fl_chunks(m["lanes"])
         variants = m["compare_variants"] if args.smoke else args.variants
-        sections["compare"] = [
-            r for v in variants
-            for r in side_by_side("compare", "frozenlake", v, kernels,
-                                  {**fl_kwargs, "num_episodes": cmp_e}, ch, 1)]
-    if "multiagent" in args.sections:
+        rows = []
+        for i, v in enumerate(variants):
+            if i and spent("compare", f"after {i} of {len(variants)} variants"):
+                break
+            rows += side_by_side("compare", "frozenlake", v, kernels,
+                                 {**fl_kwargs, "num_episodes": cmp_e}, ch, 1)
+        return rows
+
+    def multiagent():
         env, params = envs.make("frozenlake")
         per_agent = data.collect_per_agent(env, params, jax.random.key(2), m["agents"],
                                            m["agent_rows"])
@@ -393,29 +576,48 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]) -> dict[str
                                 {**kw, "num_episodes": full_e}, ch, reps)[0])
             rows += side_by_side("multiagent", "frozenlake", v, kernels,
                                  {**kw, "num_episodes": cmp_e}, ch, 1)
-        sections["multiagent"] = rows
-    if "taxi" in args.sections:
+        return rows
+
+    def taxi():
         env, params = envs.make("taxi")
-        taxi = data.collect(env, params, jax.random.key(3), m["taxi_rows"])
+        rows_taxi = data.collect(env, params, jax.random.key(3), m["taxi_rows"])
         lanes = min(m["lanes"], m["taxi_rows"] // 40)
         kw = dict(num_states=500, num_actions=6, num_cores=lanes, sync_period=m["sync"])
         rows = []
         for v in m["pair_variants"]:
-            ch = chunk(TabularConfig(500, 6, num_cores=lanes, **_split(v)), taxi)
+            ch = chunk(TabularConfig(500, 6, num_cores=lanes, **_split(v)), rows_taxi)
             rows.append(measure("taxi", "taxi", v, new_kernel, {**kw, "num_episodes": full_e},
                                 ch, reps)[0])
             rows += side_by_side("taxi", "taxi", v, kernels, {**kw, "num_episodes": cmp_e},
                                  ch, 1)
-        sections["taxi"] = rows
-    if "scaling" in args.sections:
+        return rows
+
+    def scaling():
         rows = []
-        for lanes in m["scaling_lanes"]:
+        for i, lanes in enumerate(m["scaling_lanes"]):
+            if i and spent("scaling", f"after {i} of {len(m['scaling_lanes'])} lane counts"):
+                break
             ch = fl_chunks(lanes)
             kw = {**fl_kwargs, "num_cores": lanes}
             rows += side_by_side("scaling", "frozenlake", "q-seq-fp32", kernels,
                                  {**kw, "num_episodes": m["scaling_episodes"]}, ch, 1)
-        sections["scaling"] = rows
-    return sections
+        return rows
+
+    def sweep_section():
+        return sweep(m, fl_chunks(m["lanes"]), cmp_e, reps)
+
+    run = {"frozenlake": frozenlake, "compare": compare, "multiagent": multiagent,
+           "taxi": taxi, "scaling": scaling, "sweep": sweep_section}
+    for name in RUN_ORDER:
+        if name not in args.sections:
+            continue
+        if name == "sweep" and new_kernel != "pallas_lane":
+            skipped[name] = f"the sweep is of pallas_lane; {new_kernel} runs here"
+            continue
+        if spent(name):
+            continue
+        sections[name] = run[name]()
+    return sections, skipped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -432,6 +634,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=None,
                    help="timed calls per new-kernel run, median kept (default: 3; --quick 2; "
                         "--smoke 1); side-by-side runs are timed once")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="seconds after which no further section starts (skipped sections "
+                        "are named in the file; default: none)")
     args = p.parse_args(argv)
 
     from jaxrl_pim.xla_env import apply_cpu_workarounds
@@ -462,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
         COMPILER_OPTIONS["xla_backend_optimization_level"] = 0
     path = harness.output_path(args, "tabular_gpu")
     t0 = time.perf_counter()
-    sections = run_sections(args, m, new_kernel, kernels)
+    sections, skipped = run_sections(args, m, new_kernel, kernels)
     config = {"mode": mode, "sections": args.sections, "variants": args.variants,
               "compare_episodes": args.compare_episodes, "repeats": args.repeats,
               **{k: v for k, v in m.items() if k not in ("variants",)},
@@ -472,7 +677,8 @@ def main(argv: list[str] | None = None) -> int:
                                   "issue_per_cycle": ISSUE_PER_CYCLE, "sms": GPU_SMS,
                                   "schedulers_per_sm": SCHEDULERS_PER_SM}}
     results = {"device": report.device_label(), "backend": backend, "new_kernel": new_kernel,
-               "sections": sections, "pim_multiagent_2000_s": PIM_MULTIAGENT_2000_S,
+               "sections": sections, "skipped_sections": skipped,
+               "pim_multiagent_2000_s": PIM_MULTIAGENT_2000_S,
                "pim_source": PIM_SOURCE}
     timing = {"total": time.perf_counter() - t0}
     stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,

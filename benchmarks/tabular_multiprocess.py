@@ -49,7 +49,7 @@ RUN_TIMEOUT_S = 1800
 
 def run_layout(layout: str, cfg: dict[str, Any], sync_period: int, folder: Path) -> dict:
     """One ``jaxrl-pim tabular`` run in ``layout``; the numbers of its report."""
-    from jaxrl_pim.distributed import process_environment
+    from jaxrl_pim.cli.launch import process_environment
 
     processes, devices = LAYOUTS[layout]
     report, q = folder / f"{layout}-{sync_period}.json", folder / f"{layout}-{sync_period}.npy"
@@ -142,7 +142,27 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Sync step alone: 2x1 / 1x2 = {s['sync_step_ratio_2x1_over_1x2']:.2f}. "
         f"Final tables equal across layouts: {s['tables_equal']}.",
     ]
+    lines += _round_breakdown(report["results"]["points"], s, fmt)
     return "\n".join(lines) + "\n"
+
+
+def _round_breakdown(points: list[dict], s: dict[str, Any], fmt: Any) -> list[str]:
+    """How firm the per-round slopes are (slopes between adjacent points) and how much of the
+    cross-process cost the sync step timed alone accounts for."""
+    out = []
+    for layout in LAYOUTS:
+        mine = sorted((p for p in points if p["layout"] == layout), key=lambda p: p["rounds"])
+        steps = [(b["run_s"] - a["run_s"]) / (b["rounds"] - a["rounds"])
+                 for a, b in zip(mine, mine[1:], strict=False) if b["rounds"] != a["rounds"]]
+        if steps:
+            out.append(f"Slope between adjacent points, {layout}: {fmt(min(steps))} to "
+                       f"{fmt(max(steps))} s per round (the fit above is over all points).")
+    cost, alone = s["cross_process_cost_per_round_s"], s["sync_step_s_2x1"]
+    if cost is not None:
+        out.append(f"Of the {fmt(cost)} s a round costs more across processes, the sync step "
+                   f"timed alone accounts for {fmt(alone)} s (2x1); the remaining "
+                   f"{fmt(cost - alone)} s is not broken down by this benchmark.")
+    return ["", *out] if out else []
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,6 +51,7 @@ from typing import Any
 import harness
 import jax
 import numpy as np
+import pim_published
 
 from jaxrl_pim import report
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
@@ -501,6 +502,11 @@ def _ext(r: dict) -> str:
     return f" (extrapolated from {e} ep.)" if e else ""
 
 
+def render_markdown(report_: dict[str, Any]) -> str:
+    """The ``.md`` tables of a stored report (what ``make_docs.py --check`` regenerates)."""
+    return markdown(report_["results"]["sections"], summarize(report_))
+
+
 def markdown(sections: dict, summary: dict) -> str:
     lines = [f"Device: {summary['device']} ({summary['devices_used']} device(s) used by every "
              f"JAX run); mode {summary['mode']}.", ""]
@@ -550,7 +556,7 @@ def markdown(sections: dict, summary: dict) -> str:
                   "for 2,000 episodes)", "",
                   "| agents | rows/agent | updates/s | time (s) | paper Xeon (s) | "
                   "paper PIM (s) |", "|---:|---:|---:|---:|---:|---:|"]
-        from pim_published import MULTI_AGENT as ma
+        ma = pim_published.MULTI_AGENT
 
         paper = {1000: (ma["xeon_seconds_1000_agents"],
                         ma["xeon_seconds_1000_agents"] / ma["pim_speedup_1000_agents"]),
@@ -659,11 +665,10 @@ def main(argv: list[str] | None = None) -> int:
     if "roofline" in wanted and "numba" in sections:
         sections["roofline"] = section_roofline(args, sections["numba"]["rows"])
     timing["total"] = time.perf_counter() - t0
-    from pim_published import PUBLISHED
 
     device = report.device_label()
     results = {"device": device, "devices_used": args.n_dev, "sections": sections,
-               "published": PUBLISHED}
+               "published": pim_published.PUBLISHED}
     config = {"mode": mode, "sections": wanted, "rounds": args.rounds,
               "min_seconds": args.min_seconds, "lanes": args.numba_lanes,
               "rows_divisor": args.scale, "variants": args.variants,
@@ -674,16 +679,14 @@ def main(argv: list[str] | None = None) -> int:
               "multiagent_rows_per_agent": args.multiagent_rows,
               "numba_threads": args.threads,
               "xla_flags": os.environ.get("XLA_FLAGS", "")}
-    summary = summarize({"config": config, "results": report.to_jsonable(results)})
-    md = markdown(report.to_jsonable(sections), summary)
-    harness.write(path, run=run, config=config, results=results, timing_s=timing,
-                  summarize=summarize, markdown=md)
+    stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                           summarize=summarize, markdown=render_markdown)
     try:
         files = plots(path, sections, device)
         print("plots: " + ", ".join(files))
     except Exception as err:  # a missing plotting backend must not lose the measurements
         print(f"plots skipped: {err}", file=sys.stderr)
-    print(md)
+    print(render_markdown(stored))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Runs across processes and hosts with ``jax.distributed``, and a local launcher.
+"""Runs across processes and hosts with ``jax.distributed``: the library side.
 
 A multi-process run is one program started once per process (on one host or several). The
 processes join through ``jax.distributed`` (process 0 hosts the coordination service) and
@@ -6,47 +6,25 @@ see one global device list; a mesh over it spans every process, and the collecti
 ``shard_map`` program (``lax.psum``) cross processes (gloo over TCP on CPU). Each process
 feeds only its own devices' shards (``jax.make_array_from_process_local_data``).
 
-* :func:`add_arguments` gives a command ``--coordinator HOST:PORT --num-processes N
-  --process-id I`` (and ``--heartbeat-timeout``); :func:`initialize_from_args` joins the run,
-  or, with no flags, joins when it was started as one task of several (a SLURM ``srun`` step,
-  an Open MPI ``mpirun``), letting ``jax.distributed.initialize()`` read the rest from the
-  environment. Otherwise the run stays one process and nothing changes.
-* Faults: when a process dies, the others stop rather than hang. The coordination service
-  notices the missing heartbeats within ``--heartbeat-timeout`` seconds (at once when process
-  0, which hosts the service, is gone) and terminates the survivors; its C++ fatal report (a
-  dozen lines and a stack trace) is folded into one line by :func:`fold_fatal_reports`, a
-  small process that relays stdout and stderr. A collective that reports the closed
-  connection first raises ``jax.errors.JaxRuntimeError``, which the command turns into one
-  line and exit status 1 (:func:`fail`). Only process 0 writes files, each atomically, so a
-  stopped run leaves earlier files as they were and no partial ones.
-* ``jaxrl-pim launch --processes N [--devices-per-process D] -- tabular ...`` (:func:`launch`)
-  starts N local processes on 127.0.0.1 with a free port, each with D host CPU devices,
-  prefixes their output with ``[i]``, and when one fails stops the others and exits non-zero.
+* :func:`initialize` joins a run (``jax.distributed.initialize``) from an explicit
+  coordinator, process count and index, or, with none, from the environment of a cluster
+  job (a SLURM ``srun`` step, an Open MPI ``mpirun``; see :func:`cluster_tasks`);
+  :func:`check_flags` validates the three values first.
+* :func:`failed_processes` tells every process which ones failed (a small collective), so a
+  data error in one process stops all of them before training.
+* :func:`describe_lost_peer` turns the error of a collective whose peer went away into one
+  line.
 
-This module imports jax only inside functions, so the launcher and the relay start quickly
-and ``XLA_FLAGS`` can still be set before jax loads.
-
-Over 400 lines on purpose: the whole multi-process contract of the command line (flags,
-joining, SLURM / MPI detection, the fault relay, the launcher) is host code kept in one
-module that imports jax only inside functions.
+The command-line side (the process options, the fault relay that folds the coordination
+service's fatal report into one line, the local launcher ``jaxrl-pim launch``) lives in
+:mod:`jaxrl_pim.cli.launch`. This module imports jax only inside functions.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import re
-import select
-import signal
-import socket
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Mapping, Sequence
-from typing import Any, BinaryIO, NamedTuple, NoReturn
-
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from collections.abc import Mapping
+from typing import NamedTuple
 
 #: Seconds without heartbeats after which the coordination service declares a process dead.
 HEARTBEAT_TIMEOUT_S = 30
@@ -54,9 +32,6 @@ HEARTBEAT_TIMEOUT_S = 30
 SHUTDOWN_TIMEOUT_S = 600
 #: Seconds the processes wait for each other to join.
 JOIN_TIMEOUT_S = 300
-#: Sub-commands that accept the process flags (what ``launch`` can start).
-COMMANDS: tuple[str, ...] = ("tabular",)
-_DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 
 class Processes(NamedTuple):
@@ -69,23 +44,6 @@ class Processes(NamedTuple):
     def is_main(self) -> bool:
         """True on process 0, the one that evaluates and writes reports."""
         return self.index == 0
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--coordinator``, ``--num-processes``, ``--process-id`` and ``--heartbeat-timeout``."""
-    group = parser.add_argument_group(
-        "processes and hosts",
-        "run as one of several processes (give all three, the same coordinator everywhere); "
-        "with none, an srun step or mpirun of several tasks is detected")
-    group.add_argument("--coordinator", default=None, metavar="HOST:PORT",
-                       help="address of process 0, which hosts the coordination service")
-    group.add_argument("--num-processes", type=int, default=None, metavar="N",
-                       help="processes in the run")
-    group.add_argument("--process-id", type=int, default=None, metavar="I",
-                       help="this process's index, 0 .. N-1")
-    group.add_argument("--heartbeat-timeout", type=int, default=HEARTBEAT_TIMEOUT_S,
-                       metavar="S", help="seconds without heartbeats before a process counts "
-                       "as dead and the others stop")
 
 
 def cluster_tasks(environ: Mapping[str, str] | None = None) -> int:
@@ -156,21 +114,6 @@ def initialize(
     return Processes(jax.process_index(), jax.process_count())
 
 
-def initialize_from_args(args: argparse.Namespace, prog: str) -> Processes:
-    """Join the run the flags of :func:`add_arguments` (or the cluster) describe.
-
-    Returns ``Processes(0, 1)`` and does nothing for a single-process run. Otherwise it checks
-    the flags, routes output through :func:`fold_fatal_reports`, then initialises
-    ``jax.distributed``.
-    """
-    flags = (args.coordinator, args.num_processes, args.process_id)
-    check_flags(*flags, args.heartbeat_timeout)
-    if all(v is None for v in flags) and cluster_tasks() <= 1:
-        return Processes(0, 1)
-    fold_fatal_reports(prog)
-    return initialize(*flags, heartbeat_timeout_s=args.heartbeat_timeout)
-
-
 def failed_processes(ok: bool) -> list[int]:
     """Tell every process whether this one is ``ok``; returns the indices that are not.
 
@@ -193,284 +136,3 @@ def describe_lost_peer(err: BaseException) -> str:
     text = " ".join(str(err).split())
     text = text.rsplit("Error dispatching computation: ", 1)[-1]
     return f"lost contact with another process of the run ({text[:300]})"
-
-
-def fail(prog: str, message: str, status: int = 1) -> NoReturn:
-    """Print ``{prog}: error: {message}`` on one line and exit at once with ``status``.
-
-    Skips the exit-time handshake of ``jax.distributed`` (which would wait for the dead peer).
-    """
-    sys.stdout.flush()
-    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
-    os._exit(status)
-
-
-# --------------------------------------------------------------------------------------------
-# One line instead of the coordination service's fatal report
-
-_GLOG = re.compile(rb"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ ([\w.]+):\d+\] ")
-_SERVICE_FILES = (b"coordination_service", b"preemption_sync_manager", b"client.h",
-                  b"distributed")
-_FATAL = b"Terminating process because the JAX distributed service detected fatal errors"
-_GLOO_NOISE = re.compile(rb"^\[Gloo\] Rank \d+ is connected to \d+ peer ranks")
-_HOLD_S = 3.0  # a service message not followed by a fatal one within this time is shown
-
-
-def fold_fatal_reports(prog: str) -> None:
-    """Route this process's stdout and stderr (file descriptors 1 and 2) through a relay
-    process that shows them unchanged, except that the coordination service's fatal report
-    (a dozen lines and a C++ stack trace, printed when another process died) becomes one line
-    ``{prog}: error: another process of the run died or cannot be reached (...)`` and gloo's
-    "Rank i is connected to n peer ranks" lines are dropped. The relay ends with this process.
-    """
-    err_r, err_w = os.pipe()
-    out_r, out_w = os.pipe()
-    to_out, to_err = os.dup(1), os.dup(2)
-    code = ("import sys; from jaxrl_pim.distributed import _relay; "
-            "_relay(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))")
-    try:
-        subprocess.Popen([sys.executable, "-c", code, prog, str(out_r), str(to_out)],
-                         stdin=err_r, stdout=to_err, stderr=to_err, pass_fds=(out_r, to_out))
-    finally:
-        for fd in (err_r, out_r, to_out, to_err):
-            os.close(fd)
-    for fd, (stream, target) in ((out_w, (sys.stdout, 1)), (err_w, (sys.stderr, 2))):
-        stream.flush()
-        os.dup2(fd, target)
-        os.close(fd)
-
-
-def _relay(prog: str, out_in: int, out_fd: int, err_in: int = 0, err_fd: int = 1) -> None:
-    """The relay's loop (its own process; see :func:`fold_fatal_reports`): copies ``out_in``
-    to ``out_fd`` and ``err_in`` to ``err_fd`` line by line until both reach end of file."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # it ends with the process it serves
-    own_error = f"{prog}: error: ".encode()
-    held: list[bytes] = []  # a coordination-service message, held back for _HOLD_S
-    held_since = 0.0
-    fatal: list[bytes] | None = None  # the status lines of a fatal report
-    pending = {out_in: b"", err_in: b""}
-
-    def emit(fd: int, lines: list[bytes]) -> None:
-        data = b"".join(lines)
-        while data:
-            data = data[os.write(fd, data):]
-
-    def on_err_line(line: bytes) -> None:
-        nonlocal held, held_since, fatal
-        if fatal is not None:
-            if len(fatal) < 2 and not line.startswith((b"***", b"RPC:", b"    @")):
-                fatal.append(line)
-            return
-        glog = _GLOG.match(line)
-        if _FATAL in line:
-            fatal = [line.split(b"absl::Status: ", 1)[-1]]
-            held = []
-        elif line.startswith(own_error) and held:
-            held = [line]  # our own one-line error replaces the service's messages
-        elif glog and glog.group(1).startswith(_SERVICE_FILES):
-            if not held:
-                held_since = time.monotonic()
-            held.append(line)
-        elif held:
-            held.append(line)
-        else:
-            emit(err_fd, [line])
-
-    while pending:
-        wait = None
-        if held and fatal is None:
-            wait = max(0.0, held_since + _HOLD_S - time.monotonic())
-        ready, _, _ = select.select(list(pending), [], [], wait)
-        if not ready:  # a held message with no fatal report after it: show it
-            emit(err_fd, held)
-            held = []
-            continue
-        for fd in ready:
-            chunk = os.read(fd, 65536)
-            if not chunk:  # end of file: the last partial line, if any
-                rest = pending.pop(fd)
-                lines = [rest] if rest else []
-            else:
-                *lines, pending[fd] = (pending[fd] + chunk).split(b"\n")
-                lines = [line + b"\n" for line in lines]
-            for line in lines:
-                if _GLOO_NOISE.match(line):
-                    continue
-                if fd == out_in:
-                    emit(out_fd, [line])
-                else:
-                    on_err_line(line)
-    if fatal is not None:
-        status = " ".join(b" ".join(fatal).decode(errors="replace").split()).split(". ")[0]
-        emit(err_fd, [f"{prog}: error: another process of the run died or cannot be reached "
-                      f"(jax distributed service: {status[:300]})\n".encode()])
-    elif held:
-        emit(err_fd, held)
-
-
-# --------------------------------------------------------------------------------------------
-# The local launcher
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on ``host`` right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def process_environment(
-    devices_per_process: int, environ: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The environment of one launched process: ``devices_per_process`` host CPU devices
-    (replacing any device count in ``XLA_FLAGS``), the CPU workaround flags, the CPU platform
-    unless ``JAX_PLATFORMS`` is set, unbuffered Python output."""
-    env = dict(os.environ if environ is None else environ)
-    flags = [f for f in env.get("XLA_FLAGS", "").split()
-             if f.split("=", 1)[0] != _DEVICE_COUNT_FLAG]
-    env["XLA_FLAGS"] = with_flags(" ".join(flags), f"{_DEVICE_COUNT_FLAG}={devices_per_process}",
-                                  *CPU_WORKAROUND_FLAGS)
-    env.setdefault("JAX_PLATFORMS", "cpu")
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def supervise(
-    argvs: Sequence[Sequence[str]],
-    envs: Sequence[Mapping[str, str]],
-    *,
-    stdout: BinaryIO | None = None,
-    stderr: BinaryIO | None = None,
-    grace_s: float = 5.0,
-    prog: str = "jaxrl-pim launch",
-) -> int:
-    """Run one process per ``argvs[i]`` (environment ``envs[i]``), prefix each output line
-    with ``[i] ``, and wait. When one exits non-zero, stop the others (SIGTERM, SIGKILL
-    after ``grace_s``), print one line and return that exit status (1 for a signal); 0
-    when all succeed. Ctrl-C stops all and returns 130."""
-    stdout = stdout if stdout is not None else sys.stdout.buffer
-    stderr = stderr if stderr is not None else sys.stderr.buffer
-    lock = threading.Lock()
-    procs: list[subprocess.Popen] = []
-    readers: list[threading.Thread] = []
-
-    def pump(stream: BinaryIO, sink: BinaryIO, prefix: bytes) -> None:
-        for line in iter(stream.readline, b""):
-            with lock:
-                sink.write(prefix + line if line.endswith(b"\n") else prefix + line + b"\n")
-                sink.flush()
-        stream.close()
-
-    def stop_all() -> None:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-        deadline = time.monotonic() + grace_s
-        for p in procs:
-            try:
-                p.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-    failure: tuple[int, int] | None = None
-    try:
-        for i, (argv, env) in enumerate(zip(argvs, envs, strict=True)):
-            p = subprocess.Popen(list(argv), env=dict(env), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            procs.append(p)
-            for stream, sink in ((p.stdout, stdout), (p.stderr, stderr)):
-                t = threading.Thread(target=pump, args=(stream, sink, f"[{i}] ".encode()),
-                                     daemon=True)
-                t.start()
-                readers.append(t)
-        while failure is None and any(p.poll() is None for p in procs):
-            for i, p in enumerate(procs):
-                if p.poll() not in (None, 0):
-                    failure = (i, p.returncode)
-                    break
-            else:
-                time.sleep(0.05)
-        if failure is None:  # all ended: one may have failed in the last round
-            failure = next(((i, p.returncode) for i, p in enumerate(procs) if p.returncode),
-                           None)
-        if failure is not None:
-            stop_all()
-    except KeyboardInterrupt:
-        stop_all()
-        for t in readers:
-            t.join(timeout=grace_s)
-        print(f"{prog}: interrupted; stopped all processes", file=sys.stderr, flush=True)
-        return 130
-    for t in readers:
-        t.join(timeout=grace_s)
-    if failure is None:
-        return 0
-    index, status = failure
-    how = f"status {status}" if status > 0 else f"signal {-status}"
-    others = len(procs) - 1
-    with lock:
-        stderr.write(f"{prog}: error: process {index} exited with {how}; stopped the other "
-                     f"{others} process{'es' if others != 1 else ''}\n".encode())
-        stderr.flush()
-    return status if 0 < status < 256 else 1
-
-
-def launch(
-    command: Sequence[str],
-    processes: int,
-    devices_per_process: int | None = None,
-    *,
-    host: str = "127.0.0.1",
-    port: int | None = None,
-    grace_s: float = 5.0,
-) -> int:
-    """Run ``jaxrl-pim <command>`` as ``processes`` local processes of one run (see module
-    docstring); returns the exit status. ``devices_per_process`` defaults to the host's
-    cores divided among the processes (at least 1)."""
-    command = list(command)
-    if command[:1] == ["--"]:
-        command = command[1:]
-    if not command or command[0] not in COMMANDS:
-        raise ValueError(f"launch runs one of {', '.join(COMMANDS)} (after --); "
-                         f"got {' '.join(command) or 'nothing'}")
-    taken = {"--coordinator", "--num-processes", "--process-id"}
-    if any(a.split("=", 1)[0] in taken for a in command):
-        raise ValueError("launch sets --coordinator, --num-processes and --process-id itself")
-    if processes < 1:
-        raise ValueError(f"--processes must be >= 1, got {processes}")
-    if devices_per_process is None:
-        devices_per_process = max(1, (os.cpu_count() or 1) // processes)
-    if devices_per_process < 1:
-        raise ValueError(f"--devices-per-process must be >= 1, got {devices_per_process}")
-    address = f"{host}:{port or free_port(host)}"
-    argvs = [[sys.executable, "-m", "jaxrl_pim.cli", *command, "--coordinator", address,
-              "--num-processes", str(processes), "--process-id", str(i)]
-             for i in range(processes)]
-    env = process_environment(devices_per_process)
-    return supervise(argvs, [env] * processes, grace_s=grace_s)
-
-
-def register(subparsers: Any) -> None:
-    """Add the ``launch`` sub-command."""
-    p = subparsers.add_parser(
-        "launch",
-        help="run a command as several local processes of one jax.distributed run",
-        description="Start N local processes of one multi-process run on 127.0.0.1 (a free "
-        "port), each with D host CPU devices; prefix their output with [i]; if one fails, "
-        "stop the others and exit non-zero. Example: jaxrl-pim launch --processes 2 -- "
-        "tabular --cores 8 --episodes 10",
-    )
-    p.add_argument("--processes", type=int, required=True, metavar="N",
-                   help="processes to start")
-    p.add_argument("--devices-per-process", type=int, default=None, metavar="D",
-                   help="host CPU devices per process (default: cores / N, at least 1)")
-    p.add_argument("--port", type=int, default=None,
-                   help="coordinator port on 127.0.0.1 (default: a free one)")
-    p.add_argument("command", nargs=argparse.REMAINDER,
-                   help=f"-- then the sub-command and its options ({', '.join(COMMANDS)})")
-    p.set_defaults(func=_launch_main)
-
-
-def _launch_main(args: argparse.Namespace) -> int:
-    return launch(args.command, args.processes, args.devices_per_process, port=args.port)

@@ -20,7 +20,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 #: The public modules that have a page in the API reference (``docs/api/<name>.md``).
 API_MODULES = ("envs", "data", "tabular", "replay", "marl", "rl", "quant", "actorq",
-               "studies", "checkpoint", "distributed", "report")
+               "studies", "checkpoint", "distributed", "cli", "report")
 
 
 def _env() -> dict[str, str]:
@@ -75,6 +75,7 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
         html = (site / "api" / name / "index.html").read_text()
         assert f'id="jaxrl_pim.{name}.' in html, f"api/{name}: no object rendered"
     assert 'id="jaxrl_pim.tabular.make_train"' in (site / "api/tabular/index.html").read_text()
+    assert 'id="jaxrl_pim.cli.launch.launch"' in (site / "api/cli/index.html").read_text()
     # repository files the pages link to (plots of the benchmark page) are in the site
     linked = re.findall(r"\]\(\.\./(benchmarks/results/[^)\s]+)\)",
                         (ROOT / "docs" / "benchmarks.md").read_text())

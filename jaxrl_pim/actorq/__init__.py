@@ -21,47 +21,25 @@ int8 actors compute with int8 matmuls (:mod:`jaxrl_pim.quant.compute`) unless
 The building blocks come from the rest of the library: the DQN loss from
 :mod:`jaxrl_pim.rl.dqn`, the networks from :mod:`jaxrl_pim.rl.networks`, the replay from
 :mod:`jaxrl_pim.replay`, environments from :func:`jaxrl_pim.envs.make`. The PTQ / QAT studies
-moved to :mod:`jaxrl_pim.studies`. See ``docs/quantization.md``.
+are :mod:`jaxrl_pim.studies`. The pieces a run is assembled from (agents, rules, broadcast
+codecs, replay, transports) are reached through their modules. See ``docs/quantization.md``.
 """
 
-from jaxrl_pim._deprecated import renamed
-from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.algorithms import make_agent
-from jaxrl_pim.actorq.broadcast import actor_params, broadcast_spec, decode, encode
 from jaxrl_pim.actorq.config import ActorQConfig, default_config
-from jaxrl_pim.actorq.distributed import run_distributed, run_multiprocess
+from jaxrl_pim.actorq.distributed import run_distributed
 from jaxrl_pim.actorq.energy import EnergyTracker
 from jaxrl_pim.actorq.experiment import compare_precisions, run_one
-from jaxrl_pim.actorq.metrics import reward_target, speedups, time_to_reward
-from jaxrl_pim.actorq.replay import make_replay
-from jaxrl_pim.actorq.rules import categorical_l2_project, n_step_window
+from jaxrl_pim.actorq.metrics import speedups, time_to_reward
 from jaxrl_pim.actorq.single import make_system, make_train, run_timed
-
-__getattr__ = renamed(__name__, {
-    "Transition": "jaxrl_pim.replay.NStepTransition",
-    "make_env": "jaxrl_pim.envs.make_with_info",
-})
 
 __all__ = [
     "ActorQConfig",
-    "Agent",
     "EnergyTracker",
-    "EnvInfo",
-    "actor_params",
-    "broadcast_spec",
-    "categorical_l2_project",
     "compare_precisions",
-    "decode",
     "default_config",
-    "encode",
-    "make_agent",
-    "make_replay",
     "make_system",
     "make_train",
-    "n_step_window",
-    "reward_target",
     "run_distributed",
-    "run_multiprocess",
     "run_one",
     "run_timed",
     "speedups",

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import jax
 
-from jaxrl_pim.envs.factory import EnvInfo, make_with_info
+from jaxrl_pim.envs.factory import EnvInfo
 
 
 class Agent(NamedTuple):
@@ -33,13 +33,4 @@ class Agent(NamedTuple):
     action_example: jax.Array  # one action, for shaping replay storage
 
 
-def make_env(name: str) -> tuple[Any, Any, EnvInfo]:
-    """Deprecated: use ``jaxrl_pim.envs.make_with_info(name)`` (same result)."""
-    import warnings
-
-    warnings.warn("jaxrl_pim.actorq.agent.make_env is deprecated; use "
-                  "jaxrl_pim.envs.make_with_info", DeprecationWarning, stacklevel=2)
-    return make_with_info(name)
-
-
-__all__ = ["Agent", "EnvInfo", "make_env"]
+__all__ = ["Agent", "EnvInfo"]

@@ -24,16 +24,9 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from jaxrl_pim.quant import (
-    PackedParams,
-    QuantSpec,
-    pack,
-    packed_nbytes,
-    params_nbytes,
-    quantize_tree,
-    unpack_qtensors,
-)
+from jaxrl_pim.quant import QuantSpec, pack, packed_nbytes, params_nbytes, quantize_tree
 from jaxrl_pim.quant.compute import COMPUTES, actor_tree
+from jaxrl_pim.quant.packing import PackedParams, unpack_qtensors
 
 _SPECS = {
     "fp32": QuantSpec("fp32"),

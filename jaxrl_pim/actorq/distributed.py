@@ -54,8 +54,7 @@ from jaxrl_pim.replay import NStepTransition
 
 TRANSPORTS = ("ray", "processes")
 
-__all__ = ["ACTOR_PHASES", "TRANSPORTS", "actor_breakdown", "make_pool", "run_distributed",
-           "run_multiprocess"]
+__all__ = ["ACTOR_PHASES", "TRANSPORTS", "actor_breakdown", "make_pool", "run_distributed"]
 
 
 def make_pool(transport: str, ray_address: str | None = None, **kwargs: Any) -> Any:
@@ -268,16 +267,6 @@ def run_distributed(
         "resumed_from": resumed_from,
         "final_state": learner,
     }
-
-
-def run_multiprocess(config: ActorQConfig, seed: int = 0, **kwargs: Any) -> dict[str, Any]:
-    """Deprecated: ``run_distributed(config, seed, transport="processes", ...)``."""
-    import warnings
-
-    warnings.warn("jaxrl_pim.actorq.run_multiprocess is deprecated; use run_distributed("
-                  "config, seed, transport='processes') or transport='ray'", DeprecationWarning,
-                  stacklevel=2)
-    return run_distributed(config, seed, transport="processes", **kwargs)
 
 
 def actor_breakdown(actors: dict[int, dict[str, Any]]) -> dict[str, float | None]:

@@ -17,7 +17,6 @@ from typing import Any, NamedTuple
 
 import jax
 
-from jaxrl_pim._deprecated import renamed
 from jaxrl_pim.replay import BufferState, DenseState, dense_prioritized, make_ring_buffer
 
 
@@ -51,7 +50,7 @@ def make_replay(capacity: int, example: Any, alpha: float = 0.6, beta: float = 0
 
     def init() -> ReplayState:
         """Empty storage, every row invalid."""
-        return ReplayState(buffer.init(), sampler.init(capacity))
+        return ReplayState(buffer.init(), sampler.init())
 
     def add(state: ReplayState, batch: Any, valid: jax.Array | None = None) -> ReplayState:
         """Append a batch ``[b, ...]`` (``b <= capacity``); ``valid`` ``[b]`` masks entries."""
@@ -72,5 +71,3 @@ def make_replay(capacity: int, example: Any, alpha: float = 0.6, beta: float = 0
 
     return Replay(init, add, sample, update_priorities)
 
-
-__getattr__ = renamed(__name__, {"Transition": "jaxrl_pim.replay.NStepTransition"})

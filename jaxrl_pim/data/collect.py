@@ -17,7 +17,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl_pim._deprecated import renamed
 from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.data.transitions import Dataset, compact
 
@@ -160,5 +159,3 @@ def _collect_jit(env, env_params, policy: BehaviourPolicy, num_envs: int, steps:
 
     return run
 
-
-__getattr__ = renamed(__name__, {"Policy": "jaxrl_pim.data.collect.BehaviourPolicy"})

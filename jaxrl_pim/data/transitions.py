@@ -5,7 +5,6 @@ A :class:`Dataset` holds equal-length arrays, one row per tabular transition
 carry leading axes: ``[M]`` for one dataset, ``[C, m]`` once chunked into ``C`` lanes
 (lane-major), ``[K, n]`` for per-agent datasets.
 
-``Transitions`` is the former name of :class:`Dataset` (same class), kept for one release.
 Not to be confused with the replay rows :class:`jaxrl_pim.replay.NStepTransition` (one
 single-agent transition) and :class:`jaxrl_pim.replay.Transition` (one lock-step row of N
 agents).
@@ -58,10 +57,6 @@ def state_dtype(num_states: int) -> np.dtype:
     if num_states <= 32767:
         return np.dtype(np.int16)
     return np.dtype(np.int32)
-
-
-#: Former name of :class:`Dataset` (deprecated; the same class).
-Transitions = Dataset
 
 
 def compact(t: Dataset, num_states: int) -> Dataset:

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from jaxrl_pim.checks import check_choice
 
-# name -> (constructor module attribute, allowed kwargs, fixed kwargs); constructors are looked
+# name -> (constructor class name, allowed kwargs, fixed kwargs); constructors are looked
 # up lazily so that importing this module does not build anything.
 _TABULAR: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
     "frozenlake": ("FrozenLake", ("map_name", "is_slippery"), {}),
@@ -120,9 +120,16 @@ def make(env: Any, **kwargs: Any) -> tuple[Any, Any]:
     )
 
 
-def _make_tabular(name: str, **kwargs: Any) -> tuple[Any, Any]:
-    from jaxrl_pim import envs as _envs
+def _tabular_class(attr: str) -> Any:
+    """The tabular world class named ``attr`` (imported on first use, from its own module)."""
+    from jaxrl_pim.envs.cliffwalking import CliffWalking
+    from jaxrl_pim.envs.frozenlake import FrozenLake
+    from jaxrl_pim.envs.taxi import Taxi
 
+    return {"CliffWalking": CliffWalking, "FrozenLake": FrozenLake, "Taxi": Taxi}[attr]
+
+
+def _make_tabular(name: str, **kwargs: Any) -> tuple[Any, Any]:
     attr, allowed, fixed = _TABULAR[name]
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
@@ -132,7 +139,7 @@ def _make_tabular(name: str, **kwargs: Any) -> tuple[Any, Any]:
         check_choice("map_name", kwargs["map_name"], ("4x4", "8x8"))
     if "is_slippery" in kwargs and not isinstance(kwargs["is_slippery"], bool):
         raise ValueError(f"is_slippery must be a bool, got {kwargs['is_slippery']!r}")
-    made = getattr(_envs, attr)(**fixed, **kwargs)
+    made = _tabular_class(attr)(**fixed, **kwargs)
     return made, made.default_params
 
 

@@ -14,16 +14,13 @@ Modules, in the order a run is built:
   with a jitted ``act``; :func:`evaluate`), ``render`` (episodes as animated GIFs);
 * ``checkpoint`` (runs in checkpointed segments that resume bit for bit after a kill),
   ``plan`` (counts, memory and a measured duration estimate before a run), ``profiler``
-  (per-phase timings), ``command`` (``jaxrl-pim marl``). The replay components live in
-  :mod:`jaxrl_pim.replay`.
+  (per-phase timings). The replay components live in :mod:`jaxrl_pim.replay`; the command
+  ``jaxrl-pim marl`` is :mod:`jaxrl_pim.cli.marl`.
 
 See ``docs/marl.md``.
 """
 
 from __future__ import annotations
-
-import warnings
-from typing import Any
 
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.policies import Policies, evaluate, load_policies
@@ -54,15 +51,3 @@ __all__ = [
     "random_policy_return",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "make_system":
-        from jaxrl_pim.marl import maddpg
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            value = maddpg.make_system
-        warnings.warn("jaxrl_pim.marl.make_system is deprecated; use "
-                      "jaxrl_pim.marl.make_phases", DeprecationWarning, stacklevel=2)
-        return value
-    raise AttributeError(f"module 'jaxrl_pim.marl' has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Configuration of a MADDPG / MATD3 / MASAC run, validated once at construction.
 
 Every field is checked exactly once, in field order, against limits shared with the
-component that uses it (``replay.MAX_CAPACITY`` for the buffers and samplers,
+component that uses it (``replay.check_capacity`` for the buffers and samplers,
 ``mpe.MAX_AGENTS`` for the worlds), so a config that validates builds and trains; a bad value
 raises ``ValueError`` naming the field, the value and the allowed range. Derived sizes
 (critic count, predator-prey composition, update schedule) are properties, static inside jit.
@@ -16,7 +16,7 @@ from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs import mpe
 from jaxrl_pim.envs.jaxmarl_adapter import PREFIX as JAXMARL_PREFIX
 from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
-from jaxrl_pim.replay import LAYOUTS, MAX_CAPACITY, SAMPLERS
+from jaxrl_pim.replay import LAYOUTS, SAMPLERS, check_capacity
 
 ALGOS: tuple[str, ...] = ("maddpg", "matd3", "masac")
 ENVS: tuple[str, ...] = ("spread", "tag")
@@ -123,7 +123,7 @@ class MARLConfig:
         check_choice("sampling_mode", self.sampling_mode, SAMPLING_MODES)
         check_choice("sampler", self.sampler, SAMPLERS)
         check_choice("layout", self.layout, LAYOUTS)
-        check_int("buffer_capacity", self.buffer_capacity, lo=1, hi=MAX_CAPACITY)
+        check_capacity(self.buffer_capacity, "buffer_capacity")
         if self.buffer_capacity < self.num_envs:
             raise ValueError(
                 f"buffer_capacity ({self.buffer_capacity}) must be >= num_envs "

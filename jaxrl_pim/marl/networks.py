@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import flax.linen as nn
 import jax
@@ -119,23 +119,3 @@ def make_networks(hidden: Sequence[int], action_dims: Sequence[int], lr: float,
         optimizer=optax.chain(clip_by_leaf_norm(grad_clip), optax.adam(lr)),
     )
 
-
-def _old_mlp(hidden: Sequence[int], out_dim: int) -> rl_networks.MLP:
-    """``MLP(hidden, out_dim)`` of the earlier class: now :func:`mlp`."""
-    return mlp(hidden, out_dim)
-
-
-def __getattr__(name: str) -> Any:
-    # categorical_entropy and polyak are rules now (jaxrl_pim.marl.rules); kept importable here.
-    if name in ("categorical_entropy", "polyak"):
-        from jaxrl_pim.marl import rules
-
-        return getattr(rules, name)
-    if name == "MLP":
-        import warnings
-
-        warnings.warn("jaxrl_pim.marl.networks.MLP is deprecated; use "
-                      "jaxrl_pim.marl.networks.mlp (a jaxrl_pim.rl.networks.MLP with ReLU and "
-                      "LeCun init)", DeprecationWarning, stacklevel=2)
-        return _old_mlp
-    raise AttributeError(f"module 'jaxrl_pim.marl.networks' has no attribute {name!r}")

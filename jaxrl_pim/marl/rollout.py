@@ -69,7 +69,6 @@ def make_rollout(
     *,
     num_envs: int,
     num_critics: int,
-    buffer_capacity: int,
     temperature: float,
 ) -> Rollout:
     """Build the acting phases of a run on ``env`` (see :class:`Rollout`)."""
@@ -101,7 +100,7 @@ def make_rollout(
         return TrainState(
             teams=tuple(team_params),
             buffers=tuple(b.init() for b in buffers),
-            sampler=sampler.init(buffer_capacity),
+            sampler=sampler.init(),
             env_state=env_state,
             obs=obs,
             key=k_run,
@@ -130,7 +129,8 @@ def make_rollout(
         return obs, env_state, rewards, terminated
 
     def buffer_add(buffer_states, sampler_state, obs, actions, rewards, next_obs, terminated):
-        # Time order = env order; the sampler's on_add gives each new row max priority.
+        # Time order = env order; the sampler's on_add gives each new row max priority
+        # (row pos + e of the ring, which on_add wraps at the capacity).
         pos = buffer_states[0].insert_pos
         new_states = []
         for ti, b in enumerate(buffers):
@@ -145,10 +145,10 @@ def make_rollout(
             new_states.append(b.add(buffer_states[ti], tr))
         if num_envs <= 64:
             for e in range(num_envs):
-                sampler_state = sampler.on_add(sampler_state, (pos + e) % buffer_capacity)
+                sampler_state = sampler.on_add(sampler_state, pos + e)
         else:
             def body(ss, e):
-                return sampler.on_add(ss, (pos + e) % buffer_capacity), None
+                return sampler.on_add(ss, pos + e), None
 
             sampler_state, _ = jax.lax.scan(body, sampler_state, jnp.arange(num_envs))
         return tuple(new_states), sampler_state

@@ -113,7 +113,6 @@ def make_phases(config: MARLConfig, algorithm: rules.Algorithm | None = None) ->
     algorithm = rules.make_algorithm(config) if algorithm is None else algorithm
     rollout = make_rollout(env, env_params, networks, buffers, sampler,
                            num_envs=config.num_envs, num_critics=algorithm.num_critics,
-                           buffer_capacity=config.buffer_capacity,
                            temperature=config.temperature)
     learner = make_learner(teams, networks, algorithm, buffers, sampler,
                            sampling_mode=config.sampling_mode, batch_size=config.batch_size,

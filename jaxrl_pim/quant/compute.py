@@ -1,8 +1,9 @@
 """Policies that compute in the precision they were quantized to (actor-side arithmetic).
 
 A broadcast policy arrives as a tree of :class:`~jaxrl_pim.quant.QTensor` leaves
-(:func:`jaxrl_pim.quant.quantize_tree` on the device, :func:`jaxrl_pim.quant.unpack_qtensors`
-from the wire). :func:`actor_tree` turns it into the parameters an actor runs with:
+(:func:`jaxrl_pim.quant.quantize_tree` on the device,
+:func:`jaxrl_pim.quant.packing.unpack_qtensors` from the wire). :func:`actor_tree` turns it
+into the parameters an actor runs with:
 
 * ``compute="float32"``: every leaf dequantized to float32 (the *dequantized policy*: the
   same values as :func:`jaxrl_pim.quant.fake_quantize`), run with float32 matmuls;

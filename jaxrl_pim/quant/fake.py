@@ -10,14 +10,11 @@ Every function here is pure and jittable (the spec is static). One function per 
 With ``straight_through=True`` the forward value is the same and the gradient is the
 identity (dQ/dW = 1, the paper's QAT). ``quantize_tree`` returns the codes themselves
 (QTensor leaves, codes already in the narrow payload dtype) for packing or integer kernels.
-(The old names ``fake_quant_ste`` and ``fake_quantize_ste`` still work, with a
-DeprecationWarning.)
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import Any
 
 import jax
@@ -124,23 +121,6 @@ def fake_quantize(params: PyTree, spec: QuantSpec | int,
     if straight_through:
         return _fake_quantize_ste_jit(params, spec)
     return _fake_quantize_jit(params, spec)
-
-
-def fake_quant_ste(x: jax.Array, quantizer: Quantizer) -> jax.Array:
-    """Deprecated: ``quantize_dequantize(x, quantizer, straight_through=True)``."""
-    _deprecated("fake_quant_ste", "quantize_dequantize(x, quantizer, straight_through=True)")
-    return quantize_dequantize(x, quantizer, straight_through=True)
-
-
-def fake_quantize_ste(params: PyTree, spec: QuantSpec | int) -> PyTree:
-    """Deprecated: ``fake_quantize(params, spec, straight_through=True)``."""
-    _deprecated("fake_quantize_ste", "fake_quantize(params, spec, straight_through=True)")
-    return fake_quantize(params, spec, straight_through=True)
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"jaxrl_pim.quant.{old} is deprecated; use jaxrl_pim.quant.{new}",
-                  DeprecationWarning, stacklevel=3)
 
 
 def qat_params(

@@ -12,7 +12,7 @@ A multi-agent learner round::
 
     buffer = make_buffer("interleaved", capacity, n, obs_dim, action_dim)
     sampler = uniform()
-    bstate, sstate = buffer.init(), sampler.init(capacity)
+    bstate, sstate = buffer.init(), sampler.init()
     pos = bstate.insert_pos
     bstate = buffer.add(bstate, transition)          # obs [N, O], action [N, A], ...
     sstate = sampler.on_add(sstate, pos)             # no-op unless prioritised
@@ -28,6 +28,7 @@ from jaxrl_pim.replay.buffers import (
     BufferState,
     Transition,
     capacity_of,
+    check_capacity,
     check_indices,
     gather_into,
     make_buffer,
@@ -59,6 +60,7 @@ __all__ = [
     "Sampler",
     "Transition",
     "capacity_of",
+    "check_capacity",
     "check_indices",
     "dense_prioritized",
     "expand_references",

@@ -38,6 +38,13 @@ MAX_CAPACITY = 2**30
 _FIELDS: tuple[str, ...] = ("obs", "action", "reward", "next_obs", "done")
 
 
+def check_capacity(capacity: int, name: str = "capacity") -> int:
+    """``capacity`` (rows) as an int in ``[1, MAX_CAPACITY]``; otherwise a ValueError naming
+    ``name`` (the caller's field, e.g. ``"buffer_capacity"`` of a config). The one check of
+    a replay size: every buffer and sampler applies it once, at construction."""
+    return check_int(name, capacity, lo=1, hi=MAX_CAPACITY)
+
+
 class Transition(NamedTuple):
     """One lock-step transition of N agents (or a stack/batch of them, see shapes below).
 
@@ -109,7 +116,7 @@ def make_buffer(
         gathers silently, so validate untrusted indices with :func:`check_indices` first.
     """
     check_choice("layout", layout, LAYOUTS)
-    capacity = check_int("capacity", capacity, lo=1, hi=MAX_CAPACITY)
+    capacity = check_capacity(capacity)
     n = check_int("num_agents", num_agents, lo=1)
     obs_dim = check_int("obs_dim", obs_dim, lo=1)
     action_dim = check_int("action_dim", action_dim, lo=1)

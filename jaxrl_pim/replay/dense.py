@@ -25,7 +25,8 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from jaxrl_pim.checks import check_float, check_int
+from jaxrl_pim.checks import check_float
+from jaxrl_pim.replay.buffers import check_capacity
 from jaxrl_pim.replay.samplers import Sampler
 
 
@@ -41,7 +42,7 @@ def dense_prioritized(
 ) -> Sampler:
     """Dense proportional prioritized sampling (see the module docstring).
 
-    * ``init(capacity) -> DenseState`` (all rows invalid, ``max_priority = 1``);
+    * ``init() -> DenseState`` (all ``capacity`` rows invalid, ``max_priority = 1``);
     * ``on_add(state, insert_pos, num_rows=1, valid=None)``: the rows just written (starting
       at the buffer's ``insert_pos`` before the add) get the largest priority seen so far,
       or 0 where ``valid`` ``[num_rows]`` is False;
@@ -50,14 +51,12 @@ def dense_prioritized(
       priorities) and ignored;
     * ``update_priorities(state, idx, td_abs)``: priority ``|td| + eps``.
     """
-    capacity = check_int("capacity", capacity, lo=1, hi=2**31 - 1)
+    capacity = check_capacity(capacity)
     check_float("alpha", alpha, lo=0.0)
     check_float("beta", beta, lo=0.0)
     check_float("eps", eps, lo=0.0, lo_open=True)
 
-    def init(cap: int) -> DenseState:
-        if check_int("capacity", cap, lo=1) != capacity:
-            raise ValueError(f"sampler was built for capacity {capacity}; init got {cap}")
+    def init() -> DenseState:
         return DenseState(jnp.zeros((capacity,), jnp.float32), jnp.ones((), jnp.float32))
 
     def on_add(state: DenseState, insert_pos: Array, num_rows: int = 1,

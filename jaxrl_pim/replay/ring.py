@@ -8,7 +8,7 @@ DDPG) and of ActorQ's learner, combined with a sampler of :mod:`jaxrl_pim.replay
 
     buffer = make_ring_buffer(10_000, NStepTransition(obs, action, r, d, next_obs))
     sampler = uniform()
-    bstate, sstate = buffer.init(), sampler.init(10_000)
+    bstate, sstate = buffer.init(), sampler.init()
     bstate = buffer.add(bstate, batch)               # every leaf [b, ...], b <= capacity
     idx, w, sstate = sampler.sample(sstate, key, bstate.size, bstate.insert_pos, 64)
     batch = buffer.gather(bstate, idx)               # every leaf [64, ...]
@@ -26,8 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from jaxrl_pim.checks import check_int
-from jaxrl_pim.replay.buffers import Buffer, BufferState
+from jaxrl_pim.replay.buffers import Buffer, BufferState, check_capacity
 
 
 class NStepTransition(NamedTuple):
@@ -62,7 +61,7 @@ def make_ring_buffer(capacity: int, example: Any) -> Buffer:
       Indices must lie in ``[0, size)`` (JAX clamps out-of-range gathers silently; check
       untrusted ones with :func:`jaxrl_pim.replay.check_indices`).
     """
-    capacity = check_int("capacity", capacity, lo=1, hi=2**31 - 1)
+    capacity = check_capacity(capacity)
     shapes = jax.tree.map(lambda x: (tuple(jnp.shape(x)), jnp.asarray(x).dtype), example)
 
     def init() -> BufferState:

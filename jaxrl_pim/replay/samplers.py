@@ -2,7 +2,9 @@
 
 Every sampler is ``Sampler(init, sample, update_priorities, on_add)``:
 
-* ``init(capacity) -> sampler_state`` (an empty tuple for the stateless samplers);
+* ``init() -> sampler_state``: the empty state (an empty tuple for the stateless samplers;
+  the prioritised ones hold ``[capacity]`` priorities, the capacity given once, at
+  construction);
 * ``sample(sampler_state, key, buffer_size, insert_pos, batch_size)
   -> (indices int32 [B], weights float32 [B], sampler_state)``; ``buffer_size`` and
   ``insert_pos`` may be traced int32 scalars (take them from ``BufferState``), ``batch_size``
@@ -11,7 +13,8 @@ Every sampler is ``Sampler(init, sample, update_priorities, on_add)``:
   ``|td| + eps`` for each index (any matching shapes, e.g. ``[B]`` or ``[N, B]``; for
   duplicate indices the last one wins). A no-op for uniform / neighbour samplers.
 * ``on_add(sampler_state, insert_pos) -> sampler_state``: give the row just written (the
-  buffer's ``insert_pos`` BEFORE the add) the maximum priority seen so far. Call it after
+  buffer's ``insert_pos`` BEFORE the add, taken modulo the capacity, so ``insert_pos + e``
+  names the ``e``-th row of a multi-row add) the maximum priority seen so far. Call it after
   every single-step ``Buffer.add``; a no-op for uniform / neighbour samplers.
 
 Time order. The samplers use the buffer invariant (see ``buffers``): stored row ``k`` in time
@@ -32,13 +35,13 @@ from jax import Array
 
 from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.replay import sum_tree
-from jaxrl_pim.replay.buffers import MAX_CAPACITY
+from jaxrl_pim.replay.buffers import check_capacity
 
 
 class Sampler(NamedTuple):
     """Index sampler: ``init``, ``sample``, ``update_priorities``, ``on_add`` (pure functions)."""
 
-    init: Callable[[int], Any]
+    init: Callable[[], Any]
     sample: Callable[..., tuple[Array, Array, Any]]
     update_priorities: Callable[[Any, Array, Array], Any]
     on_add: Callable[[Any, Array], Any]
@@ -68,8 +71,7 @@ def _no_add(state: Any, insert_pos: Array) -> Any:
     return state
 
 
-def _stateless_init(capacity: int) -> tuple:
-    check_int("capacity", capacity, lo=1)
+def _stateless_init() -> tuple:
     return ()
 
 
@@ -153,19 +155,14 @@ def neighbor(num_refs: int, run_length: int, window: bool = False) -> Sampler:
 
 
 def _check_prio_args(capacity: int, alpha: float, beta: float, eps: float) -> int:
-    capacity = check_int("capacity", capacity, lo=1, hi=MAX_CAPACITY)
+    capacity = check_capacity(capacity)
     check_float("alpha", alpha, lo=0.0)
     check_float("beta", beta, lo=0.0)
     check_float("eps", eps, lo=0.0, lo_open=True)
     return capacity
 
 
-def _init_prio(capacity: int, expected: int, with_max: bool) -> PrioritizedState:
-    capacity = check_int("capacity", capacity, lo=1)
-    if capacity != expected:
-        raise ValueError(
-            f"sampler was built for capacity {expected}; init got capacity {capacity}"
-        )
+def _init_prio(capacity: int, with_max: bool) -> PrioritizedState:
     return PrioritizedState(
         sum_tree=sum_tree.init_tree(capacity),
         max_tree=sum_tree.init_tree(capacity) if with_max else None,
@@ -205,7 +202,7 @@ def state_from_priorities(
     )
 
 
-def _make_prio_updates(alpha: float, eps: float) -> tuple[Callable, Callable]:
+def _make_prio_updates(capacity: int, alpha: float, eps: float) -> tuple[Callable, Callable]:
     def update_priorities(state, indices, td_errors):
         indices = jnp.asarray(indices)
         td_errors = jnp.asarray(td_errors, jnp.float32)
@@ -217,7 +214,7 @@ def _make_prio_updates(alpha: float, eps: float) -> tuple[Callable, Callable]:
         return _set_priorities(state, indices, jnp.abs(td_errors) + eps, alpha)
 
     def on_add(state, insert_pos):
-        row = jnp.reshape(jnp.asarray(insert_pos, jnp.int32), (1,))
+        row = jnp.reshape(jnp.asarray(insert_pos, jnp.int32) % capacity, (1,))
         return _set_priorities(state, row, state.max_priority[None], alpha)
 
     return update_priorities, on_add
@@ -244,10 +241,10 @@ def prioritized(
     normalised by the batch maximum (so the largest is 1).
     """
     capacity = _check_prio_args(capacity, alpha, beta, eps)
-    update_priorities, on_add = _make_prio_updates(alpha, eps)
+    update_priorities, on_add = _make_prio_updates(capacity, alpha, eps)
 
-    def init(cap: int) -> PrioritizedState:
-        return _init_prio(cap, capacity, with_max=False)
+    def init() -> PrioritizedState:
+        return _init_prio(capacity, with_max=False)
 
     def sample(state, key, buffer_size, insert_pos, batch_size):
         batch_size = check_int("batch_size", batch_size, lo=1)
@@ -318,10 +315,10 @@ def info_prioritized(
     )
     if len(counts_by_band) != 3:
         raise ValueError(f"neighbors must hold 3 counts; got {neighbors!r}")
-    update_priorities, on_add = _make_prio_updates(alpha, eps)
+    update_priorities, on_add = _make_prio_updates(capacity, alpha, eps)
 
-    def init(cap: int) -> PrioritizedState:
-        return _init_prio(cap, capacity, with_max=True)
+    def init() -> PrioritizedState:
+        return _init_prio(capacity, with_max=True)
 
     def sample(state, key, buffer_size, insert_pos, batch_size):
         batch_size = check_int("batch_size", batch_size, lo=1)

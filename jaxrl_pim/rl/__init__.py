@@ -20,7 +20,6 @@ Environments come from :func:`jaxrl_pim.envs.make`; replay from :mod:`jaxrl_pim.
 
 from types import ModuleType
 
-from jaxrl_pim._deprecated import renamed
 from jaxrl_pim.rl import a2c, ddpg, dqn, ppo
 from jaxrl_pim.rl.a2c import A2CConfig
 from jaxrl_pim.rl.common import CONTINUOUS_ENVS, DISCRETE_ENVS, QATConfig
@@ -32,14 +31,6 @@ from jaxrl_pim.rl.ppo import PPOConfig
 
 #: The learner modules by algorithm name (each has ``make_train`` and ``make_policy``).
 LEARNERS: dict[str, ModuleType] = {"dqn": dqn, "ppo": ppo, "a2c": a2c, "ddpg": ddpg}
-# the module names by algorithm, for the deprecated ``ALGORITHMS``
-_MODULE_NAMES: dict[str, str] = {k: m.__name__ for k, m in LEARNERS.items()}
-
-__getattr__ = renamed(__name__, {
-    "Policy": "jaxrl_pim.rl.networks.ParametricPolicy",
-    "EvalResult": "jaxrl_pim.rl.evaluate.EvalRollouts",
-    "ALGORITHMS": "jaxrl_pim.rl._MODULE_NAMES",
-})
 
 __all__ = [
     "CONTINUOUS_ENVS",

@@ -24,7 +24,7 @@ import optax
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.factory import make
-from jaxrl_pim.replay import BufferState
+from jaxrl_pim.replay import BufferState, check_capacity
 from jaxrl_pim.rl import common
 from jaxrl_pim.rl.dqn import make_replay, one_step, sample_uniform
 from jaxrl_pim.rl.networks import DeterministicActor, ParametricPolicy, QCritic
@@ -37,7 +37,7 @@ class DDPGConfig:
     env_name: str = "Pendulum-v1"
     total_timesteps: int = 20_000
     num_envs: int = 1
-    buffer_size: int = 20_000
+    buffer_capacity: int = 20_000
     batch_size: int = 128
     learning_starts: int = 1_000
     actor_lr: float = 1e-3
@@ -55,8 +55,9 @@ class DDPGConfig:
         common.check_env("env_name", self.env_name, discrete=False, algo="DDPG")
         check_int("num_envs", self.num_envs, 1, 65536)
         check_int("total_timesteps", self.total_timesteps, self.num_envs)
-        check_int("buffer_size", self.buffer_size, self.num_envs, 10_000_000)
-        check_int("batch_size", self.batch_size, 1, self.buffer_size)
+        check_capacity(self.buffer_capacity, "buffer_capacity")
+        check_int("buffer_capacity", self.buffer_capacity, self.num_envs)  # one step's rows
+        check_int("batch_size", self.batch_size, 1, self.buffer_capacity)
         check_int("learning_starts", self.learning_starts, self.batch_size)
         check_float("actor_lr", self.actor_lr, 0.0, 1.0, lo_open=True)
         check_float("critic_lr", self.critic_lr, 0.0, 1.0, lo_open=True)
@@ -153,7 +154,7 @@ def make_train(
     actor_tx = optax.adam(config.actor_lr)
     critic_tx = optax.adam(config.critic_lr)
     adim = spec.action_dim
-    buffer, sampler = make_replay(config.buffer_size, spec.obs_dim, (adim,), jnp.float32)
+    buffer, sampler = make_replay(config.buffer_capacity, spec.obs_dim, (adim,), jnp.float32)
 
     def train(key: jax.Array) -> tuple[DDPGState, dict[str, jax.Array]]:
         key, k_a, k_c, k_env = jax.random.split(key, 4)

@@ -40,6 +40,7 @@ from jaxrl_pim.replay import (
     BufferState,
     NStepTransition,
     Sampler,
+    check_capacity,
     make_ring_buffer,
     uniform,
 )
@@ -54,7 +55,7 @@ class DQNConfig:
     env_name: str = "CartPole-v1"
     total_timesteps: int = 50_000
     num_envs: int = 4
-    buffer_size: int = 10_000
+    buffer_capacity: int = 10_000
     batch_size: int = 64
     learning_starts: int = 1_000
     train_frequency: int = 1
@@ -77,8 +78,9 @@ class DQNConfig:
         common.check_env("env_name", self.env_name, discrete=True, algo="DQN")
         check_int("num_envs", self.num_envs, 1, 65536)
         check_int("total_timesteps", self.total_timesteps, self.num_envs)
-        check_int("buffer_size", self.buffer_size, max(self.num_envs, 1), 10_000_000)
-        check_int("batch_size", self.batch_size, 1, self.buffer_size)
+        check_capacity(self.buffer_capacity, "buffer_capacity")
+        check_int("buffer_capacity", self.buffer_capacity, self.num_envs)  # one step's rows
+        check_int("batch_size", self.batch_size, 1, self.buffer_capacity)
         check_int("learning_starts", self.learning_starts, self.batch_size)
         check_int("train_frequency", self.train_frequency, 1)
         check_int("target_update_interval", self.target_update_interval, 1)
@@ -133,7 +135,7 @@ def one_step(obs: jax.Array, action: jax.Array, reward: jax.Array, next_obs: jax
 def sample_uniform(buffer: Buffer, sampler: Sampler, state: BufferState, key: jax.Array,
                    batch_size: int) -> NStepTransition:
     """A uniform batch ``[batch_size, ...]`` (with replacement) of the stored transitions."""
-    idx, _, _ = sampler.sample(sampler.init(1), key, state.size, state.insert_pos, batch_size)
+    idx, _, _ = sampler.sample(sampler.init(), key, state.size, state.insert_pos, batch_size)
     return buffer.gather(state, idx)
 
 
@@ -269,7 +271,7 @@ def make_train(
     lr = optax.linear_schedule(config.lr, 0.0, num_updates) if config.anneal_lr else config.lr
     tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr))
 
-    buffer, sampler = make_replay(config.buffer_size, spec.obs_dim)
+    buffer, sampler = make_replay(config.buffer_capacity, spec.obs_dim)
 
     def loss_fn(params, target_params, batch, it):
         params = common.qat_params(params, config.qat, it, qat_start)

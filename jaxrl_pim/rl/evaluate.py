@@ -17,7 +17,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl_pim._deprecated import renamed
 from jaxrl_pim.checks import check_int
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.rl import common
@@ -131,5 +130,3 @@ def policy_divergence(
         "action_gap": jnp.sum(gap * mask) / denom,
     }
 
-
-__getattr__ = renamed(__name__, {"EvalResult": "jaxrl_pim.rl.evaluate.EvalRollouts"})

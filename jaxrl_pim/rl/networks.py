@@ -40,8 +40,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxrl_pim._deprecated import renamed
-
 _ACT = {"tanh": nn.tanh, "relu": nn.relu}
 #: Kernel initialisations of :class:`MLP` (``init_scheme``).
 INIT_SCHEMES: tuple[str, ...] = ("orthogonal", "lecun")
@@ -270,5 +268,3 @@ def gaussian_kl(
     kl = q_log_std - p_log_std + (var_p + (p_mean - q_mean) ** 2) / (2 * var_q) - 0.5
     return jnp.sum(kl, axis=-1)
 
-
-__getattr__ = renamed(__name__, {"Policy": "jaxrl_pim.rl.networks.ParametricPolicy"})

@@ -9,7 +9,8 @@ quantizers of :mod:`jaxrl_pim.quant`.
 * :mod:`.quantized_policy`: :func:`evaluate_quantized`, PTQ of a user's own flax policy on any
   gymnax environment.
 * :mod:`.report`: Markdown tables, headline numbers and plots (host code only).
-* :mod:`.command`: the ``jaxrl-pim ptq`` and ``jaxrl-pim qat`` commands.
+
+The ``jaxrl-pim ptq`` and ``jaxrl-pim qat`` commands are :mod:`jaxrl_pim.cli.studies`.
 
 Seeds: a task's training and evaluation keys derive from the user's seed and the task's
 *name* (:func:`task_keys`), so the same task and seed train the same policies in every study.

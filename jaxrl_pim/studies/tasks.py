@@ -74,7 +74,7 @@ TASKS: dict[str, StudyTask] = {
         # (docs/quantization.md). 200k steps so that every seed's fp32 policy is good.
         StudyTask(
             "dqn-acrobot", "dqn",
-            DQNConfig("Acrobot-v1", total_timesteps=200_000, buffer_size=50_000,
+            DQNConfig("Acrobot-v1", total_timesteps=200_000, buffer_capacity=50_000,
                       batch_size=128, eps_end=0.01, exploration_fraction=0.2,
                       anneal_lr=True, advantage_learning=0.97),
         ),
@@ -84,7 +84,7 @@ TASKS: dict[str, StudyTask] = {
         # learning (alpha 0.9) for int8 robustness, as for Acrobot.
         StudyTask(
             "dqn-mountaincar", "dqn",
-            DQNConfig("MountainCar-v0", total_timesteps=200_000, buffer_size=10_000,
+            DQNConfig("MountainCar-v0", total_timesteps=200_000, buffer_capacity=10_000,
                       batch_size=128, train_frequency=2, lr=4e-3, gamma=0.98,
                       target_update_interval=150, exploration_fraction=0.2, eps_end=0.01,
                       anneal_lr=True, normalize_obs=True, explore_hold=20,
@@ -108,8 +108,9 @@ TASKS: dict[str, StudyTask] = {
         StudyTask(
             "ddpg-mountaincarcontinuous", "ddpg",
             DDPGConfig("MountainCarContinuous-v0", total_timesteps=50_000, num_envs=2,
-                       hidden=(64, 64), batch_size=64, buffer_size=50_000, learning_starts=5_000,
-                       expl_noise=0.5, noise_hold=20, normalize_obs=True, actor_lr=1e-4),
+                       hidden=(64, 64), batch_size=64, buffer_capacity=50_000,
+                       learning_starts=5_000, expl_noise=0.5, noise_hold=20,
+                       normalize_obs=True, actor_lr=1e-4),
         ),
     )
 }

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl_pim.data.transitions import Transitions
+from jaxrl_pim.data.transitions import Dataset
 from jaxrl_pim.tabular import rules
 from jaxrl_pim.tabular.formats import NumericFormat, scale_constant
 from jaxrl_pim.tabular.sampling import episode_draws, lcg_int, lcg_next, lcg_uniform
@@ -64,7 +64,7 @@ def index_dtype(n: int) -> np.dtype:
     return np.dtype(np.int16) if n <= 32767 else np.dtype(np.int32)
 
 
-def to_lane_data(chunks: Transitions, spec: LaneSpec) -> LaneData:
+def to_lane_data(chunks: Dataset, spec: LaneSpec) -> LaneData:
     """Convert compact chunks ``[L, m]`` into :class:`LaneData` ``[L, m]``."""
     a_count = spec.num_actions
     sa = (jnp.asarray(chunks.state).astype(jnp.int32) * a_count

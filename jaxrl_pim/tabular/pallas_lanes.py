@@ -1,5 +1,5 @@
-"""One-hot fused lane kernel (``kernel="pallas_onehot"``; ``"pallas"`` is its deprecated
-name): one program runs a whole episode for a block of lanes.
+"""One-hot fused lane kernel (``kernel="pallas_onehot"``): one program runs a whole episode
+for a block of lanes.
 
 The ``lax.scan`` path (:func:`jaxrl_pim.tabular.lanes.run_episodes`) returns to XLA after
 every transition. Here one ``pallas_call`` per episode runs all ``m`` updates of a block of
@@ -179,13 +179,3 @@ def run_episodes_pallas(
         episode, (q0, lcg_state), jnp.arange(num_episodes, dtype=jnp.int32))
     return q_tab[:num_lanes, :num_s * num_a].reshape(q.shape), lcg_state
 
-
-def pallas_supported(spec: LaneSpec, backend: str) -> bool:
-    """Whether this kernel for ``spec`` compiles on ``backend`` (probed once, cached).
-
-    Kept for existing callers; :func:`jaxrl_pim.tabular.pallas_select.kernel_compiles` probes
-    every kernel by name.
-    """
-    from jaxrl_pim.tabular.pallas_select import kernel_compiles
-
-    return kernel_compiles("pallas_onehot", spec, backend)

@@ -9,7 +9,7 @@ name               what it is
                    ``O(A)`` table access, one launch per sync round (Pallas Triton).
 ``pallas_onehot``  :mod:`jaxrl_pim.tabular.pallas_lanes`: a block of lanes per program, tables
                    as ``[lanes, S*A]`` tiles read and written by one-hot selection, one launch
-                   per episode (Pallas Triton; ``"pallas"`` is its deprecated name).
+                   per episode (Pallas Triton).
 ``pallas_tpu``     :mod:`jaxrl_pim.tabular.pallas_tpu`: lanes on the TPU's 128-wide vector
                    axis, one-hot access over ``[S*A, 128]`` tables in VMEM (Mosaic TPU).
 =================  ==========================================================================
@@ -35,10 +35,8 @@ from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, run_episodes
 from jaxrl_pim.tabular.pallas_common import packable
 from jaxrl_pim.tabular.pallas_lanes import run_episodes_pallas
 
-#: Kernel names (``TabularConfig.kernel`` also takes ``"auto"`` and the deprecated alias).
+#: Kernel names (``TabularConfig.kernel`` also takes ``"auto"``).
 KERNEL_NAMES = ("scan", "pallas_lane", "pallas_onehot", "pallas_tpu")
-#: Deprecated names and what they mean now.
-DEPRECATED_KERNELS = {"pallas": "pallas_onehot"}
 GPU_BACKENDS = ("gpu", "cuda", "rocm")
 
 
@@ -74,15 +72,14 @@ KERNELS: dict[str, LaneKernel] = {
 
 
 def canonical_name(name: str) -> str:
-    """``name`` with deprecated aliases replaced (ValueError for unknown names)."""
-    name = DEPRECATED_KERNELS.get(name, name)
+    """``name`` if it is a kernel's name (ValueError for unknown names)."""
     if name not in KERNELS:
         raise ValueError(f"kernel must be one of {', '.join(KERNEL_NAMES)}; got {name!r}")
     return name
 
 
 def get_kernel(name: str) -> LaneKernel:
-    """The :class:`LaneKernel` called ``name`` (deprecated aliases accepted)."""
+    """The :class:`LaneKernel` called ``name``."""
     return KERNELS[canonical_name(name)]
 
 

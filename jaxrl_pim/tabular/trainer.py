@@ -31,7 +31,6 @@ contract asks.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -46,7 +45,6 @@ from jaxrl_pim.data.transitions import Dataset, validate
 from jaxrl_pim.tabular import formats
 from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, to_lane_data
 from jaxrl_pim.tabular.pallas_select import (
-    DEPRECATED_KERNELS,
     KERNEL_NAMES,
     choose_kernel,
     get_kernel,
@@ -56,7 +54,7 @@ from jaxrl_pim.tabular.sampling import LCG_SEED, SAMPLINGS, stride_order
 
 ALGOS = ("q", "sarsa")
 RNGS = ("jax", "lcg")
-KERNELS = ("auto", *KERNEL_NAMES, *DEPRECATED_KERNELS)
+KERNELS = ("auto", *KERNEL_NAMES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,9 +77,8 @@ class TabularConfig:
       compat_max0: Q-learning bootstraps with ``max(0, max Q)`` like the published C code.
       kernel: ``"auto"`` (a fused Pallas kernel on GPU/TPU when it compiles there,
         ``lax.scan`` elsewhere; see :mod:`jaxrl_pim.tabular.pallas_select`), ``"scan"``,
-        ``"pallas_lane"`` (lane per GPU thread), ``"pallas_onehot"`` (one-hot GPU kernel;
-        ``"pallas"`` is its deprecated name) or ``"pallas_tpu"``. On CPU the Pallas kernels
-        run in interpret mode: for tests.
+        ``"pallas_lane"`` (lane per GPU thread), ``"pallas_onehot"`` (one-hot GPU kernel) or
+        ``"pallas_tpu"``. On CPU the Pallas kernels run in interpret mode: for tests.
       unroll: steps per ``lax.scan`` iteration in the scan path (speed only).
       lanes_per_block: lanes one Pallas program handles (speed only); 0 (default) picks
         about ``lanes / 128`` per program (the loop over rows is sequential, so more programs
@@ -127,9 +124,6 @@ class TabularConfig:
         check_choice("rng", self.rng, RNGS)
         check_int("lcg_seed", self.lcg_seed, 0, 2**32 - 1)
         check_choice("kernel", self.kernel, KERNELS)
-        if self.kernel in DEPRECATED_KERNELS:
-            warnings.warn(f"kernel={self.kernel!r} is deprecated; it means "
-                          f"{DEPRECATED_KERNELS[self.kernel]!r}", DeprecationWarning, stacklevel=3)
         if not kernel_fits(self.kernel, self.num_states, self.num_actions):
             raise ValueError(
                 f"kernel={self.kernel!r} packs s*A+a and s' into 31 bits; num_states="
@@ -160,14 +154,14 @@ class TabularConfig:
         )
 
     def resolved_kernel(self, backend: str | None = None, probe: bool = False) -> str:
-        """The kernel that runs on ``backend`` (one of ``KERNEL_NAMES``; aliases resolved).
+        """The kernel that runs on ``backend`` (one of ``KERNEL_NAMES``).
 
         ``auto`` means, on GPUs, ``pallas_lane`` then ``pallas_onehot``, on TPUs
         ``pallas_tpu``; with ``probe`` (as ``make_train`` does) each only if it compiles
         there for this variant (a failure warns), and the scan path last or elsewhere.
         """
         if self.kernel != "auto":
-            return DEPRECATED_KERNELS.get(self.kernel, self.kernel)
+            return self.kernel
         return choose_kernel(self.lane_spec(), backend or jax.default_backend(), probe)
 
 

@@ -32,7 +32,7 @@ Signatures (keyword options live in :class:`BaselineConfig`)::
     lanes_block_numba(data, config, num_lanes, block_lanes=0, num_threads=None)
                                                                     -> (q, seconds)
 
-``data``: a mapping or an object (e.g. :class:`jaxrl_pim.data.Transitions`) with the fields
+``data``: a mapping or an object (e.g. :class:`jaxrl_pim.data.Dataset`) with the fields
 ``state``, ``action``, ``next_state`` (int ``[M]``), ``reward`` (float ``[M]``) and
 ``terminated`` (bool ``[M]``). ``q``: float32 ``[num_states, num_actions]`` (descaled for
 int32). ``seconds``: ``time.perf_counter`` wall time of the training loop only (all

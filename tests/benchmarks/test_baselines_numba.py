@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip("numba")
 
-from jaxrl_pim.data.transitions import Transitions, compact  # noqa: E402
+from jaxrl_pim.data.transitions import Dataset, compact  # noqa: E402
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train  # noqa: E402
 from jaxrl_pim.tabular.sampling import lcg_int, lcg_next, lcg_uniform  # noqa: E402
 from jaxrl_pim.testing import tabular_numba as tn  # noqa: E402
@@ -74,7 +74,7 @@ def _trainer_cfg(cfg: tn.BaselineConfig, lanes: int) -> TabularConfig:
 def _reference(cfg: tn.BaselineConfig, lanes: int, rows: int = ROWS) -> np.ndarray:
     """The NumPy/Python loop on the test data: float32 [S, A] (int32 descaled)."""
     tcfg = _trainer_cfg(cfg, lanes)
-    chunks = chunk(tcfg, Transitions(**{k: v[:rows] for k, v in _make_data().items()}))
+    chunks = chunk(tcfg, Dataset(**{k: v[:rows] for k, v in _make_data().items()}))
     return np.asarray(train_reference(tcfg, chunks, jax.random.key(0)))
 
 
@@ -262,7 +262,7 @@ def test_explore_threshold_equals_float32_comparison(epsilon):
 def test_tables_equal_jax_trainer(data, algorithm, sampling, fmt):
     cfg = _cfg(algorithm, sampling, fmt)
     tcfg = _trainer_cfg(cfg, LANES)
-    q_jax, _ = jax.jit(make_train(tcfg))(jax.random.key(0), chunk(tcfg, Transitions(**data)))
+    q_jax, _ = jax.jit(make_train(tcfg))(jax.random.key(0), chunk(tcfg, Dataset(**data)))
     q_nb, _ = tn.lanes_block_numba(data, cfg, LANES)
     _assert_match(q_nb, np.asarray(q_jax), fmt)
 
@@ -314,7 +314,7 @@ def test_bad_sizes_and_options_rejected(data):
 
 
 def test_accepts_library_transitions_with_compact_dtypes(data):
-    t = compact(Transitions(**data), S)
+    t = compact(Dataset(**data), S)
     assert t.action.dtype == np.uint8
     cfg = _cfg("sarsa", "seq", "int32")
     q, _ = tn.run_baseline("lanes_block_numba", t, cfg, num_lanes=LANES)

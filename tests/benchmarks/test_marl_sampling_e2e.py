@@ -19,7 +19,7 @@ def test_fast_mode_return_is_read_from_the_e2e_results_file(monkeypatch) -> None
     script = runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
     e2e = script["read_e2e"](E2E)
     assert "note" not in e2e, e2e.get("note")
-    got = script["_fast_mode_return"](e2e)
+    got = script["_fast_mode_return"](e2e, "fast_mode_return_delta_se_paired")
     published = json.loads(E2E.read_text())["summary"]
     # the same paired statistic computed by the other script from the same records
     assert got["fast_mode_return_seeds"] == published["fast_mode_seeds"] >= 4
@@ -33,6 +33,26 @@ def test_a_file_without_a_fast_mode_section_says_so(tmp_path: Path, monkeypatch)
     script = runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
     path = tmp_path / "e2e.json"
     path.write_text(json.dumps({"results": {"timing": {}}}))
-    out = script["_fast_mode_return"](script["read_e2e"](path))
+    out = script["_fast_mode_return"](script["read_e2e"](path), "se")
     assert out["fast_mode_return_delta"] is None
     assert "no fast-mode section" in out["fast_mode_return_note"]
+
+
+SAMPLING = ROOT / "benchmarks" / "results" / "cpu" / "marl_sampling.json"
+
+
+@pytest.mark.skipif(not (E2E.exists() and SAMPLING.exists()), reason="no published files")
+def test_the_paired_standard_error_has_its_own_key(monkeypatch) -> None:
+    # marl_e2e's fast_mode_return_delta_se is unpaired; the paired one computed here from the
+    # same records is another statistic, so new files name it fast_mode_return_delta_se_paired
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    script = runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
+    data = json.loads(SAMPLING.read_text())
+    data["config"]["summary_schema"] = script["SUMMARY_SCHEMA"]
+    new = script["summarize"](data)
+    unpaired = json.loads(E2E.read_text())["summary"]["fast_mode_return_delta_se"]
+    assert "fast_mode_return_delta_se" not in new
+    assert new["fast_mode_return_delta_se_paired"] != pytest.approx(unpaired, rel=0.05)
+    # a file written before the rename keeps reproducing its stored summary
+    data["config"].pop("summary_schema")
+    assert "fast_mode_return_delta_se" in script["summarize"](data)

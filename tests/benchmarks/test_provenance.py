@@ -26,6 +26,9 @@ SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py")
                  if p.name not in make_docs.NOT_BENCHMARKS)
 #: scripts whose smoke run starts a local Ray: on the xdist worker of the other Ray tests
 STARTS_RAY = {"actorq_speedup"}
+#: scripts that run other scripts (one results file each, plus their own): their smoke runs
+#: are tested in their own module (test_gpu_suite.py), each section's script here
+ORCHESTRATORS = {"gpu_suite"}
 SMOKE_TIMEOUT_S = 600
 
 
@@ -92,7 +95,7 @@ def test_every_script_prints_help_and_writes_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("script", [
     pytest.param(p, marks=[pytest.mark.xdist_group("ray")] if p.stem in STARTS_RAY else [])
-    for p in SCRIPTS], ids=lambda p: p.stem)
+    for p in SCRIPTS if p.stem not in ORCHESTRATORS], ids=lambda p: p.stem)
 def test_script_smoke_run_writes_a_checked_results_file(script: Path, tmp_path: Path) -> None:
     env = _env()
     out = tmp_path / "out"
@@ -157,12 +160,13 @@ def _system(**changes: object) -> dict:
     return system
 
 
-def _write_results(root: Path, values: list[float], name: str = "fake", **system: object) -> Path:
+def _write_results(root: Path, values: list[float], name: str = "fake", folder: str = "cpu",
+                   **system: object) -> Path:
     module = make_docs.load_script(root / "benchmarks" / "fake.py")
     data = {"system": _system(**system), "config": {"mode": "full"},
             "results": {"values": values}, "timing_s": {"total": 1.0}}
     data["summary"] = report.compute_summary(data, module.summarize)
-    path = root / "benchmarks" / "results" / "cpu" / f"{name}.json"
+    path = root / "benchmarks" / "results" / folder / f"{name}.json"
     report.write_json(path, data)
     path.with_suffix(".md").write_text(module.render_markdown(json.loads(path.read_text())))
     return path
@@ -193,10 +197,14 @@ The total is <!-- value: cpu/fake.json total .1f -->?<!-- end value --> over
 """
 
 
+EXPECTED_LIST = "# expected results files\ncpu/fake.json\ngpu/fake.json  # accelerators\n"
+
+
 @pytest.fixture
 def fake_root(tmp_path: Path) -> Path:
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "fake.py").write_text(FAKE_SCRIPT)
+    (tmp_path / "benchmarks" / "expected_results.txt").write_text(EXPECTED_LIST)
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "page.md").write_text(PAGE)
     (tmp_path / "README.md").write_text("# Fake\n\nSee `benchmarks/results/cpu/fake.json`.\n")
@@ -272,6 +280,23 @@ def _break(root: Path, how: str) -> None:
     elif how == "unclosed block":
         _edit(page, "<!-- end generated -->\n\n<!-- generated: cpu/fake.json", "\n<!-- "
               "generated: cpu/fake.json")
+    elif how == "unmarked prose number":
+        page.write_text(page.read_text() + "\nThe run took 1.5 s, 3.2x faster.\n")
+    elif how == "unknown figure kind":
+        page.write_text(page.read_text() + "\nIt took <!-- figure: guess -->2 s<!-- end "
+                        "figure -->.\n")
+    elif how == "no render_markdown":
+        script = root / "benchmarks" / "fake.py"
+        script.write_text(FAKE_SCRIPT.split("\n\ndef render_markdown")[0] + "\n")
+        make_docs._MODULES.pop(script.resolve(), None)
+    elif how == "missing results file":
+        (results / "fake.json").unlink()
+        (results / "fake.md").unlink()
+    elif how == "missing accelerator file":
+        _write_results(root, [1.0, 2.0], name="fake_quick", folder="h100", backend="gpu",
+                       device_kind="NVIDIA H100 80GB HBM3")
+    elif how == "unlisted results file":
+        _write_results(root, [1.0, 2.0], name="fake_quick")
     elif how == "missing reference":
         _edit(root / "README.md", "cpu/fake.json", "cpu/gone.json")
     else:  # pragma: no cover
@@ -295,7 +320,25 @@ BREAKS = {
     "unknown key": "docs/page.md:3: value 'cpu/fake.json totl .1f': summary has no 'totl'",
     "unclosed block": "has no '<!-- end generated -->'",
     "missing reference": "README.md:3: refers to benchmarks/results/cpu/gone.json",
+    "unmarked prose number": "docs/page.md:39: number in prose '1.5 s' from no results file",
+    "unknown figure kind": "docs/page.md:39: figure marker of unknown kind 'guess'",
+    "no render_markdown": "benchmarks/results/cpu/fake.json:1: benchmarks/fake.py defines no "
+                          "render_markdown(report)",
+    "missing results file": "benchmarks/expected_results.txt:2: benchmarks/results/cpu/"
+                            "fake.json is missing (write it with python benchmarks/fake.py "
+                            "--publish)",
+    "missing accelerator file": "benchmarks/expected_results.txt:3: benchmarks/results/h100/"
+                                "fake.json is missing",
+    "unlisted results file": "benchmarks/results/cpu/fake_quick.json:1: not in "
+                             "benchmarks/expected_results.txt",
 }
+
+
+def test_check_needs_the_expected_list(fake_root: Path) -> None:
+    assert make_docs.check(fake_root) == []  # gpu/ entries: no accelerator folder, none due
+    (fake_root / "benchmarks" / "expected_results.txt").unlink()
+    assert "benchmarks/expected_results.txt:1: missing: the list of expected results files" \
+        in "\n".join(make_docs.check(fake_root))
 
 
 @pytest.mark.parametrize("how", list(BREAKS))
@@ -325,6 +368,32 @@ def test_fill_regenerates_stale_content(fake_root: Path) -> None:
     page = fake_root / "docs" / "page.md"
     new, problems = make_docs.fill(page.read_text(), page, fake_root)
     assert problems == [] and "| 2 | 4.50 |" in new and "-->7.5<!--" in new
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers in prose.
+
+
+def test_prose_numbers_flags_measurements_only_outside_markers() -> None:
+    text = "\n".join([
+        "The run took 6.55 ms per round, 28.9 % above random, 1.09x faster.",       # 1: three
+        "A 3 x 2048 actor, 2,000 lanes, batch 1,024, version 0.10.2, `--steps 10s`.",  # none
+        "Quoted: <!-- value: cpu/x.json k -->0.5 s<!-- end value -->; published "
+        "<!-- figure: paper -->996.5 s<!-- end figure -->; <!-- figure: setting -->10 %"
+        "<!-- end figure --> of the run.",                                            # 3: none
+        "", "    python run.py  # 12.5 s in an indented code block", "",
+        "```", "took 4.2 s", "```",
+        "<!-- generated: cpu/x.md -->", "| a | 1.5 s |", "took 9.9 s", "<!-- end generated -->",
+        "<!-- a comment: 7.7 s -->", "Another 2 s here.",                           # 15
+    ])
+    assert make_docs.prose_numbers(text) == [(1, "6.55 ms"), (1, "28.9 %"), (1, "1.09x"),
+                                             (15, "2 s")]
+
+
+def test_prose_unchecked_pages_exist() -> None:
+    # the pages left unchecked are real pages (a renamed page must not silently escape)
+    for page in make_docs.PROSE_UNCHECKED:
+        assert (ROOT / page).is_file(), page
 
 
 # ---------------------------------------------------------------------------------------------

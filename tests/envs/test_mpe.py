@@ -416,10 +416,9 @@ def test_bad_arguments_are_rejected():
 
 
 def test_library_holds_no_timer_or_command():
-    with pytest.raises(AttributeError, match="benchmarks/mpe_rollout.py"):
-        mpe.measure_steps_per_second  # noqa: B018
-    with pytest.raises(AttributeError, match="benchmarks/mpe_rollout.py"):
-        mpe.main  # noqa: B018
+    # the throughput timer and its command line are benchmarks/mpe_rollout.py
+    assert not hasattr(mpe, "measure_steps_per_second")
+    assert not hasattr(mpe, "main")
 
 
 def test_throughput_benchmark_prints_table_and_writes_report(tmp_path):

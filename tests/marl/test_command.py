@@ -10,25 +10,27 @@ import io
 import json
 
 from jaxrl_pim.cli import main
-from jaxrl_pim.marl import command
-from jaxrl_pim.marl.command import progress_enabled
+from jaxrl_pim.cli import marl as command
+from jaxrl_pim.cli._common import show_progress
 
 
 def test_marl_command_two_team_report(tmp_path, capsys):
     """Predator-prey given by its sizes: the world line, the plan and a report with one entry
-    per team (no episodes: only the state is built)."""
+    per team (one episode, stored before learning starts: no update round)."""
     path = tmp_path / "r.json"
     assert main(["marl", "--env", "tag", "--predators", "3", "--prey", "1", "--num-envs", "2",
-                 "--episodes", "0", "--json", str(path)]) == 0
+                 "--episodes", "1", "--capacity", "100", "--batch-size", "8",
+                 "--learning-starts", "100", "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "plan: 0 episodes x 25 steps x 2 env(s) = 0 transitions, 0 update rounds" in out
-    assert "marl maddpg tag predators=3 prey=1 obstacles=2: episodes 0->0" in out
+    assert "plan: 1 episodes x 25 steps x 2 env(s) = 50 transitions, 0 update rounds" in out
+    assert "marl maddpg tag predators=3 prey=1 obstacles=2: episodes 0->1" in out
     rep = json.loads(path.read_text())
     assert set(rep) >= {"system", "config", "results", "timing_s"}
     assert (rep["config"]["num_agents"], rep["config"]["num_prey"]) == (3, 1)
     res = rep["results"]
     assert res["teams"] == ["predators", "prey"] and list(res["final_return"]) == res["teams"]
-    assert res["episodes_total"] == res["update_rounds"] == res["checkpoints_written"] == 0
+    assert res["episodes_total"] == 1
+    assert res["update_rounds"] == res["checkpoints_written"] == 0
     assert res["checkpoint_dir"] is None and res["resumed_from_episode"] is None
 
 
@@ -36,7 +38,12 @@ def test_marl_command_errors_are_one_line(capsys):
     assert main(["marl", "--env", "tag", "--agents", "5", "--episodes", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "num_agents" in err[0]
+    assert main(["marl", "--episodes", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["jaxrl-pim marl: error: --episodes must be >= 1, got 0 (the run's total)"]
     for bad, msg in [(["--env", "spread", "--prey", "2"], "apply to --env tag"),
+                     (["--num-envs", "0"], "num_envs"), (["--batch-size", "-1"], "batch_size"),
+                     (["--capacity", "0"], "capacity"), (["--update-every", "0"], "update_every"),
                      (["--env", "tag", "--predators", "4"], "go together"),
                      (["--env", "tag", "--agents", "3", "--predators", "3", "--prey", "1"],
                       "not both"),
@@ -73,7 +80,7 @@ class _Stream(io.StringIO):
 
 
 def test_progress_is_on_for_a_terminal_unless_overridden():
-    assert progress_enabled(None, _Stream(True)) is True
-    assert progress_enabled(None, _Stream(False)) is False
-    assert progress_enabled(True, _Stream(False)) is True
-    assert progress_enabled(False, _Stream(True)) is False
+    assert show_progress(None, _Stream(True)) is True
+    assert show_progress(None, _Stream(False)) is False
+    assert show_progress(True, _Stream(False)) is True
+    assert show_progress(False, _Stream(True)) is False

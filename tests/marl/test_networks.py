@@ -68,7 +68,7 @@ def test_one_mlp_one_polyak_one_entropy():
     the old ``marl.networks.MLP`` name warns and builds the same network."""
     import pytest
 
-    from jaxrl_pim.marl import networks, rules
+    from jaxrl_pim.marl import rules
     from jaxrl_pim.rl import ddpg
     from jaxrl_pim.rl import networks as rl_networks
 
@@ -77,8 +77,5 @@ def test_one_mlp_one_polyak_one_entropy():
     assert (net.activation, net.init_scheme) == ("relu", "lecun")
     assert rules.polyak is ddpg.polyak
     assert rules.categorical_entropy is rl_networks.categorical_entropy
-    with pytest.warns(DeprecationWarning, match="marl.networks.mlp"):
-        old = networks.MLP
-    assert old((8,), 2) == net
     with pytest.raises(ValueError, match="init_scheme='orthogonal'"):
         init_stacked(rl_networks.MLP((8,), 2), jax.random.PRNGKey(0), 2, 3)

@@ -287,29 +287,3 @@ def test_masac_entropy_bonus_twin_min_and_current_actors():
     # Actor loss -min(Q1, Q2): Q2 = Q1 + 100 changes nothing, Q2 = Q1 - 100 adds 100.
     np.testing.assert_allclose(a_twin[2], a_twin[0], rtol=1e-6, atol=1e-5)
     np.testing.assert_allclose(a_twin[1] - a_twin[0], 100.0, rtol=1e-4)
-
-
-def test_deprecated_maddpg_module_keeps_the_old_names():
-    import warnings
-
-    from jaxrl_pim.marl import maddpg, trainer
-
-    with pytest.warns(DeprecationWarning, match="jaxrl_pim.marl.trainer.make_train_from"):
-        assert maddpg.make_train_from is trainer.make_train_from
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from jaxrl_pim.marl.maddpg import MARLConfig as OldConfig
-        from jaxrl_pim.marl.maddpg import (
-            TrainState,
-            make_init,
-            make_system,
-            make_train,
-            random_policy_return,  # noqa: F401
-        )
-    assert OldConfig is MARLConfig and TrainState is trainer.TrainState
-    assert make_init is trainer.make_init and make_train is trainer.make_train
-    system = make_system(TINY)
-    assert len(system) == 17 and system.config is TINY
-    assert [t.name for t in system.teams] == ["agents"]
-    shapes = jax.eval_shape(system.init, jax.random.PRNGKey(0))
-    assert shapes.buffers[0].data.obs.shape == (2, 64, 12)

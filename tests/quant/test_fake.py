@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from jaxrl_pim import quant as Q
+from jaxrl_pim.quant.fake import is_qtensor
+from jaxrl_pim.quant.spec import as_spec
 
 
 def make_params():
@@ -31,14 +33,14 @@ def leaf_qdq(x, quantizer):
 def test_fake_quantize_applies_leaf_quantizer(spec):
     params = make_params()
     out = Q.fake_quantize(params, spec)
-    spec = Q.as_spec(spec)
+    spec = as_spec(spec)
     for got, x in zip(jax.tree.leaves(out), jax.tree.leaves(params), strict=True):
         assert got.dtype == x.dtype and got.shape == x.shape
         np.testing.assert_array_equal(got, leaf_qdq(x, spec.quantizer(x.ndim)))
 
 
 def test_int_spec_means_paper_and_per_channel_choices():
-    assert Q.as_spec(6) == Q.QuantSpec("paper", 6)
+    assert as_spec(6) == Q.QuantSpec("paper", 6)
     params = make_params()
     conv = params["conv"]["kernel"]
     dense = params["dense"]["kernel"]
@@ -86,18 +88,14 @@ def test_ste_forward_is_exact_and_gradient_is_identity(quantizer):
     np.testing.assert_array_equal(g, w)
 
 
-def test_pytree_straight_through_matches_per_array_and_old_names_warn():
+def test_pytree_straight_through_matches_per_array():
     params = {"w": jax.random.normal(jax.random.key(2), (4, 3)), "b": jnp.array([0.1, -0.4])}
     spec = Q.QuantSpec("paper", 3)
     ste = Q.fake_quantize(params, spec, straight_through=True)
     jax.tree.map(np.testing.assert_array_equal, ste, Q.fake_quantize(params, spec))
     g = jax.grad(lambda p: jnp.sum(Q.fake_quantize(p, spec, straight_through=True)["w"]))(params)
     np.testing.assert_array_equal(g["w"], jnp.ones((4, 3)))
-    with pytest.warns(DeprecationWarning, match="fake_quantize_ste"):
-        old = Q.fake_quantize_ste(params, spec)
-    jax.tree.map(np.testing.assert_array_equal, old, ste)
-    with pytest.warns(DeprecationWarning, match="quantize_dequantize"):
-        one = Q.fake_quant_ste(params["w"], Q.paper_uniform(3))
+    one = Q.quantize_dequantize(params["w"], Q.paper_uniform(3), straight_through=True)
     np.testing.assert_array_equal(one, ste["w"])
 
 
@@ -170,7 +168,7 @@ def test_quantize_tree_payload_dtypes_and_dequantize_tree():
                         np.uint8), (Q.QuantSpec("paper", 8), np.int16),
                         (Q.QuantSpec("paper", 6), np.int8), (Q.QuantSpec("fp16"), np.float16)]:
         qtree = Q.quantize_tree(params, spec)
-        for q in jax.tree.leaves(qtree, is_leaf=Q.is_qtensor):
+        for q in jax.tree.leaves(qtree, is_leaf=is_qtensor):
             assert q.codes.dtype == dtype
         back = Q.dequantize_tree(qtree, like=params)
         jax.tree.map(np.testing.assert_array_equal, back, Q.fake_quantize(params, spec))
@@ -215,4 +213,4 @@ def test_quantspec_defaults():
         "symmetric4-pc-nobias")
     assert Q.QuantSpec("paper", 40).is_float and not Q.QuantSpec("paper", 15).is_float
     with pytest.raises(ValueError, match="spec"):
-        Q.as_spec("int8")
+        as_spec("int8")

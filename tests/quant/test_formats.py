@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from jaxrl_pim import quant as Q
+from jaxrl_pim.quant.formats import code_dtype, code_range
 
 
 def np_paper(x: np.ndarray, bits: int, axis: int | None = None) -> np.ndarray:
@@ -71,7 +72,7 @@ def test_paper_codes_need_one_extra_bit():
     # min 0 -> d = 1 / 2^3, the max reaches code 2^3 = 8 (not representable in 3 bits)
     q = Q.paper_uniform(3).quantize(jnp.array([0.0, 0.5, 1.0]))
     np.testing.assert_array_equal(q.codes, [0, 4, 8])
-    assert Q.code_range("paper", 3) == (-8, 8)
+    assert code_range("paper", 3) == (-8, 8)
 
 
 @pytest.mark.parametrize("bits", [2, 3, 5, 8, 12, 15])
@@ -81,7 +82,7 @@ def test_paper_matches_numpy(bits, axis, eager):
     got = roundtrip(Q.paper_uniform(bits, axis), x)
     np.testing.assert_array_equal(got, np_paper(x, bits, axis))
     codes = np.asarray(Q.paper_uniform(bits, axis).quantize(jnp.asarray(x)).codes)
-    lo, hi = Q.code_range("paper", bits)
+    lo, hi = code_range("paper", bits)
     assert codes.min() >= lo and codes.max() <= hi
 
 
@@ -111,9 +112,9 @@ def test_affine_codes_in_range_and_error_at_most_half_step(scheme, bits, axis, e
     quantizer = getattr(Q, scheme)(bits, axis)
     q = quantizer.quantize(jnp.asarray(x))
     codes, scale, zp = (np.asarray(a) for a in q)
-    lo, hi = Q.code_range(scheme, bits)
+    lo, hi = code_range(scheme, bits)
     assert codes.min() >= lo and codes.max() <= hi
-    info = np.iinfo(Q.code_dtype(scheme, bits))
+    info = np.iinfo(code_dtype(scheme, bits))
     assert info.min <= lo and hi <= info.max
     expected_scale_shape = () if axis is None else tuple(1 if i != axis else x.shape[i]
                                                          for i in range(2))
@@ -169,7 +170,7 @@ def _check_affine_error_bound(x, bits, scheme):
     err = np.abs(np.asarray(quantizer.dequantize(q)) - x)
     tol = float(q.scale) / 2 * (1 + 1e-5) + 1e-6 * np.abs(x) + 1e-30
     assert (err <= tol).all()
-    lo, hi = Q.code_range(scheme, bits)
+    lo, hi = code_range(scheme, bits)
     assert int(q.codes.min()) >= lo and int(q.codes.max()) <= hi
 
 

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from jaxrl_pim import quant as Q
+from jaxrl_pim.quant.fake import is_qtensor
+from jaxrl_pim.quant.packing import unpack_qtensors
 
 
 def mlp_params():
@@ -82,10 +84,10 @@ def test_codes_match_quantize_tree():
     params = mlp_params()
     spec = Q.QuantSpec("symmetric", 8, per_channel=True)
     packed = Q.pack(params, spec)
-    qtree = Q.unpack_qtensors(packed)
+    qtree = unpack_qtensors(packed)
     ref = Q.quantize_tree(params, spec)
-    for a, b in zip(jax.tree.leaves(qtree, is_leaf=Q.is_qtensor),
-                    jax.tree.leaves(ref, is_leaf=Q.is_qtensor), strict=True):
+    for a, b in zip(jax.tree.leaves(qtree, is_leaf=is_qtensor),
+                    jax.tree.leaves(ref, is_leaf=is_qtensor), strict=True):
         np.testing.assert_array_equal(a.codes, b.codes)
         np.testing.assert_array_equal(a.scale, b.scale)
 

@@ -19,9 +19,11 @@ from scipy import stats
 
 from jaxrl_pim.replay import (
     LAYOUTS,
+    MAX_CAPACITY,
     Batch,
     Transition,
     check_indices,
+    dense_prioritized,
     expand_references,
     info_prioritized,
     make_buffer,
@@ -354,7 +356,7 @@ def _prio_state(sampler, td=TD, rows=CAP):
 
     @jax.jit
     def build():
-        state = sampler.init(CAP)
+        state = sampler.init()
         for row in range(rows):
             state = sampler.on_add(state, jnp.int32(row))
         return sampler.update_priorities(state, jnp.arange(rows), jnp.asarray(td[:rows]))
@@ -406,10 +408,27 @@ def test_prioritized_new_rows_get_max_priority_and_unwritten_rows_are_never_draw
     np.testing.assert_array_equal(leaves[4:], 0.0)
 
 
+@pytest.mark.parametrize("make", [prioritized, info_prioritized, dense_prioritized])
+def test_on_add_wraps_rows_at_the_capacity_given_at_construction(make):
+    """``init()`` builds the state for the constructor's capacity, and ``on_add(pos + e)``
+    names ring row ``(pos + e) % capacity``, as the multi-env rollout calls it."""
+    sampler = make(5)
+    state = sampler.init()
+    tree = getattr(state, "sum_tree", None)
+    leaves = (lambda st: np.asarray(sum_tree.leaf_values(st.sum_tree, 5))) if tree is not None \
+        else (lambda st: np.asarray(st.priority))
+    assert leaves(state).shape == (5,) and not leaves(state).any()
+    state = sampler.update_priorities(state, jnp.array([0]), jnp.array([3.0]))
+    state = sampler.on_add(state, jnp.int32(4 + 3))  # pos 4 + env 3: row 2
+    got = leaves(state)
+    assert got[2] == got.max() > 0
+    np.testing.assert_array_equal(np.nonzero(got)[0], [0, 2])
+
+
 @functools.cache
 def _jit_update(capacity):
     sampler = info_prioritized(capacity, alpha=0.5, eps=EPS)
-    return jax.jit(lambda i, t: sampler.update_priorities(sampler.init(capacity), i, t))
+    return jax.jit(lambda i, t: sampler.update_priorities(sampler.init(), i, t))
 
 
 @HYP
@@ -441,7 +460,7 @@ def test_sum_tree_consistent_and_last_duplicate_wins(capacity, updates):
 def test_bulk_state_equals_per_row_updates(capacity):
     td = np.random.default_rng(capacity).normal(size=capacity).astype(np.float32)
     sampler = info_prioritized(capacity, alpha=0.7, eps=EPS)
-    rows = sampler.update_priorities(sampler.init(capacity), jnp.arange(capacity), td)
+    rows = sampler.update_priorities(sampler.init(), jnp.arange(capacity), td)
     bulk = state_from_priorities(np.abs(td) + EPS, alpha=0.7, max_tree=True)
     for a, b in zip(bulk, rows, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5)
@@ -452,11 +471,13 @@ def test_prioritized_rejects_bad_config():
         prioritized(8, alpha=-1.0)
     with pytest.raises(ValueError, match="eps must be > 0.0"):
         info_prioritized(8, eps=0.0)
-    with pytest.raises(ValueError, match="built for capacity 8; init got capacity 9"):
-        prioritized(8).init(9)
+    for capacity in (0, MAX_CAPACITY + 1):
+        for make in (prioritized, info_prioritized, dense_prioritized):
+            with pytest.raises(ValueError, match="capacity must be"):
+                make(capacity)
     sampler = prioritized(8)
     with pytest.raises(ValueError, match="same shape"):
-        sampler.update_priorities(sampler.init(8), jnp.arange(3), jnp.ones(4))
+        sampler.update_priorities(sampler.init(), jnp.arange(3), jnp.ones(4))
 
 
 # ---------------------------------------------------------------- info-prioritised
@@ -539,7 +560,7 @@ def test_samplers_run_under_jit_with_traced_buffer_position():
         "info_prioritized": info_prioritized(16),
     }
     for name, sampler in samplers.items():
-        state = sampler.init(16)
+        state = sampler.init()
         on_add = jax.jit(sampler.on_add)
         for row in range(10):
             state = on_add(state, jnp.int32(row))

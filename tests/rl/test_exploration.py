@@ -1,6 +1,6 @@
 """Exploration and training options of the DQN / DDPG learners against plain Python references,
 and the three harder study tasks (Acrobot, MountainCar, MountainCarContinuous) learning with
-their registered settings (``jaxrl_pim.actorq.ptq.TASKS``)."""
+their registered settings (``jaxrl_pim.studies.tasks.TASKS``)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _runs_restart_every(actions, starts, hold):
 
 def test_dqn_holds_random_actions_for_explore_hold_steps():
     # epsilon 1 throughout and no learning: every action is exploratory
-    cfg = dqn.DQNConfig("CartPole-v1", total_timesteps=300, num_envs=1, buffer_size=300,
+    cfg = dqn.DQNConfig("CartPole-v1", total_timesteps=300, num_envs=1, buffer_capacity=300,
                         batch_size=32, learning_starts=300, eps_start=1.0, eps_end=1.0,
                         explore_hold=4)
     state, _ = jax.jit(dqn.make_train(cfg))(jax.random.key(0))
@@ -82,7 +82,7 @@ def test_dqn_holds_random_actions_for_explore_hold_steps():
 
 def test_ddpg_holds_warm_up_actions_for_noise_hold_steps():
     # only the uniform warm-up runs (learning_starts = total): actions held for 10 steps
-    cfg = ddpg.DDPGConfig("MountainCarContinuous-v0", total_timesteps=200, buffer_size=200,
+    cfg = ddpg.DDPGConfig("MountainCarContinuous-v0", total_timesteps=200, buffer_capacity=200,
                           batch_size=32, learning_starts=200, noise_hold=10,
                           hidden=(16, 16))
     state, _ = jax.jit(ddpg.make_train(cfg))(jax.random.key(0))
@@ -95,7 +95,7 @@ def test_ddpg_holds_warm_up_actions_for_noise_hold_steps():
 
 def test_ddpg_holds_exploration_noise_after_warm_up():
     # a tiny actor step size keeps mu(s) almost fixed, so action - mu(s) is the held noise
-    cfg = ddpg.DDPGConfig("Pendulum-v1", total_timesteps=160, buffer_size=160, batch_size=32,
+    cfg = ddpg.DDPGConfig("Pendulum-v1", total_timesteps=160, buffer_capacity=160, batch_size=32,
                           learning_starts=32, noise_hold=8, expl_noise=0.05, hidden=(16, 16),
                           actor_lr=1e-9)
     state, _ = jax.jit(ddpg.make_train(cfg))(jax.random.key(1))

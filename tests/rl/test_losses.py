@@ -296,6 +296,8 @@ def test_qat_hook_switches_on_after_delay_with_straight_through_gradient():
         (lambda: DQNConfig(env_name="Breakout-MinAtar"), "flat vectors"),
         (lambda: DQNConfig(env_name="taxi"), "registered with gymnax"),
         (lambda: DDPGConfig(tau=0.0), "tau"),
+        (lambda: DQNConfig(buffer_capacity=2**30 + 1), r"buffer_capacity must be <= 1073741824"),
+        (lambda: DDPGConfig(num_envs=4, buffer_capacity=3), "buffer_capacity must be >= 4"),
         (lambda: A2CConfig(activation="gelu"), "activation"),
         (lambda: PPOConfig(qat=8), "qat"),
         (lambda: common.QATConfig(bits=1), "bits"),

@@ -94,13 +94,17 @@ def test_every_option_has_help_with_its_default():
 
 
 def test_progress_only_on_a_terminal(monkeypatch):
-    from jaxrl_pim.tabular import command
+    import sys
+
+    from jaxrl_pim.cli._common import show_progress
 
     for out, err, want in [(True, True, True), (False, True, False), (True, False, False)]:
         monkeypatch.setattr("sys.stdout.isatty", lambda out=out: out)
         monkeypatch.setattr("sys.stderr.isatty", lambda err=err: err)
-        assert command._show_progress(None) is want
-        assert command._show_progress(True) is True and command._show_progress(False) is False
+        assert show_progress(None, sys.stdout, sys.stderr) is want  # what tabular asks
+        assert show_progress(None) is err  # stderr alone by default
+        assert show_progress(True, sys.stdout) is True
+        assert show_progress(False, sys.stdout) is False
     args = _tabular_parser().parse_args(["--no-progress"])
     assert args.progress is False and _tabular_parser().parse_args([]).progress is None
 

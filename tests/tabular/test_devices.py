@@ -9,18 +9,18 @@ from tests.conftest import run_with_devices
 
 CODE = """
 import dataclasses, json, jax, numpy as np
-from jaxrl_pim.data import Transitions
+from jaxrl_pim.data import Dataset
 from jaxrl_pim.tabular import TabularConfig, chunk, make_mesh, make_train
 assert len(jax.devices()) == 8
 rng = np.random.default_rng(0)
 rows = 16 * 40
-data = Transitions(rng.integers(0, 9, rows).astype(np.uint8),
+data = Dataset(rng.integers(0, 9, rows).astype(np.uint8),
                    rng.integers(0, 4, rows).astype(np.uint8),
                    rng.integers(-5, 6, rows).astype(np.float32),
                    rng.integers(0, 9, rows).astype(np.uint8), rng.random(rows) < 0.1)
 out = {}
 cases = [("int32", "sarsa", "ran", "scan"), ("fp32", "q", "str", "scan"),
-         ("int32", "q", "seq", "pallas")]  # the fused kernel inside shard_map (interpret mode)
+         ("int32", "q", "seq", "pallas_onehot")]  # fused kernel in shard_map (interpret mode)
 for dtype, algo, sampling, kernel in cases:
     cfg = TabularConfig(9, 4, algo=algo, sampling=sampling, dtype=dtype, num_cores=16,
                         sync_period=3, num_episodes=7, kernel=kernel)

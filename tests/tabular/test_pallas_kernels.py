@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl_pim.data import Transitions
+from jaxrl_pim.data import Dataset
 from jaxrl_pim.tabular import (
     TabularConfig,
     chunk,
@@ -43,7 +43,7 @@ FAST = {"xla_backend_optimization_level": 0}
 LANES, ROWS, EPISODES = 5, 13, 3
 
 
-def lane_inputs(cfg: TabularConfig, data: Transitions):
+def lane_inputs(cfg: TabularConfig, data: Dataset):
     """The trainer's per-lane data (time-major for seq/str) and the run's other inputs."""
     spec = cfg.lane_spec()
     chunks = chunk(cfg, data)
@@ -59,7 +59,7 @@ def lane_inputs(cfg: TabularConfig, data: Transitions):
     return spec, lanes, keys, lcg, q0
 
 
-def run_three(cfg: TabularConfig, data: Transitions, lanes_per_block: int = 2,
+def run_three(cfg: TabularConfig, data: Dataset, lanes_per_block: int = 2,
               prefetch: int = 2, first_episode: int = 2, episodes: int = EPISODES):
     """``(q, lcg)`` from the scan path, the lane kernel and the TPU kernel on the same input."""
     spec, lanes, keys, lcg, q0 = lane_inputs(cfg, data)
@@ -118,7 +118,7 @@ def test_kernels_match_scan_bit_for_bit(algo, sampling, dtype, rng):
 
 def env_dataset(num_states: int, num_actions: int, rows: int, reward_values, seed: int):
     rng = np.random.default_rng(seed)
-    return Transitions(
+    return Dataset(
         state=rng.integers(0, num_states, rows).astype(np.int16),
         action=rng.integers(0, num_actions, rows).astype(np.uint8),
         reward=rng.choice(np.asarray(reward_values, np.float32), rows),
@@ -159,7 +159,7 @@ def test_trainer_rounds_and_independent_agents(kernel, monkeypatch):
     data = random_dataset(LANES * ROWS + 2, seed=9)
     k, n = 3, 15
     parts = [random_dataset(n, seed=i) for i in range(k)]
-    per_agent = Transitions(*(np.stack([p[f] for p in parts]) for f in range(5)))
+    per_agent = Dataset(*(np.stack([p[f] for p in parts]) for f in range(5)))
     cases = [
         (dict(algo="q", sampling="str", dtype="int32", num_cores=LANES), data),
         (dict(algo="sarsa", sampling="ran", dtype="int32", num_cores=k, independent=True),
@@ -251,11 +251,11 @@ def test_probe_failure_warns_and_falls_through():
         "pallas_lane"  # an explicit choice is never probed
 
 
-def test_kernel_names_aliases_and_sizes():
-    with pytest.warns(DeprecationWarning, match="'pallas_onehot'"):
-        assert TabularConfig(S, A, kernel="pallas").resolved_kernel("gpu") == "pallas_onehot"
-    with pytest.raises(ValueError, match="kernel must be one of"):
-        TabularConfig(S, A, kernel="cuda")
+def test_kernel_names_and_sizes():
+    assert TabularConfig(S, A, kernel="pallas_onehot").resolved_kernel("gpu") == "pallas_onehot"
+    for name in ("cuda", "pallas"):  # "pallas" was the one-hot kernel's name before 0.1.0
+        with pytest.raises(ValueError, match="kernel must be one of"):
+            TabularConfig(S, A, kernel=name)
     assert packable(500, 6) and packable(2**15, 2) and not packable(2**16, 1)
     with pytest.raises(ValueError, match="does not fit"):
         TabularConfig(2**16, 4, kernel="pallas_lane")
@@ -296,12 +296,12 @@ def test_lcg_jump_ahead_and_row_packing():
 
 MESH_CODE = """
 import json, jax, numpy as np
-from jaxrl_pim.data import Transitions
+from jaxrl_pim.data import Dataset
 from jaxrl_pim.tabular import TabularConfig, chunk, make_mesh, make_train, pallas_gpu
 pallas_gpu.DEFAULT_PREFETCH = 2  # a smaller kernel to compile
 rng = np.random.default_rng(0)
 rows = 8 * 12
-data = Transitions(rng.integers(0, 9, rows).astype(np.uint8),
+data = Dataset(rng.integers(0, 9, rows).astype(np.uint8),
                    rng.integers(0, 4, rows).astype(np.uint8),
                    rng.integers(-5, 6, rows).astype(np.float32),
                    rng.integers(0, 9, rows).astype(np.uint8), rng.random(rows) < 0.1)

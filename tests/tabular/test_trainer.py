@@ -8,16 +8,16 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl_pim.data import Transitions
+from jaxrl_pim.data import Dataset
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train
 from jaxrl_pim.testing.tabular_numpy import train_reference
 
 S, A = 7, 3
 
 
-def random_dataset(rows: int, seed: int = 0, reward_scale: float = 1.0) -> Transitions:
+def random_dataset(rows: int, seed: int = 0, reward_scale: float = 1.0) -> Dataset:
     rng = np.random.default_rng(seed)
-    return Transitions(
+    return Dataset(
         state=rng.integers(0, S, rows).astype(np.uint8),
         action=rng.integers(0, A, rows).astype(np.uint8),
         reward=(rng.integers(-3, 4, rows) * reward_scale).astype(np.float32),
@@ -32,7 +32,7 @@ def assert_same_fixed_point(q, ref):
                                   np.round(ref * 10_000).astype(np.int64))
 
 
-def run_both(cfg: TabularConfig, data: Transitions, seed: int = 3):
+def run_both(cfg: TabularConfig, data: Dataset, seed: int = 3):
     chunks = chunk(cfg, data)
     key = jax.random.key(seed)
     q, metrics = jax.jit(make_train(cfg))(key, chunks)
@@ -92,7 +92,7 @@ def test_compat_max0_bootstraps_with_zero_floor():
 def test_independent_agents_match_reference_and_do_not_average():
     k, n = 3, 25
     parts = [random_dataset(n, seed=i) for i in range(k)]
-    per_agent = Transitions(*(np.stack([p[f] for p in parts]) for f in range(5)))
+    per_agent = Dataset(*(np.stack([p[f] for p in parts]) for f in range(5)))
     cfg = TabularConfig(S, A, num_cores=k, independent=True, num_episodes=3, sync_period=2,
                         algo="sarsa", sampling="ran")
     q, ref, _ = run_both(cfg, per_agent)
@@ -138,7 +138,7 @@ def test_bad_config_is_rejected(kwargs, match):
         TabularConfig(S, A, **kwargs)
 
 
-def _with(t: Transitions, **fields) -> Transitions:
+def _with(t: Dataset, **fields) -> Dataset:
     return t._replace(**fields)
 
 
@@ -152,7 +152,7 @@ def _with(t: Transitions, **fields) -> Transitions:
          "NaN/infinite"),
         (lambda t: _with(t, reward=np.full(len(t.reward), np.inf, np.float32)), "NaN/infinite"),
         (lambda t: _with(t, state=t.state.astype(np.float32)), "must hold integers"),
-        (lambda t: Transitions(*(x[:0] for x in t)), "empty"),
+        (lambda t: Dataset(*(x[:0] for x in t)), "empty"),
         (lambda t: _with(t, reward=t.reward[:-1]), "share one shape"),
     ],
 )

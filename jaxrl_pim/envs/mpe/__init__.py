@@ -29,8 +29,6 @@ boundary penalty).
 
 from __future__ import annotations
 
-from typing import Any
-
 from jaxrl_pim.envs.mpe.rollout import make_rollout
 from jaxrl_pim.envs.mpe.scenarios import (
     MAX_AGENTS,
@@ -101,16 +99,3 @@ __all__ = [
     "off_diagonal",
 ]
 
-_MOVED = {
-    "measure_steps_per_second": "benchmarks/mpe_rollout.py (steps_per_second)",
-    "main": "benchmarks/mpe_rollout.py",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        raise AttributeError(
-            f"jaxrl_pim.envs.mpe.{name} (a timer / command line) moved out of the library to "
-            f"{_MOVED[name]}; the rollout it timed is jaxrl_pim.envs.mpe.make_rollout"
-        )
-    raise AttributeError(f"module 'jaxrl_pim.envs.mpe' has no attribute {name!r}")

@@ -1,8 +1,10 @@
-"""The ``jaxrl-pim`` command.
+"""The ``jaxrl-pim`` command: the host wing of the package.
 
-Each research line contributes its sub-commands from a ``command`` module that defines
-``register(subparsers)``; the parser sets ``func`` (called with the parsed args, returns an
-exit status). The command modules are imported by plain ``import`` statements in the
+One module per command (:mod:`.tabular`, :mod:`.marl`, :mod:`.actorq`, :mod:`.studies` for
+``ptq`` / ``qat``, :mod:`.launch`) defines ``register(subparsers)``; the parser sets ``func``
+(called with the parsed args, returns an exit status). What they share (the help formatter,
+the checkpoint-option check) is in :mod:`._common`. The learner packages never import this
+package. The command modules are imported by plain ``import`` statements in the
 registrar functions below (visible to static import analysis), and only the module of the
 command being run is imported, so ``jaxrl-pim --help`` lists the commands without loading
 jax. Invalid options or data (``ValueError``) end with a one-line error and exit status 2,
@@ -12,68 +14,45 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from collections.abc import Callable, Sequence
 
+from jaxrl_pim.cli._common import STOP_GRACE_S, Stopped, report_stop, stop_on_signals
 from jaxrl_pim.xla_env import apply_cpu_workarounds
-
-
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Help that appends each option's default as ``(default: ...)`` unless the help text
-    already says it (write ``(default: ...)`` yourself where the value needs words, e.g.
-    ``None``); the help text itself states the unit."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        if "(default" in text:
-            return text
-        return super()._get_help_string(action)
-
 
 Registrar = Callable[[argparse._SubParsersAction], None]
 
 
-def check_checkpoint_arguments(args: argparse.Namespace) -> None:
-    """Refuses ``--resume`` or ``--checkpoint-every`` without ``--checkpoint DIR``, and a period
-    below 1: the one check of the checkpoint options every training command takes."""
-    if args.checkpoint is None:
-        if args.resume:
-            raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
-        if args.checkpoint_every is not None:
-            raise ValueError("--checkpoint-every needs --checkpoint DIR")
-    if args.checkpoint_every is not None and args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
-
-
 def _tabular(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim.tabular import command
+    from jaxrl_pim.cli import tabular
 
-    command.register(sub)
+    tabular.register(sub)
 
 
 def _actorq(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim.actorq import command
+    from jaxrl_pim.cli import actorq
 
-    command.register(sub)
+    actorq.register(sub)
 
 
 def _studies(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim.studies import command
+    from jaxrl_pim.cli import studies
 
-    command.register(sub)
+    studies.register(sub)
 
 
 def _marl(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim.marl import command
+    from jaxrl_pim.cli import marl
 
-    command.register(sub)
+    marl.register(sub)
 
 
 def _launch(sub: argparse._SubParsersAction) -> None:
-    from jaxrl_pim import distributed
+    from jaxrl_pim.cli import launch
 
-    distributed.register(sub)
+    launch.register(sub)
 
 
 #: Every sub-command: name -> (one-line summary for ``jaxrl-pim --help``, its registrar).
@@ -100,6 +79,7 @@ def build_parser(command: str | None = None, full: bool = True) -> argparse.Argu
         description="Memory-bound RL workloads on accelerators with JAX. "
         "Run 'jaxrl-pim COMMAND --help' for a command's options.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     done: set[Registrar] = set()
     for name, (_, register) in COMMANDS.items():
@@ -110,6 +90,17 @@ def build_parser(command: str | None = None, full: bool = True) -> argparse.Argu
         if name not in sub.choices:
             sub.add_parser(name, help=summary)
     return parser
+
+
+def version() -> str:
+    """The installed package's version (``importlib.metadata``), or the source tree's
+    ``jaxrl_pim.__version__`` when the package is not installed."""
+    try:
+        return importlib.metadata.version("jaxrl-pim")
+    except importlib.metadata.PackageNotFoundError:
+        from jaxrl_pim import __version__
+
+        return __version__
 
 
 def use_all_host_cores(argv: Sequence[str]) -> None:
@@ -123,12 +114,27 @@ def use_all_host_cores(argv: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: parse ``argv`` and run the chosen sub-command; returns the exit status."""
+    """Entry point: parse ``argv`` and run the chosen sub-command; returns the exit status
+    (0 done, 2 invalid options or data, 128 + the signal number when stopped by SIGTERM or
+    Ctrl-C)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    prog = f"jaxrl-pim {command}" if command else "jaxrl-pim"
+    # the launcher stops its processes itself (SIGTERM, SIGKILL after 5 s): it gets Stopped
+    # raised in its (plain Python) loop and the time for that; every other command ends at once
+    launcher = command == "launch"
+    with stop_on_signals(prog, grace_s=10.0 if launcher else STOP_GRACE_S, raise_stop=launcher):
+        try:
+            return _run(argv, command, prog)
+        except Stopped as stop:
+            report_stop(prog, stop.signum)
+            return stop.status
+
+
+def _run(argv: list[str], command: str | None, prog: str) -> int:
     if "jax" not in sys.modules:
         use_all_host_cores(argv)
         apply_cpu_workarounds()
-    command = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(command, full=False)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
@@ -138,12 +144,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError) as err:
         msg = str(err).splitlines()[0] if str(err) else type(err).__name__
-        print(f"jaxrl-pim {args.command}: error: {msg}", file=sys.stderr)
+        print(f"{prog}: error: {msg}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"jaxrl-pim {args.command}: interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -18,7 +18,7 @@ import argparse
 import sys
 from typing import Any
 
-from jaxrl_pim.cli import HelpFormatter
+from jaxrl_pim.cli._common import HelpFormatter
 
 
 def _log(msg: str) -> None:

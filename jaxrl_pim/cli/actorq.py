@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import socket
 from typing import Any
 
 from jaxrl_pim.actorq.config import (
@@ -33,7 +34,7 @@ from jaxrl_pim.actorq.config import (
 )
 from jaxrl_pim.actorq.energy import EnergyTracker
 from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
-from jaxrl_pim.cli import HelpFormatter, check_checkpoint_arguments
+from jaxrl_pim.cli._common import HelpFormatter, check_checkpoint_arguments, show_progress
 from jaxrl_pim.progress import RichProgress
 
 
@@ -100,9 +101,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "as the run that wrote them)")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="write a JSON report to this file (default: none, print only)")
-    p.add_argument("--no-progress", action="store_true",
-                   help="hide the progress bar (default: shown when stderr is a terminal)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar on stderr (default: on when stderr is a terminal)")
     p.set_defaults(func=run)
+
+
+#: Seconds ``--ray-address HOST:PORT`` has to accept a TCP connection before the run starts.
+RAY_CONNECT_TIMEOUT_S = 3.0
+
+
+def check_ray_address(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """ValueError unless ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``) accepts a TCP
+    connection within ``timeout_s`` seconds: ``ray.init`` would otherwise retry for minutes
+    against an address where no cluster runs. ``auto`` is left to Ray."""
+    if address == "auto":
+        return
+    where = address.removeprefix("ray://")
+    host, sep, port = where.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"--ray-address must be 'auto', HOST:PORT or ray://HOST:PORT; "
+                         f"got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise ValueError(f"--ray-address {address}: no Ray cluster answers there ({reason}, "
+                         f"waited up to {timeout_s:g} s)") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
     check_checkpoint_arguments(args)
     if args.ray_address is not None and args.mode != "ray":
         raise ValueError("--ray-address needs --mode ray")
+    if args.ray_address is not None:
+        check_ray_address(args.ray_address)
     overrides: dict[str, Any] = dict(
         actor_compute=args.actor_compute,
         num_actors=args.actors,
@@ -127,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     energy = EnergyTracker(enabled=args.energy, country_iso_code=args.country)
 
     def progress(p: str):
-        if args.no_progress:
+        if not show_progress(args.progress):
             return contextlib.nullcontext(None)
         return RichProgress(f"actorq {config.algo} {config.env_name} {p} ({args.mode})")
 

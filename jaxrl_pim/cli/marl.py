@@ -34,7 +34,7 @@ import jax
 import numpy as np
 
 from jaxrl_pim import report
-from jaxrl_pim.cli import check_checkpoint_arguments
+from jaxrl_pim.cli._common import check_checkpoint_arguments, show_progress
 from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
 from jaxrl_pim.envs.mpe import TAG_PRESETS
 from jaxrl_pim.marl import checkpoint, plan
@@ -202,6 +202,8 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
 
 def config_from_args(args: argparse.Namespace) -> MARLConfig:
     """The run's config from the parsed options (the world options resolved)."""
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes} (the run's total)")
     if args.env != "tag":
         if args.env != "spread" and args.agents is not None:
             raise ValueError(f"--agents does not apply to {args.env} (its size is the JaxMARL "
@@ -228,12 +230,6 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
         buffer_capacity=args.capacity, batch_size=args.batch_size,
         learning_starts=args.learning_starts, update_every=args.update_every,
     )
-
-
-def progress_enabled(flag: bool | None, stream: Any) -> bool:
-    """``--progress`` / ``--no-progress`` when given, otherwise whether ``stream`` (stdout)
-    is a terminal."""
-    return bool(stream.isatty()) if flag is None else bool(flag)
 
 
 def _state_bytes(config: MARLConfig) -> int:
@@ -293,7 +289,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any) -> int:
     for line in lines:
         print(line, file=sys.stderr if line.startswith("warning") else sys.stdout, flush=True)
 
-    progress = progress_enabled(args.progress, sys.stdout)
+    progress = show_progress(args.progress, sys.stdout)
     name = f"marl {args.algo} {args.env}"
     with RichProgress(name, enabled=progress) as cb:
         result = checkpoint.train_segments(

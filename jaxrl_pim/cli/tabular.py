@@ -14,8 +14,9 @@ With ``--coordinator HOST:PORT --num-processes N --process-id I`` (or inside a S
 MPI job of several tasks) the command is one process of a multi-process run: every process
 collects only its own lanes' rows (or reads the dataset file and keeps its lanes' rows), the
 lanes train on one mesh over all processes' devices, and process 0 alone evaluates and
-writes the report and the Q-table (see :mod:`jaxrl_pim.distributed`); every process takes
-part in the checkpoint saves, which orbax writes from process 0.
+writes the report and the Q-table (see :mod:`jaxrl_pim.distributed` and
+:mod:`jaxrl_pim.cli.launch`); every process takes part in the checkpoint saves, which orbax
+writes from process 0.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from rich.console import Console
 from rich.table import Table
 
 from jaxrl_pim import data as data_lib
-from jaxrl_pim import distributed
-from jaxrl_pim.cli import HelpFormatter, check_checkpoint_arguments
+from jaxrl_pim.cli import launch
+from jaxrl_pim.cli._common import HelpFormatter, check_checkpoint_arguments, show_progress
+from jaxrl_pim.distributed import describe_lost_peer
 from jaxrl_pim.progress import RichProgress
 from jaxrl_pim.report import atomic_save, make_report, write_json
 from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
@@ -134,7 +136,7 @@ def register(subparsers: Any) -> None:
     ckpt.add_argument("--resume", action="store_true",
                       help="continue from the newest checkpoint in --checkpoint (same options "
                       "required; an empty folder starts from round 0)")
-    distributed.add_arguments(p)
+    launch.add_arguments(p)
     p.set_defaults(func=main)
 
 
@@ -197,15 +199,9 @@ def _fingerprint(config: TabularConfig, args: argparse.Namespace, env_name: str 
     return {"config": dataclasses.asdict(config), "env": env_name, "seed": args.seed, **source}
 
 
-def _show_progress(flag: bool | None) -> bool:
-    if flag is not None:
-        return flag
-    return sys.stdout.isatty() and sys.stderr.isatty()
-
-
 def main(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
-    procs = distributed.initialize_from_args(args, PROG)  # before any jax work
+    procs = launch.initialize_from_args(args, PROG)  # before any jax work
     console = Console(stderr=True)
     env_name, env, env_params, model, num_states, num_actions, terminal = _mdp(args)
     independent = args.agents is not None
@@ -258,7 +254,7 @@ def main(args: argparse.Namespace) -> int:
     if procs.count > 1:
         print(f"process {procs.index} of {procs.count}: lanes {lanes[0]}..{lanes[1] - 1} of "
               f"{config.num_cores}; training", file=sys.stderr, flush=True)
-    show = _show_progress(args.progress)
+    show = show_progress(args.progress, sys.stdout, sys.stderr)
     with RichProgress("sync rounds", enabled=show and procs.is_main) as progress:
         # every process runs the same program: the others pass a callback that does nothing
         callback = (progress if procs.is_main else _ignore) if show else None
@@ -269,7 +265,7 @@ def main(args: argparse.Namespace) -> int:
         except jax.errors.JaxRuntimeError as err:
             if procs.count == 1:
                 raise
-            distributed.fail(PROG, distributed.describe_lost_peer(err))
+            launch.fail(PROG, describe_lost_peer(err))
         finally:
             if checkpoints is not None:
                 checkpoints.close()

@@ -1,0 +1,317 @@
+"""MADDPG end to end on the device: the full schedule, and time per 1,000 episodes up to 48 agents.
+
+Part 1 (``schedule``): MADDPG with the original defaults (1 env, faithful per-agent sampling,
+uniform, ``per_agent`` layout, 1e6-row buffer, batch 1,024, an update round every 100 steps
+after 25,600 transitions) on spread-3 and tag-3. The run goes in compiled pieces of
+``chunk`` episodes (the first piece is the warm-up before the first update,
+``ceil(25,600 / 25) = 1,024`` episodes; the same program runs every later piece). After the
+first piece with updates the time of the whole 60,000-episode schedule is estimated; when it
+fits what is left of ``--budget-s`` the rest of the schedule runs and ``schedule_s`` is the
+measured sum of the pieces (compile excluded), otherwise only ``s_per_1000_episodes`` (from
+the measured piece with updates, on the full schedule's configuration) is recorded, and the
+summary key says so in its name.
+
+Part 2 (``scaling``): spread with N = 6, 12, 24 and 48 agents, each replay layout
+(``per_agent``, ``interleaved``) and sampling mode (``faithful``, ``fast``): one warm-up piece
+(compiling, filling the buffer), then one timed piece of the same length with updates;
+reported per 1,000 episodes. Buffers hold 1e6 rows where the training state fits
+``--memory-fraction`` of the device memory, and are cut to fit otherwise (every record
+holds its capacity). The state is donated to each piece, so one copy lives on the device.
+
+A configuration not started within ``--budget-s`` is recorded as skipped, so the file is
+always written (the GPU suite gives this script a share of its 25 minutes).
+
+    python benchmarks/marl_gpu.py [--publish]   # on a GPU (runs anywhere)
+    python benchmarks/marl_gpu.py --quick       # N = 6, 12; schedule estimated only
+    python benchmarks/marl_gpu.py --smoke       # test sizes (seconds; numbers meaningless)
+
+Summary: ``<env>3_schedule_s`` (measured whole schedule, or null),
+``<env>3_s_per_1000_episodes_full_schedule``, ``<env>3_paper_60k_s`` (the paper's Table I
+figure, published, not measured), and ``spread<N>_<layout>_<mode>_s_per_1000_episodes``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+from typing import Any
+
+import harness
+
+FULL_EPISODES = 60_000
+LAYOUTS = ("per_agent", "interleaved")
+SAMPLING_MODES = ("faithful", "fast")
+#: Paper Table I: 60k-episode MADDPG at 3 agents on an RTX 3090 + Ryzen 3975WX, seconds
+#: (published figures, not measured here).
+PAPER_3_AGENTS_S = {"tag": 3365.99, "spread": 2403.64}
+
+SIZES: dict[str, dict[str, Any]] = {
+    "full": {"schedule_envs": ["spread", "tag"], "schedule_episodes": FULL_EPISODES,
+             "run_schedule": True, "agents": [6, 12, 24, 48], "capacity": 1_000_000,
+             "overrides": {}},
+    "quick": {"schedule_envs": ["spread", "tag"], "schedule_episodes": FULL_EPISODES,
+              "run_schedule": False, "agents": [6, 12], "capacity": 1_000_000,
+              "overrides": {}},
+    # learning_starts 256 -> pieces of 11 episodes; a 33-episode schedule
+    "smoke": {"schedule_envs": ["spread"], "schedule_episodes": 33, "run_schedule": True,
+              "agents": [3], "capacity": 4_096,
+              "overrides": {"learning_starts": 256, "batch_size": 64}},
+}
+
+
+def _device_memory_bytes() -> int | None:
+    import jax
+
+    stats = getattr(jax.devices()[0], "memory_stats", lambda: None)()
+    return None if not stats else stats.get("bytes_limit")
+
+
+class Budget:
+    """Seconds left of ``--budget-s`` (None: no limit)."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.start, self.seconds = time.perf_counter(), seconds
+
+    def left(self) -> float:
+        if self.seconds is None:
+            return math.inf
+        return self.seconds - (time.perf_counter() - self.start)
+
+
+def _pieces(cfg: Any) -> int:
+    """Episodes of the warm-up piece (before the first update round)."""
+    return math.ceil(cfg.learning_starts / (cfg.episode_length * cfg.num_envs))
+
+
+def _compiled(cfg: Any, episodes: int, state: Any) -> tuple[Any, float]:
+    import jax
+
+    from jaxrl_pim.marl import make_train_from
+
+    t0 = time.perf_counter()
+    fn = jax.jit(make_train_from(cfg, episodes), donate_argnums=0).lower(state).compile()
+    return fn, time.perf_counter() - t0
+
+
+def _run(fn: Any, state: Any) -> tuple[Any, Any, float]:
+    import jax
+
+    t0 = time.perf_counter()
+    state, metrics = fn(state)
+    jax.block_until_ready(state)
+    return state, metrics, time.perf_counter() - t0
+
+
+def schedule_run(env: str, size: dict[str, Any], budget: Budget) -> dict[str, Any]:
+    """Part 1 for one env (see the module docstring)."""
+    import jax
+    import numpy as np
+
+    from jaxrl_pim.marl import MARLConfig, make_init
+
+    total = size["schedule_episodes"]
+    cfg = MARLConfig(env=env, num_agents=3, num_episodes=total,
+                     buffer_capacity=size["capacity"], **size["overrides"])
+    piece = _pieces(cfg)
+    state = jax.jit(make_init(cfg))(jax.random.PRNGKey(0))
+    fn, compile_s = _compiled(cfg, piece, state)
+    state, _, t_warm = _run(fn, state)
+    state, metrics, t_piece = _run(fn, state)
+    rec: dict[str, Any] = {
+        "env": env, "agents": 3, "config": cfg, "capacity": cfg.buffer_capacity,
+        "piece_episodes": piece, "compile_s": compile_s, "warmup_s": t_warm,
+        "measured_piece_s": t_piece, "s_per_1000_episodes": t_piece / piece * 1000,
+        "schedule_episodes": total,
+    }
+    done = 2 * piece
+    rest = total - done
+    estimate = t_warm + t_piece * (total - piece) / piece
+    rec["schedule_s_estimate_before_running"] = estimate
+    rec["schedule_s"] = None
+    if not size["run_schedule"] or rest < 0:
+        rec["schedule_skipped"] = "not run at these sizes"
+    elif estimate - t_warm - t_piece > budget.left():
+        rec["schedule_skipped"] = (f"estimated {estimate:.0f} s does not fit the "
+                                   f"{budget.left():.0f} s left of --budget-s")
+    else:
+        times = [t_warm, t_piece]
+        full, tail = divmod(rest, piece)
+        for _ in range(full):
+            state, metrics, t = _run(fn, state)
+            times.append(t)
+        if tail:
+            fn_tail, c = _compiled(cfg, tail, state)
+            rec["compile_s"] += c
+            state, metrics, t = _run(fn_tail, state)
+            times.append(t)
+        rec["schedule_s"] = float(sum(times))
+        rec["piece_s"] = times
+    rec["episodes_run"] = total if rec["schedule_s"] is not None else done
+    rec["final_return"] = float(np.asarray(metrics["episode_return"])[-min(100, piece):, 0].mean())
+    print(f"[schedule] {env}-3: {rec['s_per_1000_episodes']:.2f} s per 1,000 episodes; "
+          + (f"schedule {rec['schedule_s']:.1f} s" if rec["schedule_s"] is not None else
+             f"schedule not run ({rec['schedule_skipped']})"), flush=True)
+    return rec
+
+
+def scaling_run(agents: int, layout: str, mode: str, size: dict[str, Any],
+                memory_bytes: float | None) -> dict[str, Any]:
+    """Part 2 for one configuration: a warm-up piece, then a timed piece with updates."""
+    import jax
+    from marl_profile import capacity_that_fits
+
+    from jaxrl_pim.marl import MARLConfig, make_init
+
+    base = MARLConfig(env="spread", num_agents=agents, num_episodes=FULL_EPISODES,
+                      layout=layout, sampling_mode=mode, **size["overrides"])
+    cap = size["capacity"]
+    if memory_bytes is not None:
+        cap = capacity_that_fits(base, cap, memory_bytes)
+    cfg = dataclasses.replace(base, buffer_capacity=cap,
+                              learning_starts=min(base.learning_starts, cap))
+    piece = _pieces(cfg)
+    state = jax.jit(make_init(cfg))(jax.random.PRNGKey(0))
+    fn, compile_s = _compiled(cfg, piece, state)
+    state, _, t_warm = _run(fn, state)
+    updates0 = int(state.num_updates)
+    state, _, t_piece = _run(fn, state)
+    rec = {"env": "spread", "agents": agents, "layout": layout, "sampling_mode": mode,
+           "config": cfg, "capacity": cap, "piece_episodes": piece, "compile_s": compile_s,
+           "warmup_s": t_warm, "measured_piece_s": t_piece,
+           "measured_update_rounds": int(state.num_updates) - updates0,
+           "s_per_1000_episodes": t_piece / piece * 1000}
+    print(f"[scaling] spread-{agents} {layout} {mode} ({cap:,} rows): "
+          f"{rec['s_per_1000_episodes']:.2f} s per 1,000 episodes", flush=True)
+    return rec
+
+
+def summarize(report: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers from the stored records (see the module docstring)."""
+    res = report["results"]
+    out: dict[str, Any] = {"device": res["device"], "mode": report["config"]["mode"]}
+    for r in res["schedule"]:
+        tag = f"{r['env']}{r['agents']}"
+        ok = not r.get("error")
+        out[f"{tag}_schedule_s"] = r.get("schedule_s") if ok else None
+        out[f"{tag}_s_per_1000_episodes_full_schedule"] = r["s_per_1000_episodes"] if ok else None
+        out[f"{tag}_paper_60k_s"] = PAPER_3_AGENTS_S.get(r["env"])
+    for r in res["scaling"]:
+        key = f"spread{r['agents']}_{r['layout']}_{r['sampling_mode']}_s_per_1000_episodes"
+        out[key] = r.get("s_per_1000_episodes")
+    out["capacity_by_run"] = {
+        f"spread{r['agents']}_{r['layout']}_{r['sampling_mode']}": r.get("capacity")
+        for r in res["scaling"]}
+    out["not_measured"] = [f"{r.get('env', 'spread')}{r['agents']}"
+                           + (f"_{r['layout']}_{r['sampling_mode']}" if "layout" in r else "")
+                           + f": {r.get('error') or r.get('skipped')}"
+                           for r in res["schedule"] + res["scaling"]
+                           if r.get("error") or r.get("skipped")]
+    return out
+
+
+def _f(x: Any, spec: str = ".3g") -> str:
+    return "" if x is None else format(x, spec)
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The schedule table and the scaling table, from the stored records."""
+    res = report["results"]
+    lines = [f"Device: {res['device']} ({report['config']['mode']} sizes). Seconds of "
+             "compiled pieces of episodes (compile excluded); the paper's figure is its "
+             "Table I (published, RTX 3090).", "",
+             "| env | agents | capacity | s per 1,000 episodes | whole schedule s | "
+             "episodes | paper 60k s |", "|---|---|---|---|---|---|---|"]
+    for r in res["schedule"]:
+        if r.get("error"):
+            lines.append(f"| {r['env']} | {r['agents']} | | failed: {r['error'][:80]} | | | |")
+            continue
+        sched = (_f(r["schedule_s"], ".1f") if r.get("schedule_s") is not None else
+                 f"not run ({r.get('schedule_skipped', '')[:60]})")
+        lines.append(f"| {r['env']} | {r['agents']} | {r['capacity']:,} | "
+                     f"{r['s_per_1000_episodes']:.3g} | {sched} | {r['schedule_episodes']:,} | "
+                     f"{_f(PAPER_3_AGENTS_S.get(r['env']), '.0f')} |")
+    lines += ["", "| agents | layout | sampling | capacity | s per 1,000 episodes | "
+              "update rounds timed | compile s |", "|---|---|---|---|---|---|---|"]
+    for r in res["scaling"]:
+        head = f"| {r['agents']} | {r['layout']} | {r['sampling_mode']} | "
+        if r.get("error") or r.get("skipped"):
+            lines.append(head + f"| {(r.get('error') or r.get('skipped'))[:80]} | | |")
+            continue
+        lines.append(head + f"{r['capacity']:,} | {r['s_per_1000_episodes']:.3g} | "
+                     f"{r['measured_update_rounds']:,} | {r['compile_s']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _error(err: BaseException) -> str:
+    return f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure both parts, write the results file, print the tables."""
+    p = harness.parser(__doc__)
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="seconds after which no new configuration starts (default: none)")
+    p.add_argument("--memory-fraction", type=float, default=0.4,
+                   help="share of the device memory the training state may take; larger "
+                        "buffers are cut to fit (default 0.4; CPU: no cut)")
+    p.add_argument("--agents", type=int, nargs="+", default=None,
+                   help="agent counts of part 2 (default 6 12 24 48; --quick 6 12)")
+    args = p.parse_args(argv)
+
+    from jaxrl_pim.xla_env import apply_cpu_workarounds
+
+    apply_cpu_workarounds()
+    import jax
+
+    from jaxrl_pim import report
+
+    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    size = SIZES[mode]
+    agents = args.agents or size["agents"]
+    if not 0.0 < args.memory_fraction <= 1.0:
+        raise ValueError("--memory-fraction must be in (0, 1]")
+    limit = _device_memory_bytes() if jax.default_backend() != "cpu" else None
+    memory = None if limit is None else args.memory_fraction * limit
+    path = harness.output_path(args, "marl_gpu")
+    budget = Budget(args.budget_s)
+    timing: dict[str, float] = {}
+    schedule, scaling = [], []
+    t0 = time.perf_counter()
+    for env in size["schedule_envs"]:
+        if budget.left() <= 0:
+            schedule.append({"env": env, "agents": 3, "skipped": "--budget-s spent"})
+            continue
+        try:
+            schedule.append(schedule_run(env, size, budget))
+        except Exception as err:  # noqa: BLE001 - a failed run is recorded, the rest runs
+            schedule.append({"env": env, "agents": 3, "error": _error(err)})
+    timing["schedule"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for n in agents:
+        for layout in LAYOUTS:
+            for sm in SAMPLING_MODES:
+                if mode == "smoke" and (layout, sm) != ("interleaved", "fast"):
+                    continue  # one configuration: every one costs a compile
+                head = {"env": "spread", "agents": n, "layout": layout, "sampling_mode": sm}
+                if budget.left() <= 0:
+                    scaling.append({**head, "skipped": "--budget-s spent"})
+                    continue
+                try:
+                    scaling.append(scaling_run(n, layout, sm, size, memory))
+                except Exception as err:  # noqa: BLE001
+                    scaling.append({**head, "error": _error(err)})
+    timing["scaling"] = time.perf_counter() - t0
+    config = {"mode": mode, "sizes": size, "agents": agents, "budget_s": args.budget_s,
+              "memory_fraction": args.memory_fraction, "device_memory_bytes": limit}
+    results = {"device": report.device_label(), "schedule": schedule, "scaling": scaling}
+    stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                           summarize=summarize, markdown=render_markdown)
+    print(render_markdown(stored))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""Quantized actor inference on the default device: fp32 / bf16 / fp16 / int8, and the broadcast.
+
+The ActorQ actors' networks (``jaxrl_pim.rl.networks``: the DQN Q-network of CartPole at
+64 x 64, 1,024 x 1,024 and the paper's 3 x 2,048, and the D4PG actor of Pendulum at 256 x
+256) evaluated on a batch of observations (1, 64 and 1,024 rows) in one jitted call, in each
+precision:
+
+* ``fp32``: the network as trained;
+* ``bf16``: every parameter and the observations cast to bfloat16 (flax computes in the
+  promoted dtype, so the matmuls are bf16 x bf16);
+* ``fp16``: the library's actor path (``actorq.broadcast.actor_params(..., "fp16")`` and
+  ``quant.compute.policy_apply``: float16 kernels, float16 x float16 -> float32 matmuls);
+* ``int8``: the library's int8 path (int8 kernel codes + scale, activations quantized per
+  row, ``int8 x int8 -> int32`` dot_general);
+* ``int8_qwix``: qwix's int8 post-training quantization of the same module (weights per
+  output channel, dynamic activations); absent when qwix is not installed.
+
+Time per call: a loop of calls long enough to last ``loop_s`` (dispatch included, as an
+actor calls it), blocked at the end, best of ``repeats`` loops after a compiling call.
+
+Broadcast (DQN at the paper size and at 1,024 x 1,024, fp32 / fp16 / int8): the host-side
+pack (quantize, serialise, CRC32), deserialize, the load onto the device
+(``actorq.broadcast.load``: copy + dequantize what is not kept low-precision) and the
+device-side path of single-program runs (``actor_params`` jitted on the device); bytes per
+broadcast, and the load's bytes over its time against the device's host-to-device copy rate
+measured in the same run (``jax.device_put`` of the fp32 payload's size).
+
+    python benchmarks/quant_inference.py [--publish]   # on the device to measure
+    python benchmarks/quant_inference.py --quick       # batch 1 and 1,024, 2 networks
+    python benchmarks/quant_inference.py --smoke       # test sizes (seconds)
+
+Summary: per precision, the speed-up over fp32 at the paper's actor for each batch
+(``<precision>_speedup_vs_fp32_paper_b<batch>``), the fastest precision per batch, and the
+paper-size broadcast's bytes ratio and load / total times.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import harness
+import numpy as np
+
+PRECISIONS = ("fp32", "bf16", "fp16", "int8", "int8_qwix")
+BROADCAST_PRECISIONS = ("fp32", "fp16", "int8")
+PAPER_HIDDEN = (2048, 2048, 2048)
+PAPER_NET = "dqn-2048x2048x2048"
+
+SIZES: dict[str, dict[str, Any]] = {
+    "full": {"networks": [("dqn", (64, 64)), ("d4pg", (256, 256)), ("dqn", (1024, 1024)),
+                          ("dqn", PAPER_HIDDEN)],
+             "batches": [1, 64, 1024], "repeats": 7, "loop_s": 0.2,
+             "broadcast_hidden": [PAPER_HIDDEN, (1024, 1024)], "broadcast_repeats": 7},
+    "quick": {"networks": [("dqn", (64, 64)), ("dqn", PAPER_HIDDEN)], "batches": [1, 1024],
+              "repeats": 3, "loop_s": 0.1, "broadcast_hidden": [PAPER_HIDDEN],
+              "broadcast_repeats": 3},
+    "smoke": {"networks": [("dqn", (16,))], "batches": [1, 4], "repeats": 1, "loop_s": 0.01,
+              "broadcast_hidden": [(16,)], "broadcast_repeats": 1},
+}
+#: Observation and output sizes of the networks' tasks (CartPole: 4 -> 2 Q-values; Pendulum:
+#: 3 -> 1 action).
+TASKS = {"dqn": (4, 2), "d4pg": (3, 1)}
+
+
+def net_name(algo: str, hidden: tuple[int, ...]) -> str:
+    """``dqn-64x64``-style name of a network."""
+    return f"{algo}-" + "x".join(str(h) for h in hidden)
+
+
+def build(algo: str, hidden: tuple[int, ...]) -> tuple[Any, Any, int]:
+    """``(module, params, obs_dim)`` of an ActorQ actor network, initialised with seed 0."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl_pim.rl.networks import D4PGActor, q_network
+
+    obs_dim, out = TASKS[algo]
+    module = q_network(hidden, out) if algo == "dqn" else D4PGActor(hidden, out)
+    params = jax.jit(module.init)(jax.random.PRNGKey(0), jnp.zeros((1, obs_dim)))
+    return module, params, obs_dim
+
+
+def policy_fn(module: Any, params: Any, precision: str, obs: Any) -> tuple[Any, Any, Any]:
+    """``(fn, held, obs)``: a jitted ``fn(held, obs)`` computing in ``precision``, the
+    parameters it holds and the observations in its input dtype."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxrl_pim.actorq.broadcast import actor_params
+    from jaxrl_pim.quant.compute import policy_apply
+
+    if precision == "bf16":
+        held = jax.tree.map(lambda x: jnp.asarray(x, jnp.bfloat16), params)
+        return jax.jit(module.apply), held, jnp.asarray(obs, jnp.bfloat16)
+    if precision == "int8_qwix":
+        from jaxrl_pim.quant.qwix_backend import qwix_ptq_model, qwix_quantize_params
+
+        qmodule = qwix_ptq_model(module)
+        held = qwix_quantize_params(qmodule, params["params"], obs)
+        return jax.jit(qmodule.apply), held, obs
+    held = actor_params(params, precision, "native")
+    return jax.jit(lambda p, x: policy_apply(module, p, x)), held, obs
+
+
+def time_calls(fn: Any, args: tuple, repeats: int, loop_s: float) -> dict[str, Any]:
+    """Best per-call seconds over ``repeats`` loops of ``loop_s`` (after a compiling call)."""
+    import jax
+
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    once = max(time.perf_counter() - t0, 1e-6)
+    calls = max(1, int(loop_s / once))
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            out = fn(*args)
+        jax.block_until_ready(out)
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return {"seconds_per_call": best, "compile_s": compile_s, "calls_per_loop": calls}
+
+
+def inference(size: dict[str, Any], precisions: list[str]) -> list[dict[str, Any]]:
+    """One record per network, batch and precision (an ``error`` record when a precision
+    fails on this backend)."""
+    import jax
+
+    rows = []
+    for algo, hidden in size["networks"]:
+        module, params, obs_dim = build(algo, tuple(hidden))
+        n_params = int(sum(np.size(x) for x in jax.tree.leaves(params)))
+        for batch in size["batches"]:
+            obs = jax.random.normal(jax.random.PRNGKey(1), (batch, obs_dim))
+            for p in precisions:
+                rec: dict[str, Any] = {"network": net_name(algo, tuple(hidden)), "algo": algo,
+                                       "hidden": list(hidden), "params": n_params,
+                                       "batch": batch, "precision": p}
+                try:
+                    fn, held, x = policy_fn(module, params, p, obs)
+                    rec.update(time_calls(fn, (held, x), size["repeats"], size["loop_s"]))
+                except Exception as err:  # noqa: BLE001 - a precision a backend rejects
+                    rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+                    print(f"[inference] {rec['network']} b{batch} {p}: FAILED {rec['error']}",
+                          flush=True)
+                    rows.append(rec)
+                    continue
+                rec["ms_per_call"] = rec["seconds_per_call"] * 1e3
+                rec["us_per_row"] = rec["seconds_per_call"] * 1e6 / batch
+                print(f"[inference] {rec['network']} b{batch} {p}: {rec['ms_per_call']:.4f} ms",
+                      flush=True)
+                rows.append(rec)
+    return rows
+
+
+def copy_rate(nbytes: int, repeats: int) -> dict[str, Any]:
+    """Host-to-device bytes per second of ``jax.device_put`` of ``nbytes`` (best of
+    ``repeats``)."""
+    import jax
+
+    host = np.ones(max(1, nbytes // 4), np.float32)
+    jax.block_until_ready(jax.device_put(host))
+    best = float("inf")
+    for _ in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        jax.block_until_ready(jax.device_put(host))
+        best = min(best, time.perf_counter() - t0)
+    return {"bytes": int(host.nbytes), "seconds": best, "bytes_per_s": host.nbytes / best}
+
+
+def broadcast(size: dict[str, Any]) -> list[dict[str, Any]]:
+    """One record per broadcast network and precision (best of ``broadcast_repeats``)."""
+    import jax
+
+    from jaxrl_pim.actorq.broadcast import actor_params, deserialize, encode, load
+
+    rows = []
+    for hidden in size["broadcast_hidden"]:
+        _, params, _ = build("dqn", tuple(hidden))
+        for p in BROADCAST_PRECISIONS:
+            device_path = jax.jit(lambda x, p=p: actor_params(x, p, "native"))
+            jax.block_until_ready(device_path(params))
+            best: dict[str, float] = {}
+            for r in range(size["broadcast_repeats"] + 1):  # the first is a warm-up
+                t0 = time.perf_counter()
+                wire, meta = encode(params, p)
+                t1 = time.perf_counter()
+                qtree = deserialize(wire, meta)
+                t2 = time.perf_counter()
+                jax.block_until_ready(load(qtree, "native"))
+                t3 = time.perf_counter()
+                jax.block_until_ready(device_path(params))
+                t4 = time.perf_counter()
+                if r == 0:
+                    continue
+                for k, v in (("pack_ms", t1 - t0), ("deserialize_ms", t2 - t1),
+                             ("load_ms", t3 - t2), ("device_quantize_ms", t4 - t3)):
+                    best[k] = min(best.get(k, float("inf")), 1e3 * v)
+            best["total_ms"] = best["pack_ms"] + best["deserialize_ms"] + best["load_ms"]
+            rec = {"network": net_name("dqn", tuple(hidden)), "hidden": list(hidden),
+                   "precision": p, "bytes": wire.nbytes, **best,
+                   "load_bytes_per_s": wire.nbytes / (best["load_ms"] * 1e-3)}
+            print(f"[broadcast] {rec['network']} {p}: {wire.nbytes:,} B, total "
+                  f"{best['total_ms']:.3f} ms (load {best['load_ms']:.3f} ms)", flush=True)
+            rows.append(rec)
+    return rows
+
+
+def _find(rows: list[dict], **match) -> dict | None:
+    return next((r for r in rows if all(r.get(k) == v for k, v in match.items())
+                 and not r.get("error")), None)
+
+
+def summarize(report: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers from the stored records (see the module docstring)."""
+    res, cfg = report["results"], report["config"]
+    inf = res["inference"]
+    out: dict[str, Any] = {"device": res["device"], "mode": cfg["mode"]}
+    paper = PAPER_NET if any(r["network"] == PAPER_NET for r in inf) else (
+        inf[-1]["network"] if inf else None)
+    out["paper_actor_network"] = paper
+    for batch in cfg["batches"]:
+        base = _find(inf, network=paper, batch=batch, precision="fp32")
+        times = {p: r["seconds_per_call"] for p in cfg["precisions"]
+                 if (r := _find(inf, network=paper, batch=batch, precision=p))}
+        for p in cfg["precisions"]:
+            if p == "fp32":
+                continue
+            out[f"{p}_speedup_vs_fp32_paper_b{batch}"] = (
+                base["seconds_per_call"] / times[p] if base and p in times else None)
+        out[f"fastest_precision_paper_b{batch}"] = min(times, key=times.get) if times else None
+    failed = sorted({f"{r['network']}/b{r['batch']}/{r['precision']}" for r in inf
+                     if r.get("error")})
+    out["failed_runs"] = failed
+    bc = res["broadcast"]
+    big = bc[0]["network"] if bc else None
+    fp32, int8 = _find(bc, network=big, precision="fp32"), _find(bc, network=big, precision="int8")
+    out["broadcast_network"] = big
+    out["broadcast_bytes_ratio_fp32_over_int8"] = (fp32["bytes"] / int8["bytes"]
+                                                   if fp32 and int8 else None)
+    for p in BROADCAST_PRECISIONS:
+        r = _find(bc, network=big, precision=p)
+        out[f"broadcast_{p}_total_ms"] = r["total_ms"] if r else None
+        out[f"broadcast_{p}_load_ms"] = r["load_ms"] if r else None
+    out["host_to_device_bytes_per_s"] = res["copy"]["bytes_per_s"]
+    return out
+
+
+def _ms(x: float | None) -> str:
+    return "" if x is None else f"{x:.4g}"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The inference table (ms per call, speed-up over fp32) and the broadcast table."""
+    res, cfg = report["results"], report["config"]
+    lines = [f"Device: {res['device']} ({cfg['mode']} sizes). Time per jitted call on a batch "
+             f"of observations: best of {cfg['sizes']['repeats']} loops of calls, dispatch "
+             "included; speed-up = fp32 time / this precision's time.", "",
+             "| network | batch | precision | ms per call | us per row | vs fp32 |",
+             "|---|---|---|---|---|---|"]
+    for r in res["inference"]:
+        head = f"| {r['network']} | {r['batch']} | {r['precision']} | "
+        if r.get("error"):
+            lines.append(head + f"failed: {r['error'][:80]} | | |")
+            continue
+        base = _find(res["inference"], network=r["network"], batch=r["batch"], precision="fp32")
+        vs = "" if base is None else f"{base['seconds_per_call'] / r['seconds_per_call']:.2f}x"
+        lines.append(head + f"{r['ms_per_call']:.4g} | {r['us_per_row']:.4g} | {vs} |")
+    copy = res["copy"]
+    lines += ["", f"Broadcast (best of {cfg['sizes']['broadcast_repeats']}); the device's "
+              f"host-to-device copy rate measured in the same run: "
+              f"{copy['bytes_per_s'] / 1e9:.3g} GB/s ({copy['bytes']:,} B).", "",
+              "| network | precision | bytes | pack ms | deserialize ms | load ms | total ms | "
+              "load GB/s | device-side quantize ms |", "|" + "---|" * 9]
+    for r in res["broadcast"]:
+        lines.append(f"| {r['network']} | {r['precision']} | {r['bytes']:,} | "
+                     f"{_ms(r['pack_ms'])} | {_ms(r['deserialize_ms'])} | {_ms(r['load_ms'])} | "
+                     f"{_ms(r['total_ms'])} | {r['load_bytes_per_s'] / 1e9:.3g} | "
+                     f"{_ms(r['device_quantize_ms'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure, write the results file, print the tables."""
+    p = harness.parser(__doc__)
+    p.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=None,
+                   help="precisions of the inference table (default: all; int8_qwix only "
+                        "when qwix is installed)")
+    args = p.parse_args(argv)
+
+    from jaxrl_pim.xla_env import apply_cpu_workarounds
+
+    apply_cpu_workarounds()
+    from jaxrl_pim import report
+
+    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    size = SIZES[mode]
+    precisions = list(args.precisions or PRECISIONS)
+    if args.precisions is None:
+        try:
+            import qwix  # noqa: F401
+        except ImportError:
+            precisions.remove("int8_qwix")
+            print("qwix is not installed: int8_qwix left out", file=sys.stderr)
+    path = harness.output_path(args, "quant_inference")
+    timing: dict[str, float] = {}
+    t0 = time.perf_counter()
+    rows = inference(size, precisions)
+    timing["inference"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    bc = broadcast(size)
+    largest = max((r["bytes"] for r in bc if r["precision"] == "fp32"), default=1 << 20)
+    copy = copy_rate(largest, size["broadcast_repeats"])
+    timing["broadcast"] = time.perf_counter() - t0
+    config = {"mode": mode, "precisions": precisions, "batches": size["batches"],
+              "sizes": size}
+    results = {"device": report.device_label(), "inference": rows, "broadcast": bc,
+               "copy": copy}
+    stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                           summarize=summarize, markdown=render_markdown)
+    print(render_markdown(stored))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

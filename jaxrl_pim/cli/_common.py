@@ -1,0 +1,167 @@
+"""What every ``jaxrl-pim`` command shares: the help formatter, the check of the checkpoint
+options, when to show a progress bar, and stopping on SIGTERM / Ctrl-C at any stage.
+
+Imports nothing heavier than the standard library, so registering a command's options costs
+no jax import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+#: Seconds after SIGTERM or Ctrl-C before the watchdog ends a process whose main thread has
+#: not stopped: an XLA computation or a blocking call does not return to Python (where the
+#: signal handler runs) before it is done, so this bounds how long a stop can take.
+STOP_GRACE_S = 3.0
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that appends each option's default as ``(default: ...)`` unless the help text
+    already says it (write ``(default: ...)`` yourself where the value needs words, e.g.
+    ``None``); the help text itself states the unit."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "(default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+def check_checkpoint_arguments(args: argparse.Namespace) -> None:
+    """Refuses ``--resume`` or ``--checkpoint-every`` without ``--checkpoint DIR``, and a period
+    below 1: the one check of the checkpoint options every training command takes."""
+    if args.checkpoint is None:
+        if args.resume:
+            raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
+        if args.checkpoint_every is not None:
+            raise ValueError("--checkpoint-every needs --checkpoint DIR")
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+    if args.resume and args.checkpoint is not None and not Path(args.checkpoint).is_dir():
+        raise ValueError(f"--resume: the checkpoint folder {args.checkpoint} does not exist "
+                         "(drop --resume to start a new run there)")
+
+
+def show_progress(flag: bool | None, *streams: TextIO) -> bool:
+    """``--progress`` / ``--no-progress`` when given; otherwise whether every one of
+    ``streams`` (default: stderr, where the bar is drawn) is a terminal."""
+    if flag is not None:
+        return bool(flag)
+    return all(stream.isatty() for stream in (streams or (sys.stderr,)))
+
+
+class Stopped(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM or SIGINT (Ctrl-C) where a command asked for it
+    (``stop_on_signals(..., raise_stop=True)``); ``signum`` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def status(self) -> int:
+        """The exit status of a command stopped by this signal: 128 + the signal number."""
+        return 128 + self.signum
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The command being run, whether it has reported its stop, and how it stops.
+_stopping: dict[str, object] = {"prog": "jaxrl-pim", "reported": False, "raise": False}
+
+
+def report_stop(prog: str, signum: int) -> None:
+    """Print ``{prog}: stopped by SIGTERM`` (or SIGINT) once on stderr."""
+    if not _stopping["reported"]:
+        _stopping["reported"] = True
+        print(f"{prog}: stopped by {signal.Signals(signum).name}", file=sys.stderr, flush=True)
+
+
+def _exit_stopped(prog: str, signum: int) -> None:
+    """Report the stop, flush what the command printed, and end the process at once."""
+    report_stop(prog, signum)
+    with contextlib.suppress(Exception):  # a write the signal interrupted may hold stdout
+        sys.stdout.flush()
+    os._exit(128 + signum)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    if _stopping["raise"]:
+        raise Stopped(signum)
+    _exit_stopped(str(_stopping["prog"]), signum)
+
+
+def install_stop_handlers() -> None:
+    """(Re)install the SIGTERM / SIGINT handlers of :func:`stop_on_signals`. Call it again
+    after a library installed its own (``jax.distributed``'s preemption notifier takes
+    SIGTERM over). Does nothing outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _on_signal)
+
+
+@contextlib.contextmanager
+def stop_on_signals(prog: str, grace_s: float = STOP_GRACE_S,
+                    raise_stop: bool = False) -> Iterator[None]:
+    """SIGTERM and Ctrl-C stop the command at any stage, with exit status 128 + the signal
+    number and one line ``{prog}: stopped by SIGTERM`` (or SIGINT) on stderr.
+
+    By default the handler ends the process at once (``os._exit``, after flushing stdout):
+    an exception raised from a signal handler can land inside a callback that C++ code
+    (jaxlib) made into Python, where it cannot propagate and aborts the process instead.
+    Nothing is left half-written by this: checkpoints and reports are written atomically
+    (a run may be killed at any moment). With ``raise_stop`` the handler raises
+    :class:`Stopped` in the main thread instead, for a command that must clean up (the
+    launcher stops its processes) and runs only Python code.
+
+    Python runs signal handlers only between bytecodes, so a watchdog thread also sees each
+    signal (through ``signal.set_wakeup_fd``, written by the C-level handler even while the
+    main thread waits in XLA or in a blocking call) and, if the process is still running
+    ``grace_s`` seconds later, ends it the same way. Outside the main thread this does
+    nothing. The previous handlers are restored on exit.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    saved = dict(_stopping)
+    _stopping.update({"prog": prog, "reported": False, "raise": raise_stop})
+    done = threading.Event()
+
+    def watchdog() -> None:
+        try:
+            while data := os.read(read_fd, 64):
+                caught = [b for b in data if b in _STOP_SIGNALS]
+                if not caught:
+                    continue
+                if done.wait(grace_s):  # the command stopped by itself in time
+                    return
+                _exit_stopped(prog, caught[-1])
+        finally:
+            os.close(read_fd)
+
+    thread = threading.Thread(target=watchdog, name="jaxrl-pim-stop", daemon=True)
+    thread.start()
+    install_stop_handlers()
+    try:
+        yield
+    finally:
+        done.set()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        signal.set_wakeup_fd(old_wakeup)
+        os.close(write_fd)  # the watchdog reads end of file and ends
+        thread.join(timeout=1.0)
+        _stopping.clear()
+        _stopping.update(saved)
