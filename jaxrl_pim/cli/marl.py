@@ -222,6 +222,13 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
         if args.obstacles is not None:
             raise ValueError("--obstacles needs --predators and --prey")
         agents, prey, obstacles = args.agents, None, None
+    if args.env.startswith("jaxmarl:"):
+        from jaxrl_pim.envs.jaxmarl_adapter import require_jaxmarl
+
+        try:
+            require_jaxmarl()
+        except ImportError as err:  # one line, naming the extra
+            raise ValueError(str(err)) from None
     return MARLConfig(
         algo=args.algo, env=args.env,
         num_agents=_DEFAULTS.num_agents if agents is None else agents, num_prey=prey,

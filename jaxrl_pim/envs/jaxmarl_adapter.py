@@ -70,7 +70,7 @@ def require_jaxmarl() -> Any:
     """Import and return the ``jaxmarl`` package, or raise ImportError naming the extra."""
     try:
         import jaxmarl
-    except ImportError as err:  # pragma: no cover - jaxmarl is in the dev extra
+    except ImportError as err:
         raise ImportError(f"the JaxMARL adapters need the jaxmarl package: {INSTALL_HINT} "
                           f"({err})") from None
     return jaxmarl

@@ -10,6 +10,7 @@ unsupported JaxMARL env) is one line with exit status 2; ``jaxrl-pim marl`` with
 from __future__ import annotations
 
 import json
+import sys
 
 import jax
 import numpy as np
@@ -58,3 +59,10 @@ def test_bad_input_is_one_line(argv, message, tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_missing_jaxmarl_names_the_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "jaxmarl", None)  # `import jaxmarl` now fails
+    assert main(["marl", "--env", "jaxmarl:MPE_simple_spread_v3", "--episodes", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'jaxrl-pim[jaxmarl]'" in err[0], err
