@@ -112,6 +112,21 @@ class Checkpoints:
         steps = self.steps()
         return steps[-1] if steps else None
 
+    def record(self, step: int | None = None) -> dict[str, Any]:
+        """The JSON record saved beside checkpoint ``step`` (default the newest):
+        ``{"fingerprint": ..., "meta": ...}``, read without a template and without the
+        fingerprint check (to learn which run a folder holds before restoring it).
+
+        Raises FileNotFoundError when there is no such checkpoint.
+        """
+        step = self.latest() if step is None else step
+        if step is None or step not in self.steps():
+            raise FileNotFoundError(f"no checkpoint {'' if step is None else step} in "
+                                    f"{str(self.directory)!r}")
+        record = self._manager.restore(step, args=self._ocp.args.Composite(
+            meta=self._ocp.args.JsonRestore())).meta
+        return {"fingerprint": record.get("fingerprint"), "meta": record.get("meta", {})}
+
     def save(self, step: int, state: Any, meta: dict[str, Any] | None = None) -> Path:
         """Write ``state`` as checkpoint ``step`` (atomically; returns when it is on disk)
         and drop the oldest beyond ``keep``. ``meta`` is extra JSON values stored beside it.

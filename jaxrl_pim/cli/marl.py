@@ -9,6 +9,10 @@ Example::
     jaxrl-pim marl --env spread --agents 3 --algo maddpg --episodes 4000 --num-envs 8 \
         --json run.json --checkpoint runs/spread3 --resume
     jaxrl-pim marl --env tag --predators 6 --prey 2 --episodes 500 --num-envs 16
+    # a JaxMARL environment (jaxmarl extra), then the trained policies back
+    jaxrl-pim marl --env jaxmarl:MPE_simple_spread_v3 --episodes 300 --num-envs 8 \
+        --checkpoint runs/jm-spread
+    jaxrl-pim marl evaluate --checkpoint runs/jm-spread --episodes 100 --render spread.gif
 
 ``--episodes`` is the run's total. With ``--checkpoint DIR`` the run is saved every
 ``--checkpoint-every`` episodes (about 10 % of the run by default) and at its end, in an orbax
@@ -31,9 +35,11 @@ import numpy as np
 
 from jaxrl_pim import report
 from jaxrl_pim.cli._common import check_checkpoint_arguments, show_progress
+from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
 from jaxrl_pim.envs.mpe import TAG_PRESETS
 from jaxrl_pim.marl import checkpoint, plan
-from jaxrl_pim.marl.config import ALGOS, ENVS, LAYOUTS, SAMPLERS, SAMPLING_MODES, MARLConfig
+from jaxrl_pim.marl.config import ALGOS, LAYOUTS, SAMPLERS, SAMPLING_MODES, MARLConfig
+from jaxrl_pim.marl.policies import POLICIES
 from jaxrl_pim.marl.trainer import make_env, make_init
 from jaxrl_pim.progress import RichProgress
 
@@ -59,8 +65,10 @@ def register(subparsers: Any) -> None:
                "composition: --predators A --prey G [--obstacles L].",
     )
     world = p.add_argument_group("world")
-    world.add_argument("--env", choices=ENVS, default=d.env,
-                       help="spread = cooperative navigation, tag = predator-prey "
+    world.add_argument("--env", default=d.env, metavar="ENV",
+                       help="spread = cooperative navigation, tag = predator-prey, or a "
+                            "JaxMARL environment jaxmarl:NAME, NAME one of "
+                            f"{', '.join(JAXMARL_SUPPORTED)} (needs the jaxmarl extra) "
                             "(default: %(default)s)")
     world.add_argument("--agents", type=int, default=None, metavar="N",
                        help="spread: agents (= landmarks); tag: a preset by its number of "
@@ -122,13 +130,84 @@ def register(subparsers: Any) -> None:
                            "and seed required, --episodes may grow; an empty folder starts "
                            "from episode 0) (default: off)")
     p.set_defaults(func=run)
+    _register_evaluate(p)
+
+
+def _register_evaluate(marl: argparse.ArgumentParser) -> None:
+    """``jaxrl-pim marl evaluate``: a checkpoint's greedy policies over N episodes."""
+    sub = marl.add_subparsers(
+        dest="marl_command", metavar="evaluate",
+        help="evaluate a run's checkpoint (without it, jaxrl-pim marl trains) (default: train)")
+    e = sub.add_parser(
+        "evaluate", help="evaluate the policies of a checkpoint folder",
+        description="Load the newest checkpoint of a run (jaxrl-pim marl --checkpoint DIR), "
+                    "run its policies over N episodes of one environment and print the mean "
+                    "return per team with its standard error; optionally write a GIF of one "
+                    "episode.")
+    e.add_argument("--checkpoint", metavar="DIR", required=True,
+                   help="the run's checkpoint folder (required; default: none)")
+    e.add_argument("--episodes", type=int, default=100,
+                   help="evaluation episodes (default: %(default)s)")
+    e.add_argument("--policy", choices=POLICIES, default="greedy",
+                   help="greedy = softmax of the logits, no noise (a discrete env takes its "
+                        "argmax); sample = Gumbel-softmax as in training; random = "
+                        "uniformly random actions on the checkpoint's world "
+                        "(default: %(default)s)")
+    e.add_argument("--seed", type=int, default=0,
+                   help="PRNG seed of the episode starts (default: %(default)s)")
+    e.add_argument("--render", metavar="OUT.gif", default=None,
+                   help="also write a GIF of one episode, drawn to scale (default: none)")
+    e.add_argument("--json", metavar="PATH", default=None,
+                   help="write the evaluation report here (default: none)")
+    e.set_defaults(func=evaluate_checkpoint)
+
+
+def evaluate_checkpoint(args: argparse.Namespace) -> int:
+    """``jaxrl-pim marl evaluate``: load, evaluate, print, optionally render."""
+    from jaxrl_pim.marl.policies import evaluate, load_policies, rollout_positions
+
+    if args.render is not None and not args.render.lower().endswith(".gif"):
+        raise ValueError(f"--render writes a GIF: {args.render!r} does not end in .gif")
+    try:
+        pol = load_policies(args.checkpoint)
+        key = jax.random.PRNGKey(args.seed)
+        returns = evaluate(pol.config, pol.params, key, args.episodes, policy=args.policy)
+    except ImportError as err:
+        raise ValueError(str(err)) from None
+    n = returns.shape[0]
+    mean = returns.mean(axis=0)
+    se = returns.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full_like(mean, np.nan)
+    names = [t.name for t in pol.teams]
+    per_team = ", ".join(f"{t} {m:.2f} +- {s:.2f}" for t, m, s in zip(names, mean, se,
+                                                                     strict=True))
+    print(f"marl evaluate {pol.config.algo} {pol.config.env} (checkpoint after "
+          f"{pol.episodes_done:,} episodes): {args.policy} policy, {n} episodes, mean return "
+          f"per team (+- standard error): {per_team}")
+    if args.json:
+        results = {"checkpoint": str(pol.checkpoint), "episodes_done": pol.episodes_done,
+                   "policy": args.policy, "seed": args.seed, "teams": names,
+                   "mean_return": mean.tolist(), "standard_error": se.tolist(),
+                   "returns": returns.tolist()}
+        report.write_json(args.json, report.make_report(pol.config, results, {}))
+    if args.render is not None:
+        from jaxrl_pim.marl.render import render_gif
+
+        ep = rollout_positions(pol.config, pol.params, jax.random.fold_in(key, 0),
+                               policy=args.policy)
+        ret = ", ".join(f"{t} {r:.1f}" for t, r in zip(names, ep["returns"], strict=True))
+        render_gif([ep], args.render, titles=[f"{pol.config.env}\n{args.policy}: {ret}"])
+        print(f"wrote {args.render} (one episode of {pol.config.episode_length} steps)")
+    return 0
 
 
 def config_from_args(args: argparse.Namespace) -> MARLConfig:
     """The run's config from the parsed options (the world options resolved)."""
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (the run's total)")
-    if args.env == "spread":
+    if args.env != "tag":
+        if args.env != "spread" and args.agents is not None:
+            raise ValueError(f"--agents does not apply to {args.env} (its size is the JaxMARL "
+                             "environment's own)")
         if args.predators is not None or args.prey is not None or args.obstacles is not None:
             raise ValueError("--predators/--prey/--obstacles apply to --env tag; use --agents "
                              "for spread")
@@ -143,6 +222,13 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
         if args.obstacles is not None:
             raise ValueError("--obstacles needs --predators and --prey")
         agents, prey, obstacles = args.agents, None, None
+    if args.env.startswith("jaxmarl:"):
+        from jaxrl_pim.envs.jaxmarl_adapter import require_jaxmarl
+
+        try:
+            require_jaxmarl()
+        except ImportError as err:  # one line, naming the extra
+            raise ValueError(str(err)) from None
     return MARLConfig(
         algo=args.algo, env=args.env,
         num_agents=_DEFAULTS.num_agents if agents is None else agents, num_prey=prey,
@@ -249,6 +335,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any) -> int:
         report.write_json(args.json, report.make_report(config, results, timing))
     summary = ", ".join(f"{n} {v:.2f}" for n, v in results["final_return"].items())
     world = (f"agents={config.num_agents}" if config.env == "spread" else
+             f"agents={config.total_agents}" if config.is_jaxmarl else
              "predators={} prey={} obstacles={}".format(*config.tag_sizes))
     print(
         f"{name} {world}: episodes {start}->{int(state.episode)}"

@@ -10,6 +10,8 @@ Modules, in the order a run is built:
   buffer add); ``learner``: the update-round phases (sample, target Q, critic, actor,
   targets);
 * ``trainer``: ``make_train(config) -> train(key) -> (state, metrics)`` and friends;
+* ``policies`` (:func:`load_policies`: a run's trained actors back from its checkpoint folder,
+  with a jitted ``act``; :func:`evaluate`), ``render`` (episodes as animated GIFs);
 * ``checkpoint`` (runs in checkpointed segments that resume bit for bit after a kill),
   ``plan`` (counts, memory and a measured duration estimate before a run), ``profiler``
   (per-phase timings). The replay components live in :mod:`jaxrl_pim.replay`; the command
@@ -21,6 +23,7 @@ See ``docs/marl.md``.
 from __future__ import annotations
 
 from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.policies import Policies, evaluate, load_policies
 from jaxrl_pim.marl.rules import Algorithm, make_algorithm
 from jaxrl_pim.marl.trainer import (
     Phases,
@@ -36,7 +39,10 @@ __all__ = [
     "Algorithm",
     "MARLConfig",
     "Phases",
+    "Policies",
     "TrainState",
+    "evaluate",
+    "load_policies",
     "make_algorithm",
     "make_init",
     "make_phases",

@@ -14,6 +14,8 @@ import math
 
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs import mpe
+from jaxrl_pim.envs.jaxmarl_adapter import PREFIX as JAXMARL_PREFIX
+from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
 from jaxrl_pim.replay import LAYOUTS, SAMPLERS, check_capacity
 
 ALGOS: tuple[str, ...] = ("maddpg", "matd3", "masac")
@@ -39,7 +41,11 @@ class MARLConfig:
 
     Attributes:
       algo: ``"maddpg"``, ``"matd3"`` or ``"masac"``.
-      env: ``"spread"`` (cooperative navigation) or ``"tag"`` (predator-prey).
+      env: ``"spread"`` (cooperative navigation), ``"tag"`` (predator-prey), or a JaxMARL
+        environment ``"jaxmarl:<registered name>"`` (e.g. ``"jaxmarl:MPE_simple_spread_v3"``,
+        one of ``envs.jaxmarl_adapter.SUPPORTED``, built with its defaults and wrapped by
+        ``envs.jaxmarl_adapter.from_jaxmarl``; needs the ``jaxmarl`` extra; ``num_agents``
+        is not used).
       num_agents: spread: N agents (and N landmarks). tag: the number of predators; with
         ``num_prey=None`` it must be a key of ``mpe.TAG_PRESETS`` and the preset gives the
         composition (3 -> 3 predators, 1 prey, 2 obstacles).
@@ -108,7 +114,8 @@ class MARLConfig:
 
     def __post_init__(self) -> None:
         check_choice("algo", self.algo, ALGOS)
-        check_choice("env", self.env, ENVS)
+        if not (isinstance(self.env, str) and self.env.startswith(JAXMARL_PREFIX)):
+            check_choice("env", self.env, ENVS)
         self._check_world()
         check_int("num_envs", self.num_envs, lo=1, hi=MAX_ENVS)
         check_int("num_episodes", self.num_episodes, lo=0)
@@ -156,12 +163,17 @@ class MARLConfig:
     def _check_world(self) -> None:
         """``num_agents``, ``num_prey`` and ``num_obstacles`` (checked together: the tag
         preset rule reads all three)."""
-        if self.env == "spread":
+        if self.is_jaxmarl:
+            bare = self.env[len(JAXMARL_PREFIX):]
+            if bare not in JAXMARL_SUPPORTED:
+                raise ValueError(f"env {self.env!r} is not supported; JaxMARL environments: "
+                                 + ", ".join(JAXMARL_PREFIX + n for n in JAXMARL_SUPPORTED))
+        if self.env == "spread" or self.is_jaxmarl:
             check_int("num_agents", self.num_agents, lo=1, hi=mpe.MAX_AGENTS)
             for name in ("num_prey", "num_obstacles"):
                 if getattr(self, name) is not None:
                     raise ValueError(f"{name} applies to env='tag' only; got "
-                                     f"{name}={getattr(self, name)!r} with env='spread'")
+                                     f"{name}={getattr(self, name)!r} with env={self.env!r}")
             return
         if self.num_prey is None:
             check_choice("num_agents (tag preset)", self.num_agents, sorted(mpe.TAG_PRESETS))
@@ -175,6 +187,11 @@ class MARLConfig:
             check_int("num_obstacles", self.num_obstacles, lo=0, hi=mpe.MAX_AGENTS)
 
     # ------------------------------------------------------------------ derived sizes
+    @property
+    def is_jaxmarl(self) -> bool:
+        """Whether ``env`` names a JaxMARL environment (``"jaxmarl:<name>"``)."""
+        return isinstance(self.env, str) and self.env.startswith(JAXMARL_PREFIX)
+
     @property
     def num_critics(self) -> int:
         """1 for MADDPG, 2 (twin critics) for MATD3 and MASAC (the algorithm's rules say)."""
@@ -200,6 +217,10 @@ class MARLConfig:
     @property
     def total_agents(self) -> int:
         """Agents of every team together."""
+        if self.is_jaxmarl:
+            from jaxrl_pim.marl.trainer import make_env
+
+            return make_env(self)[0].num_agents
         if self.env == "spread":
             return self.num_agents
         predators, prey, _ = self.tag_sizes

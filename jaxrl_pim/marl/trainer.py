@@ -55,7 +55,13 @@ Metrics = dict[str, jax.Array]
 
 
 def make_env(config: MARLConfig) -> tuple[mpe.ParticleWorld, mpe.MPEParams]:
-    """The configured particle world: ``(env, params)`` with ``params.max_steps`` set."""
+    """The configured particle world: ``(env, params)`` with ``params.max_steps`` set; for a
+    ``"jaxmarl:<name>"`` env the JaxMARL environment wrapped as a team-stacked world,
+    ``(envs.jaxmarl_adapter.FromJaxMARL, None)``."""
+    if config.is_jaxmarl:
+        from jaxrl_pim.envs.jaxmarl_adapter import from_jaxmarl
+
+        return from_jaxmarl(config.env)
     if config.env == "spread":
         env, params = mpe.make_spread(config.num_agents)
     else:

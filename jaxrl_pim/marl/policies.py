@@ -1,0 +1,252 @@
+"""Trained policies back from a checkpoint: load, act, evaluate, roll out one episode.
+
+:func:`load_policies` reads the newest checkpoint of a MARL run folder (written by
+``jaxrl-pim marl --checkpoint DIR``) through :class:`jaxrl_pim.checkpoint.Checkpoints`: the
+run's configuration comes from the folder's fingerprint, the actors' parameters from the
+saved train state. The returned :class:`Policies` carries a jitted ``act(obs, key)``
+(Gumbel-softmax samples, the behaviour policy of training) and ``greedy(obs)`` (the same
+without noise: ``softmax(logits / temperature)``; a ``Discrete`` JaxMARL agent takes its
+argmax, the most likely action).
+
+:func:`evaluate` runs whole episodes of one environment with the greedy, sampled or a
+uniform-random policy and returns the return per team; :func:`rollout_positions` records
+one episode's positions for :mod:`jaxrl_pim.marl.render`.
+
+Example::
+
+    from jaxrl_pim.marl import load_policies, evaluate
+    policies = load_policies("runs/spread3")
+    actions = policies.greedy(obs)            # obs[t] [n_t, O_t] -> actions[t] [n_t, K_t]
+    returns = evaluate(policies.config, policies.params, jax.random.PRNGKey(0), 100)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl_pim.checks import check_choice, check_int
+from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.networks import gumbel_softmax, make_networks
+from jaxrl_pim.marl.trainer import make_env, make_init
+
+__all__ = ["POLICIES", "Policies", "config_from_fingerprint", "evaluate", "load_policies",
+           "make_act", "rollout_positions"]
+
+POLICIES = ("greedy", "sample", "random")
+"""Policies :func:`evaluate` runs: ``greedy`` (softmax of the logits, no noise), ``sample``
+(Gumbel-softmax, as in training), ``random`` (Gumbel-softmax of zero logits: uniformly random
+discrete actions, the untrained policy's distribution)."""
+
+
+class Policies(NamedTuple):
+    """A run's trained actors.
+
+    ``config``: the run's :class:`MARLConfig`; ``teams``: its ``TeamSpec``s; ``params``:
+    one actor parameter pytree per team, leaves ``[n_t, ...]`` (agents stacked);
+    ``act(obs, key) -> actions`` and ``greedy(obs) -> actions`` (jitted; ``obs[t]``
+    ``[..., n_t, O_t]``, ``actions[t]`` ``[..., n_t, K_t]`` on the simplex);
+    ``episodes_done``: episodes trained when the checkpoint was written; ``checkpoint``:
+    the checkpoint's folder.
+    """
+
+    config: MARLConfig
+    teams: tuple[Any, ...]
+    params: tuple[Any, ...]
+    act: Callable[..., tuple[jax.Array, ...]]
+    greedy: Callable[..., tuple[jax.Array, ...]]
+    episodes_done: int
+    checkpoint: Path
+
+
+def make_act(config: MARLConfig) -> tuple[Callable[..., tuple[jax.Array, ...]],
+                                          Callable[..., tuple[jax.Array, ...]]]:
+    """``(act, greedy)`` for the actors of ``config``: ``act(params, obs, key)`` samples the
+    Gumbel-softmax (temperature ``config.temperature``); ``greedy(params, obs)`` is
+    ``softmax(logits / temperature)``. ``params[t]`` as in :class:`Policies`."""
+    env = make_env(config)[0]
+    actors = make_networks(config.hidden, [t.action_dim for t in env.teams], config.lr,
+                           config.grad_clip).actors
+
+    def logits(params: tuple[Any, ...], obs: tuple[jax.Array, ...]) -> list[jax.Array]:
+        out = []
+        for ti, net in enumerate(actors):
+            o = jnp.asarray(obs[ti], jnp.float32)
+            axis = o.ndim - 2  # the agent axis
+            out.append(jax.vmap(net.apply, in_axes=(0, axis), out_axes=axis)(params[ti], o))
+        return out
+
+    def act(params, obs, key):
+        return tuple(gumbel_softmax(jax.random.fold_in(key, ti), lg, config.temperature)
+                     for ti, lg in enumerate(logits(params, obs)))
+
+    def greedy(params, obs):
+        return tuple(jax.nn.softmax(lg / config.temperature, axis=-1)
+                     for lg in logits(params, obs))
+
+    return act, greedy
+
+
+def config_from_fingerprint(fingerprint: Any, episodes: int = 0) -> MARLConfig:
+    """The :class:`MARLConfig` a MARL checkpoint folder was written with (its fingerprint's
+    ``config``; ``num_episodes`` set to ``episodes``). ValueError when the fingerprint is not
+    a MARL run's."""
+    fields = fingerprint.get("config") if isinstance(fingerprint, dict) else None
+    names = {f.name for f in dataclasses.fields(MARLConfig)}
+    if not isinstance(fields, dict) or "algo" not in fields or not set(fields) <= names:
+        raise ValueError("it is not a MARL checkpoint (no MADDPG / MATD3 / MASAC "
+                         "configuration in its record)")
+    fields = dict(fields, num_episodes=episodes)
+    fields["hidden"] = tuple(fields["hidden"])
+    if fields.get("env") == "tag":  # stored resolved; the preset form when it is one
+        from jaxrl_pim.envs.mpe import TAG_PRESETS
+
+        sizes = (fields["num_agents"], fields["num_prey"], fields["num_obstacles"])
+        if TAG_PRESETS.get(fields["num_agents"]) == sizes:
+            fields["num_prey"] = fields["num_obstacles"] = None
+    return MARLConfig(**fields)
+
+
+def load_policies(checkpoint_dir: str | Path, *, env: str | None = None) -> Policies:
+    """The actors of the newest checkpoint in ``checkpoint_dir`` (a MARL run folder).
+
+    ``env`` (optional, e.g. ``"spread"`` or ``"jaxmarl:MPE_simple_spread_v3"``): the world
+    the caller expects; a checkpoint of another world is refused. Raises ValueError (one
+    line) for a folder without a checkpoint, a checkpoint that is not a MARL run's, or one
+    of another world.
+    """
+    from jaxrl_pim.checkpoint import Checkpoints
+
+    folder = Path(checkpoint_dir)
+    if not folder.is_dir():
+        raise ValueError(f"{str(folder)!r} is not a folder (expected a MARL run's "
+                         "--checkpoint folder)")
+    reader = Checkpoints(folder)
+    try:
+        step = reader.latest()
+        if step is None:
+            raise ValueError(f"{str(folder)!r} holds no checkpoint (expected a MARL run's "
+                             "--checkpoint folder)")
+        record = reader.record(step)
+    finally:
+        reader.close()
+    try:
+        config = config_from_fingerprint(record["fingerprint"], step)
+    except ValueError as err:
+        raise ValueError(f"{str(folder)!r}: {err}") from None
+    if env is not None and env != config.env:
+        raise ValueError(f"{str(folder)!r} holds a checkpoint of env {config.env!r}, not "
+                         f"{env!r}")
+    state_t = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
+    teams = make_env(config)[0].teams
+    template = {"state": state_t,
+                "episode_return": jax.ShapeDtypeStruct((step, len(teams)), np.float32)}
+    with Checkpoints(folder, fingerprint=record["fingerprint"]) as ckpt:
+        restored, _ = ckpt.restore(template, step)
+    params = tuple(t.actor for t in restored["state"].teams)
+    act, greedy = make_act(config)
+    return Policies(config=config, teams=tuple(teams), params=params,
+                    act=jax.jit(lambda obs, key: act(params, obs, key)),
+                    greedy=jax.jit(lambda obs: greedy(params, obs)),
+                    episodes_done=int(step), checkpoint=folder.resolve())
+
+
+def _policy_fn(config: MARLConfig, teams: tuple[Any, ...], params: Any, policy: str
+               ) -> Callable[[tuple[jax.Array, ...], jax.Array], tuple[jax.Array, ...]]:
+    check_choice("policy", policy, POLICIES)
+    if policy == "random":
+        def rand(obs, key):
+            return tuple(gumbel_softmax(jax.random.fold_in(key, ti),
+                                        jnp.zeros((t.num_agents, t.action_dim)),
+                                        config.temperature) for ti, t in enumerate(teams))
+        return rand
+    if params is None:
+        raise ValueError(f"policy {policy!r} needs the actors' parameters")
+    act, greedy = make_act(config)
+    if policy == "greedy":
+        return lambda obs, key: greedy(params, obs)
+    return lambda obs, key: act(params, obs, key)
+
+
+def _episode(config: MARLConfig, params: Any, policy: str, record: bool) -> Callable:
+    env, env_params = make_env(config)
+    if env_params is not None:
+        env_params = env_params.replace(max_steps=config.episode_length)
+    pi = _policy_fn(config, tuple(env.teams), params, policy)
+
+    def run(key):
+        k0, k1 = jax.random.split(key)
+        obs, state = env.reset(k0, env_params)
+
+        def step(carry, k):
+            obs, state = carry
+            k_act, k_env = jax.random.split(k)
+            actions = pi(obs, k_act)
+            obs, state, rewards, _, _ = env.step_env(k_env, state, actions, env_params)
+            out = jnp.stack([r.mean() for r in rewards])
+            if record:
+                out = (out, _positions(env, state))
+            return (obs, state), out
+
+        _, out = jax.lax.scan(step, (obs, state),
+                              jax.random.split(k1, config.episode_length))
+        if record:
+            rewards, pos = out
+            first = _positions(env, state)
+            pos = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, pos)
+            return rewards.sum(axis=0), pos
+        return out.sum(axis=0)
+
+    return run
+
+
+def evaluate(config: MARLConfig, params: tuple[Any, ...] | None, key: jax.Array,
+             num_episodes: int, *, policy: str = "greedy") -> np.ndarray:
+    """Returns of ``num_episodes`` episodes (``config.episode_length`` steps each) of one
+    environment under ``policy`` (see :data:`POLICIES`; ``params`` may be None for
+    ``"random"``): float ``[num_episodes, num_teams]``, each entry the episode's summed
+    reward averaged over the team's agents (the trainer's ``episode_return``). Episode
+    ``i`` starts from ``fold_in(key, i)``, so two policies evaluated with one key see the
+    same initial worlds."""
+    n = check_int("num_episodes", num_episodes, lo=1)
+    run = _episode(config, params, policy, record=False)
+    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
+    return np.asarray(jax.jit(jax.vmap(run))(keys), np.float64)
+
+
+def _positions(env: Any, state: Any) -> dict[str, jax.Array]:
+    if hasattr(state, "agent_pos"):
+        return {"agents": state.agent_pos, "landmarks": state.landmark_pos}
+    n = env.num_agents  # a JaxMARL MPE state: agents first, then landmarks
+    return {"agents": state.p_pos[:n], "landmarks": state.p_pos[n:]}
+
+
+def rollout_positions(config: MARLConfig, params: tuple[Any, ...] | None, key: jax.Array,
+                      *, policy: str = "greedy") -> dict[str, Any]:
+    """One episode for rendering: ``agents`` float ``[T + 1, A, 2]`` and ``landmarks``
+    ``[T + 1, L, 2]`` (world units, the reset state first), ``agent_radius [A]``,
+    ``landmark_radius [L]``, ``agent_team [A]`` (team index), ``team_names``, ``env``,
+    ``landmark_kind`` (``"landmark"`` or ``"obstacle"``) and ``returns [num_teams]``."""
+    env, env_params = make_env(config)
+    returns, pos = jax.jit(_episode(config, params, policy, record=True))(key)
+    if env_params is not None:
+        agent_r, land_r = np.asarray(env_params.agent_size), np.asarray(env_params.landmark_size)
+        kind = "obstacle" if len(env.teams) > 1 else "landmark"
+    else:
+        rad = np.asarray(env.env.rad)
+        agent_r, land_r = rad[:env.num_agents], rad[env.num_agents:]
+        kind = "obstacle" if "tag" in config.env else "landmark"
+    team = np.concatenate([np.full(t.num_agents, i) for i, t in enumerate(env.teams)])
+    if env_params is None:  # JaxMARL agent order -> team index
+        order = {a: i for i, agents in enumerate(env.team_agents) for a in agents}
+        team = np.array([order[a] for a in env.env.agents])
+    return {"agents": np.asarray(pos["agents"]), "landmarks": np.asarray(pos["landmarks"]),
+            "agent_radius": agent_r, "landmark_radius": land_r, "agent_team": team,
+            "team_names": [t.name for t in env.teams], "env": config.env,
+            "landmark_kind": kind, "returns": np.asarray(returns)}
