@@ -430,12 +430,15 @@ class VectorizedNumpy:
 
 def flashbax_state(data: Transition, batch: int, priorities: jax.Array | None = None):
     """flashbax 0.1.3 item buffer (``priorities`` given: prioritised item buffer, exponent
-    ``PRIO_ALPHA``) holding ``data`` (``[C, N, ...]`` per field; DONATED: the buffer takes
-    its memory) as one full buffer of joint transitions; returns ``(buffer, state)``. The
-    state is built with flashbax's own ``init`` and ``set_priorities`` and its dataclass
-    ``replace`` (experience, ``is_full``), as if ``C`` transitions had been added."""
+    ``PRIO_ALPHA``) holding ``data`` (``[C, N, ...]`` per field, or a buffer's ``[1, C, N,
+    ...]``; DONATED: the buffer takes its memory) as one full buffer of joint transitions;
+    returns ``(buffer, state)``. The state is built with flashbax's own ``init`` and
+    ``set_priorities`` and its dataclass ``replace`` (experience, ``is_full``), as if ``C``
+    transitions had been added."""
     fbx = harness.require_baseline("flashbax")
-    capacity = data.obs.shape[0]
+    # arrays [1, C, ...] (a flashbax buffer's experience) are taken as they are
+    leading = data.done.ndim == 3
+    capacity = data.obs.shape[1 if leading else 0]
     if priorities is None:
         buf = fbx.make_item_buffer(max_length=capacity, min_length=1, sample_batch_size=batch)
     else:
@@ -444,8 +447,9 @@ def flashbax_state(data: Transition, batch: int, priorities: jax.Array | None = 
             priority_exponent=PRIO_ALPHA, device=jax.default_backend())
 
     def build(experience, prio):
-        state = buf.init(jax.tree.map(lambda a: a[0], experience))
-        state = state.replace(experience=jax.tree.map(lambda a: a[None], experience),
+        state = buf.init(jax.tree.map(lambda a: a[0, 0] if leading else a[0], experience))
+        state = state.replace(experience=jax.tree.map(lambda a: a if leading else a[None],
+                                                      experience),
                               is_full=jnp.asarray(True),
                               current_index=jnp.zeros_like(state.current_index))
         if prio is not None:
@@ -532,10 +536,8 @@ def time_flashbax(data: Transition, n: int, args, rkey: jax.Array,
         "flashbax_prioritized": None}
     if prio is None:
         return out
-    experience = state.experience
+    data = Transition(**state.experience)  # [1, C, ...], donated to the prioritised buffer
     del state, fn
-    data = Transition(**jax.tree.map(lambda a: a[0], experience))
-    del experience
     buf, pstate = flashbax_state(data, args.batch, prio)
     del data
     fn = flashbax_round(buf, n, True)
@@ -1233,7 +1235,8 @@ def main(argv: list[str] | None = None) -> int:
     args.fixed_capacity = ({int(k): v for k, v in json.loads(args.capacity_by_agents).items()}
                            if args.capacity_by_agents else None)
     mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
-    path = harness.output_path(args, "marl_sampling")
+    # the one-thread child writes only its records (no results folder)
+    path = None if args.thread_child else harness.output_path(args, "marl_sampling")
     backend = jax.default_backend()
     args.on_cpu = backend == "cpu"
     if args.agents is None:
