@@ -15,7 +15,8 @@ transitions instead of per 100), with uniform, neighbour and information-priorit
 sampling. The metric is the mean per-agent episode return over the last 10 % of episodes,
 compared with a uniform-random policy measured in the same run and env (the better of:
 Gumbel-softmax of zero logits, uniformly random one-hot actions):
-``improvement = (R - R_rand) / |R_rand|``.
+``improvement = (R - R_rand) / |R_rand|``. Quick and full runs average ``--seeds`` seeds
+(>= 4, vmapped in one call per sampler; ``quality_seeds`` in the summary); smoke runs one.
 
 Part 3 (fast mode): the same quality setting (uniform sampler) in ``faithful`` mode (every
 agent draws its own indices, target actions recomputed per drawing agent, as the original)
@@ -212,6 +213,19 @@ def quality_run(cfg: MARLConfig, seed: int) -> dict[str, Any]:
     }
 
 
+def quality_run_seeds(cfg: MARLConfig, seeds: int) -> dict[str, Any]:
+    """Part 2 over ``seeds`` seeds (vmapped in one call, :func:`mode_run`): the record of
+    :func:`quality_run` with ``final_return`` the mean over seeds, ``final_return_per_seed``,
+    ``seeds`` and ``curve`` the seed-mean learning curve."""
+    r = mode_run(cfg, seeds)
+    return {"config": cfg, "sampler": cfg.sampler, "seed": None, "seeds": r["seeds"],
+            "wall_s_incl_compile": r["compile_s"] + r["run_s"],
+            "update_rounds": r["update_rounds"],
+            "final_return": float(np.mean(r["final_return_per_seed"])),
+            "final_return_per_seed": r["final_return_per_seed"],
+            "final_window_episodes": r["final_window_episodes"], "curve": r["curve_mean"]}
+
+
 def mode_run(cfg: MARLConfig, seeds: int) -> dict[str, Any]:
     """Part 3: one sampling mode over ``seeds`` seeds in one vmapped call.
 
@@ -332,7 +346,8 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
     summary["maddpg_buffer_capacity"] = {f"{r['env']}{r['agents']}": r["config"][
         "buffer_capacity"] if isinstance(r["config"], dict) else r["config"].buffer_capacity
         for r in rows}
-    summary["quality_seeds"] = 1 if quality else None
+    summary["quality_seeds"] = None if not quality else min(
+        len(r.get("seeds") or [r["seed"]]) for r in quality["runs"].values())
     tp = res.get("throughput") or []
     sps = {m: {str(r["agents"]): r["steps_per_s"] for r in tp if r["mode"] == m}
            for m in E2E_MODES}
@@ -406,6 +421,8 @@ def render_markdown(report_: dict[str, Any]) -> str:
             f"(Gumbel zero-logits {quality['random_return_gumbel']:.2f}, one-hot "
             f"{quality['random_return_one_hot']:.2f}).",
             "",
+            *([f"Seeds per sampler: {summary['quality_seeds']} (final return: mean over "
+               "seeds).", ""] if summary.get("quality_seeds") else []),
             "| sampler | update rounds | final return | improvement vs random | gap vs uniform |",
             "|---|---:|---:|---:|---:|",
         ]
@@ -543,8 +560,11 @@ def main(argv: list[str] | None = None) -> int:
                                                  one_hot=True)[0])
         runs = {}
         for s in size["samplers"]:
-            runs[s] = quality_run(quality_config(s, size["quality_episodes"],
-                                                 overrides=size["quality_overrides"]), seed=0)
+            qcfg = quality_config(s, size["quality_episodes"],
+                                  overrides=size["quality_overrides"])
+            # smoke: one seed (a vmapped compile per sampler would dominate the test)
+            runs[s] = (quality_run(qcfg, seed=0) if mode == "smoke"
+                       else quality_run_seeds(qcfg, seeds))
             print(f"[quality] {s}: final return {runs[s]['final_return']:.2f} (random "
                   f"{max(rand_gumbel, rand_onehot):.2f})", flush=True)
         results["quality"] = {"random_return_gumbel": rand_gumbel,
