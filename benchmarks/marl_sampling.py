@@ -1000,7 +1000,22 @@ def render_markdown(rep: dict[str, Any]) -> str:
             one["per_agents"], one["copy_bandwidth"]["best_B_per_s"],
             f"One thread on both sides ({one['how']}); copy bandwidth on one thread "
             f"{one['copy_bandwidth']['best_B_per_s'] / 1e9:.1f} GB/s.")]
-    return "\n".join(lines) + "\n\n" + _render_markdown_v2(rep, summarize(rep))
+    summ = summarize(rep)
+    if summ["fast_mode_bytes_per_round_24"] is not None:
+        delta, seeds = summ["fast_mode_return_delta"], summ["fast_mode_return_seeds"]
+        ret = ("its effect on return is not available" if delta is None else
+               f"its measured return change is {delta * 100:+.1f} % ({seeds} seeds, "
+               f"{summ['fast_mode_return_source']})")
+        lines += ["", "At the copy floor only fewer bytes help: the fast mode moves "
+                  f"{summ['fast_mode_bytes_per_round_24'] / 1e6:.0f} MB per round at N = 24 "
+                  f"({summ['fast_mode_bytes_saved_fraction_24'] * 100:.0f} % fewer than a "
+                  f"faithful round); {ret}. The neighbour sampler moves the same bytes in "
+                  "contiguous runs (its time change is "
+                  + ("not measured" if summ["neighbor_vs_uniform_time_change_24_per_agent"]
+                     is None else
+                     f"{summ['neighbor_vs_uniform_time_change_24_per_agent'] * 100:+.0f} %")
+                  + " at N = 24, per-agent layout)."]
+    return "\n".join(lines) + "\n\n" + _render_markdown_v2(rep, summ)
 
 
 
