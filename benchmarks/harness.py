@@ -135,3 +135,16 @@ def write(
                                timing_s=timing_s, summarize=summarize, markdown=markdown)
     print(f"wrote {path}" + (" and its .md table" if markdown is not None else ""))
     return out
+
+
+def require_baseline(module: str) -> Any:
+    """Import ``module`` (an opponent of a speed benchmark: ``flashbax``, ``jaxmarl``), or stop
+    with an error naming the ``baselines`` extra that installs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise SystemExit(
+            f"{module} is needed for this benchmark's baseline ({err}); install the "
+            f"'baselines' extra: python3 -m pip install -e \".[baselines]\"") from err

@@ -752,6 +752,15 @@ def _device_heading(folder: str, files: list[Path]) -> str:
     return f"## `{folder}`: {', '.join(sorted(kinds))}"
 
 
+#: The opponents each speed benchmark measures side by side in the same run (named in its
+#: docs section; a file written before a comparison holds only the columns it measured).
+OPPONENTS: dict[str, str] = {
+    "marl_sampling": "the original code's pure-Python sampler, a vectorised NumPy sampler, "
+                     "flashbax 0.1.3's item buffer and its prioritised item buffer",
+    "mpe_rollout": "JaxMARL 0.2's particle worlds (spread and tag)",
+}
+
+
 def section(path: Path, page: Path, root: Path = ROOT) -> str:
     """The docs section of one results file."""
     try:
@@ -762,6 +771,9 @@ def section(path: Path, page: Path, root: Path = ROOT) -> str:
     script = system.get("script") or f"benchmarks/{path.stem.removesuffix('_quick')}.py"
     title = script_title(root / script) if (root / script).is_file() else ""
     lines = [f"### `{path.stem}`" + (f": {title}" if title else ""), ""]
+    stem = script.removeprefix("benchmarks/").removesuffix(".py")
+    if stem in OPPONENTS:
+        lines += [f"Opponents, side by side in the same run: {OPPONENTS[stem]}.", ""]
     rel = os.path.relpath(path, page.parent)
     lines.append(f"File: [{_rel(path, root)}]({rel})")
     lines.append("")

@@ -15,7 +15,8 @@ transitions instead of per 100), with uniform, neighbour and information-priorit
 sampling. The metric is the mean per-agent episode return over the last 10 % of episodes,
 compared with a uniform-random policy measured in the same run and env (the better of:
 Gumbel-softmax of zero logits, uniformly random one-hot actions):
-``improvement = (R - R_rand) / |R_rand|``.
+``improvement = (R - R_rand) / |R_rand|``. Quick and full runs average ``--seeds`` seeds
+(>= 4, vmapped in one call per sampler; ``quality_seeds`` in the summary); smoke runs one.
 
 Part 3 (fast mode): the same quality setting (uniform sampler) in ``faithful`` mode (every
 agent draws its own indices, target actions recomputed per drawing agent, as the original)
@@ -25,6 +26,20 @@ so both modes start from the same networks and envs). Summary: final return mean
 per mode, ``fast_mode_return_delta = (mean_fast - mean_faithful) / |mean_faithful|``
 (positive: fast mode ends higher), its standard error, and the run-time ratio. The sampler
 speed-up of the fast mode itself is measured by ``benchmarks/marl_sampling.py``.
+
+Part 4 (throughput): end-to-end training throughput, env steps per second including the
+updates (compile and the update-free warm-up excluded), with the original defaults at N = 3,
+6, 12, 24 (quick: 3, 6; smoke: 3) in three modes: ``per_agent`` (per-agent layout, faithful:
+the trainer's default), ``interleaved`` (interleaved layout, faithful) and ``fast``
+(interleaved, one shared index set). Buffer capacity: 1e6 rows where
+``--memory-fraction`` of the memory holds them, else the largest that fits (each record says).
+Key ``marl_e2e_speedup_interleaved_vs_per_agent_24``.
+
+Full schedule (full mode, summary schema 2): spread-3 and tag-3 run the WHOLE 60,000-episode
+schedule, one seed each (``maddpg_spread3_60k_s``, ``maddpg_tag3_60k_s``: measured, not
+extrapolated); N = 6, 12, 24 run 1,000 (GPU 2,000) episodes of it after the warm-up, reported
+as seconds per 1,000 episodes with the buffer capacity used, next to the paper's Table I
+(published figures, 60k seconds / 60).
 
     python benchmarks/marl_e2e.py [--publish]   # full
     python benchmarks/marl_e2e.py --quick       # a few minutes on 2 CPU cores
@@ -55,7 +70,13 @@ PAPER_S = {
     "spread": {3: 2403.64, 6: 5888.64, 12: 15722.43, 24: 52421.81},
 }
 FULL_EPISODES = 60_000
-PARTS = ("timing", "quality", "fast_mode")
+PARTS = ("timing", "quality", "fast_mode", "throughput")
+#: Part 4's modes: name -> (layout, sampling_mode).
+E2E_MODES = {"per_agent": ("per_agent", "faithful"), "interleaved": ("interleaved", "faithful"),
+             "fast": ("interleaved", "fast")}
+#: Version of the summary's keys: 2 adds the full-schedule and throughput keys; files without
+#: it keep the keys they were written with.
+SUMMARY_SCHEMA = 2
 SAMPLERS = ("uniform", "neighbor", "info_prioritized")
 
 
@@ -64,6 +85,7 @@ def sizes(mode: str, gpu: bool) -> dict[str, Any]:
     if mode == "smoke":
         # learning_starts 256 -> 11 warm-up episodes; measuring 11 reuses that program
         return {"timing_envs": ["spread"], "timing_agents": [3], "measure_episodes": 11,
+                "throughput_agents": [3], "throughput_episodes": 11,
                 "timing_overrides": {"buffer_capacity": 4_096, "learning_starts": 256,
                                      "batch_size": 64},
                 "quality_episodes": 10, "samplers": ["uniform"], "seeds": 2,
@@ -73,8 +95,12 @@ def sizes(mode: str, gpu: bool) -> dict[str, Any]:
                 "random_episodes": 5}
     agents = [3, 6, 12, 24] if gpu else [3]
     quick = mode == "quick"
-    return {"timing_envs": ["spread", "tag"], "timing_agents": agents[:2] if quick else agents,
+    return {"timing_envs": ["spread", "tag"],
+            "timing_agents": agents[:2] if quick else [3, 6, 12, 24],
             "measure_episodes": 2000 if gpu else (200 if quick else 1000),
+            "full_schedule_agents": [] if quick else [3],
+            "throughput_agents": [3, 6] if quick else [3, 6, 12, 24],
+            "throughput_episodes": 100 if quick else 400,
             "timing_overrides": {}, "quality_episodes": 300 if quick else 400,
             "samplers": list(SAMPLERS), "seeds": 8 if gpu else (4 if quick else 6),
             "fast_mode_episodes": 150 if quick else 400, "quality_overrides": {},
@@ -118,6 +144,45 @@ def time_maddpg(env: str, agents: int, measure_episodes: int,
     }
 
 
+def row_bytes(env: str, agents: int) -> int:
+    """Bytes of one stored time step of all agents (float32 obs, action, reward, next obs,
+    done), from the world's team shapes."""
+    from jaxrl_pim.envs import mpe
+
+    world, _ = mpe.make(env, agents)
+    return sum(4 * t.num_agents * (2 * t.obs_dim + t.action_dim + 2) for t in world.teams)
+
+
+def fit_capacity(env: str, agents: int, fraction: float, requested: int = 1_000_000) -> int:
+    """The requested capacity, or the largest whose buffer fits ``fraction`` of the memory
+    (the XLA allocator's limit on an accelerator, ``MemAvailable`` on a CPU)."""
+    dev = jax.devices()[0]
+    try:
+        limit = (dev.memory_stats() or {}).get("bytes_limit")
+    except Exception:  # noqa: BLE001 -- some backends do not implement memory_stats
+        limit = None
+    if not limit:
+        limit = 0
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                limit = int(line.split()[1]) * 1024
+    return int(min(requested, fraction * limit // row_bytes(env, agents)))
+
+
+def throughput(env: str, agents: int, mode: str, episodes: int,
+               overrides: dict[str, Any]) -> dict[str, Any]:
+    """Part 4: one mode's env steps per second including updates (after the warm-up)."""
+    layout, sampling = E2E_MODES[mode]
+    row = time_maddpg(env, agents, episodes,
+                      {**overrides, "layout": layout, "sampling_mode": sampling})
+    cfg = row["config"]
+    steps = row["measured_episodes"] * cfg.episode_length * cfg.num_envs
+    return {**{k: v for k, v in row.items() if k not in ("extrapolated_60k_s",
+                                                         "extrapolated_from_episodes")},
+            "mode": mode, "buffer_capacity": cfg.buffer_capacity,
+            "env_steps": steps, "steps_per_s": steps / row["measured_s"]}
+
+
 def quality_config(sampler: str, episodes: int, sampling_mode: str = "fast",
                    overrides: dict[str, Any] | None = None) -> MARLConfig:
     """The short-but-sufficient spread-3 setting of parts 2 and 3."""
@@ -146,6 +211,19 @@ def quality_run(cfg: MARLConfig, seed: int) -> dict[str, Any]:
         "final_window_episodes": tail,
         "curve": returns.tolist(),
     }
+
+
+def quality_run_seeds(cfg: MARLConfig, seeds: int) -> dict[str, Any]:
+    """Part 2 over ``seeds`` seeds (vmapped in one call, :func:`mode_run`): the record of
+    :func:`quality_run` with ``final_return`` the mean over seeds, ``final_return_per_seed``,
+    ``seeds`` and ``curve`` the seed-mean learning curve."""
+    r = mode_run(cfg, seeds)
+    return {"config": cfg, "sampler": cfg.sampler, "seed": None, "seeds": r["seeds"],
+            "wall_s_incl_compile": r["compile_s"] + r["run_s"],
+            "update_rounds": r["update_rounds"],
+            "final_return": float(np.mean(r["final_return_per_seed"])),
+            "final_return_per_seed": r["final_return_per_seed"],
+            "final_window_episodes": r["final_window_episodes"], "curve": r["curve_mean"]}
 
 
 def mode_run(cfg: MARLConfig, seeds: int) -> dict[str, Any]:
@@ -252,6 +330,32 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
     summary["extrapolated_speedup_vs_paper"] = {
         f"{r['env']}{r['agents']}": r["paper_60k_s"] / r["extrapolated_60k_s"]
         for r in rows if r["paper_60k_s"]}
+    if report_["config"].get("summary_schema", 1) < 2:
+        return summary
+    full = {f"{r['env']}{r['agents']}": r for r in rows
+            if r["extrapolated_from_episodes"] >= FULL_EPISODES}
+    for env in ("spread", "tag"):
+        r = full.get(f"{env}3")
+        summary[f"maddpg_{env}3_60k_s"] = None if r is None else r["warmup_s"] + r["measured_s"]
+        summary[f"maddpg_{env}3_60k_seeds"] = None if r is None else 1
+    summary["maddpg_s_per_1k_episodes"] = {
+        f"{r['env']}{r['agents']}": 1000 * r["measured_s"] / r["measured_episodes"]
+        for r in rows}
+    summary["paper_s_per_1k_episodes_published"] = {
+        f"{r['env']}{r['agents']}": r["paper_60k_s"] / 60 for r in rows if r["paper_60k_s"]}
+    summary["maddpg_buffer_capacity"] = {f"{r['env']}{r['agents']}": r["config"][
+        "buffer_capacity"] if isinstance(r["config"], dict) else r["config"].buffer_capacity
+        for r in rows}
+    summary["quality_seeds"] = None if not quality else min(
+        len(r.get("seeds") or [r["seed"]]) for r in quality["runs"].values())
+    tp = res.get("throughput") or []
+    sps = {m: {str(r["agents"]): r["steps_per_s"] for r in tp if r["mode"] == m}
+           for m in E2E_MODES}
+    summary["marl_e2e_steps_per_s"] = sps
+    for m in ("interleaved", "fast"):
+        by_n = {n: v / sps["per_agent"][n] for n, v in sps[m].items() if n in sps["per_agent"]}
+        summary[f"marl_e2e_speedup_{m}_vs_per_agent_by_agents"] = by_n
+        summary[f"marl_e2e_speedup_{m}_vs_per_agent_24"] = by_n.get("24")
     return summary
 
 
@@ -276,12 +380,49 @@ def render_markdown(report_: dict[str, Any]) -> str:
                 f"{r['extrapolated_from_episodes']:,} | {r['extrapolated_60k_s']:.0f} | "
                 f"{'' if r['paper_60k_s'] is None else r['paper_60k_s']} |")
         lines.append("")
+    if timing and report_["config"].get("summary_schema", 1) >= 2:
+        lines += [
+            "Time on the full schedule (one seed each): `60k s` is MEASURED over all 60,000 "
+            "episodes where the run covered them, else `-`; `s per 1k eps` is measured after "
+            "the warm-up (updates included). Paper: Table I, published RTX 3090 figures "
+            "(60k seconds / 60 per 1k episodes).", "",
+            "| env | agents | capacity | episodes run | 60k s (measured) | s per 1k eps | "
+            "paper s per 1k eps (published) |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in timing:
+            cap = (r["config"]["buffer_capacity"] if isinstance(r["config"], dict)
+                   else r["config"].buffer_capacity)
+            full = (f"{r['warmup_s'] + r['measured_s']:.0f}"
+                    if r["extrapolated_from_episodes"] >= FULL_EPISODES else "-")
+            paper = "" if r["paper_60k_s"] is None else f"{r['paper_60k_s'] / 60:.1f}"
+            lines.append(
+                f"| {r['env']} | {r['agents']} | {cap:,} | {r['extrapolated_from_episodes']:,} "
+                f"| {full} | {1000 * r['measured_s'] / r['measured_episodes']:.1f} | {paper} |")
+        lines.append("")
+    tp = res.get("throughput")
+    if tp:
+        lines += [
+            "End-to-end training throughput (env steps per second including the updates, "
+            "after the update-free warm-up, compile excluded; original defaults, one seed; "
+            "capacity = buffer rows used):", "",
+            "| env | agents | mode | capacity | episodes | s | env steps/s | vs per_agent |",
+            "|---|---:|---|---:|---:|---:|---:|---:|"]
+        base = {(r["env"], r["agents"]): r["steps_per_s"] for r in tp if r["mode"] == "per_agent"}
+        for r in tp:
+            b = base.get((r["env"], r["agents"]))
+            vs = "" if b is None else f"{r['steps_per_s'] / b:.2f}x"
+            lines.append(
+                f"| {r['env']} | {r['agents']} | {r['mode']} | {r['buffer_capacity']:,} | "
+                f"{r['measured_episodes']:,} | {r['measured_s']:.1f} | {r['steps_per_s']:,.0f} "
+                f"| {vs} |")
+        lines.append("")
     if quality:
         lines += [
             f"Random policy return (same env, this run): {quality['random_return']:.2f} "
             f"(Gumbel zero-logits {quality['random_return_gumbel']:.2f}, one-hot "
             f"{quality['random_return_one_hot']:.2f}).",
             "",
+            *([f"Seeds per sampler: {summary['quality_seeds']} (final return: mean over "
+               "seeds).", ""] if summary.get("quality_seeds") else []),
             "| sampler | update rounds | final return | improvement vs random | gap vs uniform |",
             "|---|---:|---:|---:|---:|",
         ]
@@ -374,13 +515,17 @@ def main(argv: list[str] | None = None) -> int:
                     "over seeds, whose compile alone takes most of a minute)")
     ap.add_argument("--seeds", type=int, default=None,
                     help="seeds of part 3 (default CPU 6, --quick 4, GPU 8, --smoke 2)")
+    ap.add_argument("--memory-fraction", type=float, default=0.5,
+                    help="share of the memory the replay buffer may use; capacity is 1e6 "
+                         "rows where that holds them (default 0.5)")
     args = ap.parse_args(argv)
     run = report.RunRecord()
     gpu = jax.default_backend() != "cpu"
     mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
     size = sizes(mode, gpu)
     seeds = args.seeds or size["seeds"]
-    args.parts = args.parts or (["timing", "quality"] if args.smoke else list(PARTS))
+    ap_parts = ["timing", "quality", "throughput"] if args.smoke else list(PARTS)
+    args.parts = args.parts or ap_parts
     out = harness.output_path(args, "marl_e2e")
     timer: dict[str, float] = {}
     results: dict[str, Any] = {}
@@ -390,7 +535,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for env in size["timing_envs"]:
             for n in size["timing_agents"]:
-                row = time_maddpg(env, n, size["measure_episodes"], size["timing_overrides"])
+                over = dict(size["timing_overrides"])
+                if not over:  # 1e6 rows where memory allows
+                    over["buffer_capacity"] = fit_capacity(env, n, args.memory_fraction)
+                episodes = size["measure_episodes"]
+                if n in size.get("full_schedule_agents", []):  # the whole 60k schedule
+                    warm = math.ceil(MARLConfig().learning_starts / MARLConfig().episode_length)
+                    episodes = FULL_EPISODES - warm
+                row = time_maddpg(env, n, episodes, over)
                 print(f"[time] {env} N={n}: ~{row['extrapolated_60k_s']:.0f} s for 60k episodes "
                       f"(extrapolated from {row['extrapolated_from_episodes']:,}; paper "
                       f"{row['paper_60k_s']})", flush=True)
@@ -408,8 +560,11 @@ def main(argv: list[str] | None = None) -> int:
                                                  one_hot=True)[0])
         runs = {}
         for s in size["samplers"]:
-            runs[s] = quality_run(quality_config(s, size["quality_episodes"],
-                                                 overrides=size["quality_overrides"]), seed=0)
+            qcfg = quality_config(s, size["quality_episodes"],
+                                  overrides=size["quality_overrides"])
+            # smoke: one seed (a vmapped compile per sampler would dominate the test)
+            runs[s] = (quality_run(qcfg, seed=0) if mode == "smoke"
+                       else quality_run_seeds(qcfg, seeds))
             print(f"[quality] {s}: final return {runs[s]['final_return']:.2f} (random "
                   f"{max(rand_gumbel, rand_onehot):.2f})", flush=True)
         results["quality"] = {"random_return_gumbel": rand_gumbel,
@@ -429,7 +584,23 @@ def main(argv: list[str] | None = None) -> int:
         results["fast_mode"] = fast_mode
         timer["fast_mode"] = time.perf_counter() - t0
 
-    config = {"mode": mode, "parts": list(args.parts), "seeds": seeds, "sizes": size}
+    if "throughput" in args.parts:
+        t0 = time.perf_counter()
+        rows = []
+        for n in size["throughput_agents"]:
+            over = dict(size["timing_overrides"])
+            if not over:
+                over["buffer_capacity"] = fit_capacity("spread", n, args.memory_fraction)
+            for m in E2E_MODES:
+                r = throughput("spread", n, m, size["throughput_episodes"], over)
+                print(f"[throughput] spread N={n} {m}: {r['steps_per_s']:,.0f} env steps/s "
+                      f"(capacity {r['buffer_capacity']:,})", flush=True)
+                rows.append(r)
+        results["throughput"] = rows
+        timer["throughput"] = time.perf_counter() - t0
+
+    config = {"mode": mode, "parts": list(args.parts), "seeds": seeds, "sizes": size,
+              "summary_schema": SUMMARY_SCHEMA, "memory_fraction": args.memory_fraction}
     harness.write(out, run=run, config=config, results=results, timing_s=timer,
                   summarize=summarize, markdown=render_markdown)
     if results.get("quality") or results.get("fast_mode"):

@@ -24,6 +24,26 @@ done at them) over the SAME buffer capacity holding the same data:
   as ``fast_mode_sampler_speedup_24`` next to its measured effect on return, read from the
   MADDPG end-to-end results file).
 
+Opponents, the samplers a user would pick instead, faithful on every side and timed in the
+same run over the same data and capacity (summary keys ``sampler_speedup_vs_<opponent>_<N>``
+for the trainer's default path, ``TRAINER_MODE``; targets >= 1.5x the vectorised NumPy and
+>= 1x flashbax at every N):
+
+* the original sampler above (``sampler_speedup_vs_original_24``);
+* ``numpy_vectorized`` -- :class:`VectorizedNumpy`: ``Generator.integers`` draws of ``[N, B]``
+  indices and one ``np.take`` per field into preallocated arrays;
+* ``flashbax_uniform`` -- flashbax 0.1.3's item buffer holding the joint transitions, N
+  independent ``sample`` calls per round (``vmap``) inside one jit;
+* ``flashbax_prioritized`` -- flashbax's prioritised item buffer against the library's
+  ``prioritized``: sample, importance weights and the priority update of all ``N B`` drawn
+  rows on both sides.
+
+``--one-thread`` (default on a CPU, full and quick) runs the measured part a second time in a
+child process pinned to one core (``taskset -c``) with ``XLA_FLAGS=--xla_cpu_multi_thread_
+eigen=false`` and one BLAS/OpenMP thread, at the same capacities: the same keys with the suffix
+``_one_thread`` tell thread count and algorithm apart. flashbax comes from the ``baselines``
+extra (``pip install -e ".[baselines]"``; in ``dev``).
+
 Samplers (JAX): ``uniform``, ``neighbor`` (64 references x runs of 16), ``prioritized`` and
 ``info_prioritized`` (random priorities on every row); NumPy is uniform only, as the original.
 A JAX round is one jitted call (index draws + gather, batch materialised); priority updates
@@ -54,8 +74,10 @@ counts not run are named in ``results.agents_skipped_by_budget``).
 
 from __future__ import annotations
 
+import argparse
 import functools
 import gc
+import json
 import os
 import random
 import sys
@@ -70,6 +92,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim import report
+from jaxrl_pim.marl import MARLConfig
 from jaxrl_pim.replay import (
     SAMPLERS,
     BufferState,
@@ -368,6 +391,181 @@ def numpy_buffers(host: dict[str, np.ndarray], capacity: int) -> list[np_ref.Rep
     return bufs
 
 
+# ----------------------------------------------------------------------------- opponents
+#
+# The samplers a user would pick instead, faithful semantics on every side (N independent
+# uniform index sets per round, all agents' fields at each index, with replacement).
+
+#: The trainer's default path (``MARLConfig`` defaults), the mode the headline keys compare.
+TRAINER_MODE = {"per_agent": "per_agent", "interleaved": "interleaved_faithful"}[
+    MARLConfig().layout] if MARLConfig().sampling_mode == "faithful" else "interleaved"
+PRIO_ALPHA, PRIO_BETA, PRIO_EPS = 0.6, 0.4, 1e-6
+
+
+class VectorizedNumpy:
+    """Vectorised NumPy faithful sampler over host arrays ``[C, N, ...]``: one
+    ``Generator.integers`` draw of ``[N, B]`` indices, then per field one ``np.take`` into a
+    preallocated time-major batch ``[N_draw, B, N_all, ...]`` (the library's
+    ``interleaved_faithful`` order; ``mode="clip"`` writes straight into ``out``, and the
+    indices are in range, so it clips nothing)."""
+
+    def __init__(self, host: dict[str, np.ndarray], batch: int, seed: int = 0):
+        self.host, self.batch = host, batch
+        self.size = host["obs"].shape[0]
+        self.num_agents = host["obs"].shape[1]
+        self.rng = np.random.default_rng(seed)
+        self.out = {f: np.empty((self.num_agents, batch, *a.shape[1:]), a.dtype)
+                    for f, a in host.items()}
+
+    def gather(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """The batch at indices ``idx`` ``[N, B]``, written into the preallocated arrays."""
+        for f, a in self.host.items():
+            np.take(a, idx, axis=0, out=self.out[f], mode="clip")
+        return self.out
+
+    def __call__(self) -> dict[str, np.ndarray]:
+        """One round: draw the ``N`` index sets, gather."""
+        return self.gather(self.rng.integers(0, self.size, (self.num_agents, self.batch)))
+
+
+def flashbax_state(data: Transition, batch: int, priorities: jax.Array | None = None):
+    """flashbax 0.1.3 item buffer (``priorities`` given: prioritised item buffer, exponent
+    ``PRIO_ALPHA``) holding ``data`` (``[C, N, ...]`` per field, or a buffer's ``[1, C, N,
+    ...]``; DONATED: the buffer takes its memory) as one full buffer of joint transitions;
+    returns ``(buffer, state)``. The state is built with flashbax's own ``init`` and
+    ``set_priorities`` and its dataclass ``replace`` (experience, ``is_full``), as if ``C``
+    transitions had been added."""
+    fbx = harness.require_baseline("flashbax")
+    # arrays [1, C, ...] (a flashbax buffer's experience) are taken as they are
+    leading = data.done.ndim == 3
+    capacity = data.obs.shape[1 if leading else 0]
+    if priorities is None:
+        buf = fbx.make_item_buffer(max_length=capacity, min_length=1, sample_batch_size=batch)
+    else:
+        buf = fbx.make_prioritised_item_buffer(
+            max_length=capacity, min_length=1, sample_batch_size=batch,
+            priority_exponent=PRIO_ALPHA, device=jax.default_backend())
+
+    def build(experience, prio):
+        state = buf.init(jax.tree.map(lambda a: a[0, 0] if leading else a[0], experience))
+        state = state.replace(experience=jax.tree.map(lambda a: a if leading else a[None],
+                                                      experience),
+                              is_full=jnp.asarray(True),
+                              current_index=jnp.zeros_like(state.current_index))
+        if prio is not None:
+            state = buf.set_priorities(state, jnp.arange(capacity), prio)
+        return state
+
+    experience = data._asdict()
+    return buf, jax.block_until_ready(jax.jit(build, donate_argnums=0)(experience, priorities))
+
+
+def flashbax_round(buf, num_agents: int, prioritized_: bool):
+    """Jitted faithful round on a flashbax buffer: ``N`` index sets (``vmap`` of
+    ``buf.sample`` over ``N`` keys) -> time-major batch dict ``[N, B, N, ...]``; prioritised:
+    also importance weights ``(C P)^-beta / max`` per set and ``set_priorities`` of all
+    ``N B`` drawn rows to ``u + eps`` (``u`` uniform, the same draw as the library side),
+    returning the new state (donated)."""
+
+    def uniform_round(state, key):
+        keys = jax.random.split(key, num_agents)
+        return jax.vmap(lambda k: buf.sample(state, k).experience)(keys)
+
+    def prio_round(state, key):
+        keys = jax.random.split(key, num_agents)
+        smp = jax.vmap(lambda k: buf.sample(state, k))(keys)
+        size = state.experience["obs"].shape[1]
+        w = (size * smp.probabilities) ** (-PRIO_BETA)
+        w = w / jnp.max(w, axis=-1, keepdims=True)
+        td = jax.random.uniform(jax.random.fold_in(key, 1), smp.indices.shape)
+        state = buf.set_priorities(state, smp.indices.reshape(-1), td.reshape(-1) + PRIO_EPS)
+        return smp.experience, w, state
+
+    if prioritized_:
+        return jax.jit(prio_round, donate_argnums=0)
+    return jax.jit(uniform_round)
+
+
+def library_prio_round(buffer, sampler, mode: str, num_agents: int, batch: int):
+    """Jitted faithful prioritised round of the library, the same work as
+    :func:`flashbax_round`'s: ``N`` index sets from ``sampler`` (``prioritized``), the gather
+    of ``mode``'s layout and order into the donated previous batch, importance weights, and
+    ``update_priorities`` of all ``N B`` rows to ``|u| + eps``; ``(bstate, sstate, key, out)
+    -> (out, w, sstate)``."""
+    time_major = mode in ("interleaved_faithful", "interleaved")
+
+    def fn(bstate, sstate, key, out):
+        def one(k):
+            idx, w, _ = sampler.sample(sstate, k, bstate.size, bstate.insert_pos, batch)
+            return idx, w
+
+        idx, w = jax.vmap(one)(jax.random.split(key, num_agents))
+        got = (buffer.gather(bstate, idx, time_major=time_major) if out is None
+               else gather_into(buffer, bstate, idx, out, time_major))
+        td = jax.random.uniform(jax.random.fold_in(key, 1), idx.shape)
+        sstate = sampler.update_priorities(sstate, idx.reshape(-1), td.reshape(-1))
+        return got, w, sstate
+
+    return jax.jit(fn, donate_argnums=(1, 3))
+
+
+def best_of(call, keys) -> float:
+    """Best wall seconds of ``call(key)`` (blocked inside ``call``) over ``keys`` after two
+    warm-up calls (compile; first donation) on ``keys[0]`` and ``keys[1]``."""
+    call(keys[0])
+    call(keys[1])
+    best = float("inf")
+    for k in keys[2:]:
+        t0 = time.perf_counter()
+        call(k)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def time_flashbax(data: Transition, n: int, args, rkey: jax.Array,
+                  prio: jax.Array | None) -> dict[str, float | None]:
+    """Best round seconds of flashbax's uniform item buffer and (``prio`` given) prioritised
+    item buffer, faithful, over ``data`` (donated: rebuilt from the uniform buffer's memory
+    for the prioritised one)."""
+    keys = jax.block_until_ready(jax.random.split(jax.random.fold_in(rkey, 3),
+                                                  args.repeats + 2))
+    buf, state = flashbax_state(data, args.batch)
+    fn = flashbax_round(buf, n, False)
+    out: dict[str, float | None] = {
+        "flashbax_uniform": best_of(lambda k, st=state: jax.block_until_ready(fn(st, k)), keys),
+        "flashbax_prioritized": None}
+    if prio is None:
+        return out
+    data = Transition(**state.experience)  # [1, C, ...], donated to the prioritised buffer
+    del state, fn
+    buf, pstate = flashbax_state(data, args.batch, prio)
+    del data
+    fn = flashbax_round(buf, n, True)
+    holder = [pstate]
+
+    def call(k):
+        _, _, holder[0] = jax.block_until_ready(fn(holder[0], k))
+
+    out["flashbax_prioritized"] = best_of(call, keys)
+    return out
+
+
+def time_library_prio(buffer, bstate: BufferState, sstate, mode: str, n: int, args,
+                      rkey: jax.Array) -> float:
+    """Best round seconds of :func:`library_prio_round` (the priority state carried from
+    round to round, as flashbax's)."""
+    keys = jax.block_until_ready(jax.random.split(jax.random.fold_in(rkey, 3),
+                                                  args.repeats + 2))
+    fn = library_prio_round(buffer, make_sampler("prioritized", bstate.data.obs.shape[0]),
+                            mode, n, args.batch)
+    holder = [jax.tree.map(jnp.copy, sstate), None]
+
+    def call(k):
+        holder[1], _, holder[0] = jax.block_until_ready(fn(bstate, holder[0], k, holder[1]))
+
+    return best_of(call, keys)
+
+
 def copy_bandwidth(nbytes: int, repeats: int = 5) -> dict[str, float]:
     """Read + write bytes per second of copying ``nbytes`` into existing memory: NumPy
     ``copyto`` and an XLA copy into a donated buffer; ``best`` is the larger."""
@@ -414,6 +612,8 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
         how = (f"{args.memory_fraction:.2f} x {args.memory['bytes'] / GIB:.1f} GiB - "
                f"{work / GIB:.2f} GiB working set")
     capacity = fit_capacity(n, args.capacity, dev_free, host_free, args.on_cpu, plan_py)
+    if getattr(args, "fixed_capacity", None):
+        capacity, how = args.fixed_capacity[n], "the all-cores pass's capacity"
     if capacity < args.batch:
         raise ValueError(f"N={n}: only {capacity} rows fit ({how}); need >= {args.batch}")
     limited = "requested" if capacity == args.capacity else "memory"
@@ -451,17 +651,21 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
         gc.freeze()  # and none that walk them during the timed rounds
     headline = Round(buffer, make_sampler("uniform", capacity), "interleaved_faithful", n,
                      args.batch)
+    vec = VectorizedNumpy(host, args.batch, args.seed)
     with timer.phase("headline_rounds"):
         headline.best(bstate, sstates["uniform"], rkey, 1)  # compile and first donation
+        vec()  # first touch of the preallocated batch
         random.seed(args.seed)
-        numpy_s, jax_s = [], []
+        numpy_s, vec_s, jax_s = [], [], []
         keys = jax.block_until_ready(jax.random.split(jax.random.fold_in(rkey, 1), args.repeats))
         for k in keys:
             numpy_s.append(_timed(functools.partial(np_ref.sample_round, bufs, args.batch)))
+            vec_s.append(_timed(vec))
             jax_s.append(headline(bstate, sstates["uniform"], k))
     res["numpy_seconds_by_round"] = numpy_s
+    res["numpy_vectorized_seconds_by_round"] = vec_s
     res["interleaved_faithful_seconds_by_round"] = jax_s
-    del bufs, host
+    del bufs, host, vec
     gc.unfreeze()
     gc.collect()
     res["seconds"]["uniform"]["interleaved_faithful"] = min(jax_s)
@@ -475,7 +679,20 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
                 res["seconds"][s][mode] = fn.best(bstate, sstates[s], rkey, args.repeats)
             del fn
             gc.collect()
-    del bstate, headline
+    prio = jax.block_until_ready(
+        jax.random.exponential(jax.random.fold_in(key, 99), (capacity,)) + PRIO_EPS)
+    lib_prio = jax.block_until_ready(state_from_priorities(prio, alpha=PRIO_ALPHA))
+    if TRAINER_MODE != "per_agent":
+        with timer.phase("library_prioritized_update"):
+            res["library_prioritized_update_seconds"] = time_library_prio(
+                buffer, bstate, lib_prio, TRAINER_MODE, n, args, rkey)
+    del headline
+    data = bstate.data
+    del bstate
+    gc.collect()
+    with timer.phase("flashbax"):  # takes the interleaved buffer's memory (donated)
+        res["flashbax_seconds"] = time_flashbax(data, n, args, rkey, prio)
+    del data
     gc.collect()
     # --- per-agent layout (built after the interleaved buffer is gone).
     with timer.phase("fill"):
@@ -487,13 +704,24 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
             res["seconds"][s]["per_agent"] = fn.best(bstate, sstates[s], rkey, args.repeats)
         del fn
         gc.collect()
-    del bstate
+    if TRAINER_MODE == "per_agent":
+        with timer.phase("library_prioritized_update"):
+            res["library_prioritized_update_seconds"] = time_library_prio(
+                buffer, bstate, lib_prio, TRAINER_MODE, n, args, rkey)
+    res["trainer_mode"] = TRAINER_MODE
+    del bstate, lib_prio, prio
     gc.collect()
     res["numpy_seconds"] = min(numpy_s)
+    res["numpy_vectorized_seconds"] = min(vec_s)
     res["seconds"] = {s: {m: res["seconds"][s].get(m) for m in MODES} for s in SAMPLERS}
     sec = res["seconds"]
     print(f"N={n:2d} O={o:3d}: numpy {res['numpy_seconds'] * 1e3:9.1f} ms | uniform "
           + " / ".join(f"{m} {sec['uniform'][m] * 1e3:.2f}" for m in MODES) + " ms", flush=True)
+    fb = res["flashbax_seconds"]
+    print(f"       vectorised numpy {res['numpy_vectorized_seconds'] * 1e3:.2f} ms | flashbax "
+          f"uniform {fb['flashbax_uniform'] * 1e3:.2f} ms, prioritised "
+          f"{fb['flashbax_prioritized'] * 1e3:.2f} ms vs library prioritised ({TRAINER_MODE}) "
+          f"{res['library_prioritized_update_seconds'] * 1e3:.2f} ms", flush=True)
     return res
 
 
@@ -505,8 +733,6 @@ def read_e2e(path: Path) -> dict[str, Any]:
     if not path.exists():
         out["note"] = f"{rel} not found: the fast mode's effect on return is not available"
         return out
-    import json
-
     rep = json.loads(path.read_text())
     runs = rep.get("results", {}).get("fast_mode") or {}  # marl_e2e: {"faithful", "fast"}
     if not {"faithful", "fast"} <= set(runs):
@@ -533,7 +759,9 @@ def read_e2e(path: Path) -> dict[str, Any]:
 #: return change is ``fast_mode_return_delta_se_paired`` (``marl_e2e``'s
 #: ``fast_mode_return_delta_se`` is the unpaired one: one key, one meaning across files);
 #: files written before carry no version and keep the old name until they are republished.
-SUMMARY_SCHEMA = 2
+#: 3: the opponents (vectorised NumPy, flashbax uniform and prioritised, each also on one
+#: thread) and the original sampler's speed-up renamed ``sampler_speedup_vs_original_24``.
+SUMMARY_SCHEMA = 3
 
 
 def _fast_mode_return(e2e: dict[str, Any], se_key: str) -> dict[str, Any]:
@@ -572,8 +800,9 @@ def _fast_mode_return(e2e: dict[str, Any], se_key: str) -> dict[str, Any]:
     return out
 
 
-def summarize(rep: dict[str, Any]) -> dict[str, Any]:
-    """Headline numbers, computed from the stored records."""
+def _summarize_v2(rep: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers of a file of summary schema <= 2 (before the opponents), computed
+    from the stored records."""
     res = rep["results"]
     rows = res["per_agents"]
     by_n = {r["num_agents"]: r for r in rows}
@@ -642,14 +871,164 @@ def summarize(rep: dict[str, Any]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- output
 
 
+#: Targets for the trainer's path against each opponent, at every N (issue 16).
+TARGET_VS_NUMPY, TARGET_VS_FLASHBAX = 1.5, 1.0
+OPPONENTS = ("numpy_original", "numpy_vectorized", "flashbax_uniform", "flashbax_prioritized")
+
+
+def opponent_seconds(r: dict[str, Any]) -> dict[str, float | None]:
+    """Round seconds of each opponent (``OPPONENTS``) and of the library's trainer path
+    (``library_uniform``: faithful uniform; ``library_prioritized``: with the priority update)
+    and its headline layout (``library_interleaved_faithful``) at one agent count."""
+    fb = r.get("flashbax_seconds", {})
+    return {"numpy_original": r["numpy_seconds"],
+            "numpy_vectorized": r.get("numpy_vectorized_seconds"),
+            "flashbax_uniform": fb.get("flashbax_uniform"),
+            "flashbax_prioritized": fb.get("flashbax_prioritized"),
+            "library_uniform": r["seconds"]["uniform"][r.get("trainer_mode", TRAINER_MODE)],
+            "library_interleaved_faithful": r["seconds"]["uniform"]["interleaved_faithful"],
+            "library_prioritized": r.get("library_prioritized_update_seconds")}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a / b
+
+
+def opponent_keys(rows: list[dict[str, Any]], copy_bw: float, suffix: str = "") -> dict:
+    """Speed-ups of the trainer's path over each opponent (uniform against uniform,
+    prioritised against prioritised with the priority update on both sides), per agent count
+    and at N = 3 and 24, GB/s at N = 24, and whether the targets hold at every N."""
+    sec = {r["num_agents"]: opponent_seconds(r) for r in rows}
+    out: dict[str, Any] = {}
+    pairs = {"vectorized_numpy": ("numpy_vectorized", "library_uniform"),
+             "flashbax_uniform": ("flashbax_uniform", "library_uniform"),
+             "flashbax_prioritized": ("flashbax_prioritized", "library_prioritized")}
+    for name, (opp, lib) in pairs.items():
+        by_n = {str(n): _ratio(t[opp], t[lib]) for n, t in sec.items()}
+        out[f"sampler_speedup_vs_{name}_by_agents{suffix}"] = by_n
+        for n in (3, 24):
+            out[f"sampler_speedup_vs_{name}_{n}{suffix}"] = by_n.get(str(n))
+    out[f"interleaved_faithful_speedup_vs_vectorized_numpy_by_agents{suffix}"] = {
+        str(n): _ratio(t["numpy_vectorized"], t["library_interleaved_faithful"])
+        for n, t in sec.items()}
+    vals = [(v, TARGET_VS_NUMPY if "numpy" in k else TARGET_VS_FLASHBAX)
+            for k, d in out.items() if k.endswith(f"_by_agents{suffix}")
+            and k.startswith("sampler_speedup") for v in d.values()]
+    out[f"opponent_targets_met_every_n{suffix}"] = (
+        None if not vals or any(v is None for v, _ in vals) else all(v >= t for v, t in vals))
+    r24 = next((r for r in rows if r["num_agents"] == 24), None)
+    if r24 is not None:
+        traffic = r24["round_bytes"]["min_traffic"]
+        for side, t in sec[24].items():
+            out[f"{side}_GB_per_s_24{suffix}"] = None if t is None else traffic / t / 1e9
+            out[f"{side}_fraction_of_copy_bw_24{suffix}"] = (
+                None if t is None else traffic / t / copy_bw)
+    return out
+
+
+def summarize(rep: dict[str, Any]) -> dict[str, Any]:
+    """Headline numbers, computed from the stored records (files of summary schema <= 2 keep
+    their old keys: :func:`_summarize_v2`)."""
+    if rep["config"].get("summary_schema", 1) < 3:
+        return _summarize_v2(rep)
+    res = rep["results"]
+    out = _summarize_v2(rep)
+    out["sampler_speedup_vs_original_24"] = out.pop("sampler_speedup_vs_numpy_24")
+    out["trainer_mode"] = res["per_agents"][0].get("trainer_mode", TRAINER_MODE)
+    out["targets_vs_opponents"] = {"vectorized_numpy": TARGET_VS_NUMPY,
+                                   "flashbax": TARGET_VS_FLASHBAX}
+    out.update(opponent_keys(res["per_agents"], res["copy_bandwidth"]["best_B_per_s"]))
+    one = res.get("one_thread")
+    if one:
+        out.update(opponent_keys(one["per_agents"], one["copy_bandwidth"]["best_B_per_s"],
+                                 "_one_thread"))
+        r24 = next((r for r in one["per_agents"] if r["num_agents"] == 24), None)
+        out["sampler_speedup_vs_original_24_one_thread"] = None if r24 is None else (
+            r24["numpy_seconds"] / r24["seconds"]["uniform"]["interleaved_faithful"])
+    r24 = next((r for r in res["per_agents"] if r["num_agents"] == 24), None)
+    out["fast_mode_bytes_per_round_24"] = (None if r24 is None
+                                           else r24["round_bytes"]["fast_mode_min_traffic"])
+    out["fast_mode_bytes_saved_fraction_24"] = (None if r24 is None else 1.0 - r24[
+        "round_bytes"]["fast_mode_min_traffic"] / r24["round_bytes"]["min_traffic"])
+    return out
+
+
+def opponents_markdown(rows: list[dict[str, Any]], copy_bw: float, title: str) -> list[str]:
+    """One table: round ms of the trainer's path and of each opponent, speed-ups, GB/s."""
+    lines = [title, "",
+             "| N | capacity | original ms | vectorised NumPy ms | flashbax uniform ms | JAX "
+             "uniform ms | vs NumPy | vs flashbax | flashbax prioritised ms | JAX prioritised "
+             "ms | vs flashbax prio | JAX GB/s (of copy BW) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        t = opponent_seconds(r)
+        traffic = r["round_bytes"]["min_traffic"]
+        x = (lambda a, b: "-" if _ratio(a, b) is None else f"{a / b:.2f}x")
+        ms = (lambda v: "-" if v is None else f"{v * 1e3:.2f}")
+        lib = t["library_uniform"]
+        lines.append(
+            f"| {r['num_agents']} | {r['capacity']:,} | {ms(t['numpy_original'])} | "
+            f"{ms(t['numpy_vectorized'])} | {ms(t['flashbax_uniform'])} | {ms(lib)} | "
+            f"{x(t['numpy_vectorized'], lib)} | {x(t['flashbax_uniform'], lib)} | "
+            f"{ms(t['flashbax_prioritized'])} | {ms(t['library_prioritized'])} | "
+            f"{x(t['flashbax_prioritized'], t['library_prioritized'])} | "
+            f"{traffic / lib / 1e9:.2f} ({traffic / lib / copy_bw:.2f}) |")
+    return lines
+
+
+def render_markdown(rep: dict[str, Any]) -> str:
+    """Markdown tables of a stored report (the opponents, round times, speed-ups, bytes,
+    memory); what ``make_docs.py --check`` regenerates (schema <= 2 files:
+    :func:`_render_markdown_v2`)."""
+    if rep["config"].get("summary_schema", 1) < 3:
+        return _render_markdown_v2(rep)
+    res = rep["results"]
+    mode = res["per_agents"][0].get("trainer_mode", TRAINER_MODE)
+    head = (f"Opponents, faithful semantics on every side (N independent index sets per round, "
+            f"batch {rep['config']['batch']:,}, same capacity, same data): the original "
+            "pure-Python sampler; vectorised NumPy (Generator draws, `np.take` into "
+            "preallocated arrays); flashbax 0.1.3's item buffer (one buffer of joint "
+            "transitions, N index sets per round in one jit); flashbax's prioritised item "
+            f"buffer against the library's `prioritized` (sample, importance weights and "
+            f"priority update on both sides). JAX = the trainer's default path (`{mode}`). "
+            "GB/s = the least traffic of a round (2 x batch bytes) over its time.")
+    lines = opponents_markdown(res["per_agents"], res["copy_bandwidth"]["best_B_per_s"],
+                               "All cores. " + head)
+    one = res.get("one_thread")
+    if one:
+        lines += ["", *opponents_markdown(
+            one["per_agents"], one["copy_bandwidth"]["best_B_per_s"],
+            f"One thread on both sides ({one['how']}); copy bandwidth on one thread "
+            f"{one['copy_bandwidth']['best_B_per_s'] / 1e9:.1f} GB/s.")]
+    summ = summarize(rep)
+    if summ["fast_mode_bytes_per_round_24"] is not None:
+        delta, seeds = summ["fast_mode_return_delta"], summ["fast_mode_return_seeds"]
+        ret = ("its effect on return is not available" if delta is None else
+               f"its measured return change is {delta * 100:+.1f} % ({seeds} seeds, "
+               f"{summ['fast_mode_return_source']})")
+        lines += ["", "At the copy floor only fewer bytes help: the fast mode moves "
+                  f"{summ['fast_mode_bytes_per_round_24'] / 1e6:.0f} MB per round at N = 24 "
+                  f"({summ['fast_mode_bytes_saved_fraction_24'] * 100:.0f} % fewer than a "
+                  f"faithful round); {ret}. The neighbour sampler moves the same bytes in "
+                  "contiguous runs (its time change is "
+                  + ("not measured" if summ["neighbor_vs_uniform_time_change_24_per_agent"]
+                     is None else
+                     f"{summ['neighbor_vs_uniform_time_change_24_per_agent'] * 100:+.0f} %")
+                  + " at N = 24, per-agent layout)."]
+    return "\n".join(lines) + "\n\n" + _render_markdown_v2(rep, summ)
+
+
+
+
 def _ms(x: float | None) -> str:
     return "-" if x is None else f"{x * 1e3:.2f}"
 
 
-def render_markdown(rep: dict[str, Any]) -> str:
-    """Markdown tables of a stored report (round times, speed-ups, bytes, memory); what
-    ``make_docs.py --check`` regenerates."""
-    cfg, res, summ = rep["config"], rep["results"], summarize(rep)
+def _render_markdown_v2(rep: dict[str, Any], summ: dict[str, Any] | None = None) -> str:
+    """Markdown tables of a stored report of summary schema <= 2 (before the opponents); the
+    summary list shows ``summ`` (default: :func:`_summarize_v2`)."""
+    cfg, res = rep["config"], rep["results"]
+    summ = summ if summ is not None else _summarize_v2(rep)
     copy = res["copy_bandwidth"]
     load = rep["system"].get("load_average_start")
     lines = [
@@ -776,6 +1155,65 @@ def plot(rep: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def _version(dist: str) -> str | None:
+    """Installed version of a distribution, or None."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+#: One thread: XLA's CPU client sizes its intra-op pool by the process's CPU affinity, and
+#: ``--xla_cpu_multi_thread_eigen=false`` keeps Eigen's kernels on the calling thread (jax
+#: 0.10 has no ``intra_op_parallelism_threads`` flag: XLA_FLAGS takes only ``--xla_*``).
+ONE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
+ONE_THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def run_one_thread(argv: list[str], capacities: dict[int, int]) -> dict[str, Any]:
+    """Run the measured part again in a child process pinned to one core (the first of this
+    process's affinity mask, as ``taskset -c``), with :data:`ONE_THREAD_XLA_FLAG` and one
+    BLAS/OpenMP thread, at the same capacities; returns its records."""
+    import subprocess
+    import tempfile
+
+    from jaxrl_pim.xla_env import with_flags
+
+    cpu = min(os.sched_getaffinity(0))
+    env = {**os.environ, **ONE_THREAD_ENV}
+    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), ONE_THREAD_XLA_FLAG)
+    drop = {"--one-thread", "--no-one-thread", "--publish"}
+    args = [a for a in argv if a not in drop]
+    if "--out" in args:
+        i = args.index("--out")
+        del args[i:i + 2]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "one_thread.json"
+        cmd = ["taskset", "-c", str(cpu), sys.executable, str(Path(__file__).resolve()), *args,
+               "--thread-child", str(out), "--capacity-by-agents",
+               json.dumps({str(k): v for k, v in capacities.items()})]
+        print("one-thread pass: " + " ".join(cmd[:6]) + " ...", flush=True)
+        subprocess.run(cmd, env=env, check=True)
+        child = json.loads(out.read_text())
+    child["how"] = (f"taskset -c {cpu}, XLA_FLAGS {ONE_THREAD_XLA_FLAG}, "
+                    + ", ".join(f"{k}=1" for k in ONE_THREAD_ENV))
+    return child
+
+
+def thread_child(args) -> int:
+    """The one-thread pass's child: measure every agent count and the copy bandwidth, write
+    the records (not a results file: the parent stores them in its own)."""
+    timer = PhaseTimer()
+    rows = [run_agents(n, args, timer) for n in args.agents if n in args.fixed_capacity]
+    copy = copy_bandwidth(max(round_bytes(r["num_agents"], args.batch)["output"] for r in rows))
+    args.thread_child.write_text(json.dumps({
+        "per_agents": rows, "copy_bandwidth": copy, "affinity": sorted(os.sched_getaffinity(0)),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""), "timing_s": timer.as_dict()}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = harness.parser(__doc__)
     p.add_argument("--agents", type=int, nargs="+", default=None,
@@ -798,13 +1236,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=None,
                    help="seconds after which no further agent count starts (the counts not "
                         "run are named in the file; default: none)")
+    p.add_argument("--one-thread", action=argparse.BooleanOptionalAction, default=None,
+                   help="after the all-cores pass, run the measured part again on one thread "
+                        "on both sides (a child process pinned to one core, XLA's Eigen pool "
+                        "off) and report both (default: on for a CPU's full and quick runs, "
+                        "off for --smoke and on GPU)")
+    p.add_argument("--thread-child", type=Path, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--capacity-by-agents", type=str, default=None, help=argparse.SUPPRESS)
     p.add_argument("--e2e-results", type=Path, default=None,
                    help=f"MADDPG end-to-end results file for the fast mode's effect on return "
                         f"(default benchmarks/results/<device>/{E2E_NAME})")
     args = p.parse_args(argv)
-    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    args.fixed_capacity = ({int(k): v for k, v in json.loads(args.capacity_by_agents).items()}
+                           if args.capacity_by_agents else None)
     mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
-    path = harness.output_path(args, "marl_sampling")
+    # the one-thread child writes only its records (no results folder)
+    path = None if args.thread_child else harness.output_path(args, "marl_sampling")
     backend = jax.default_backend()
     args.on_cpu = backend == "cpu"
     if args.agents is None:
@@ -826,6 +1273,11 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError(f"--batch must be {NEIGHBOR_REFS * NEIGHBOR_RUN} (neighbour 64 x 16)")
     args.memory = device_memory()
     args.host_memory = host_memory()
+    if args.one_thread is None:
+        args.one_thread = args.on_cpu and mode != "smoke"
+    if args.thread_child is not None:
+        return thread_child(args)
+    run = report.RunRecord(None if argv is None else [__file__, *argv])
     print(f"device memory: {args.memory['bytes'] / GIB:.1f} GiB ({args.memory['source']})",
           flush=True)
     timer = PhaseTimer()
@@ -841,6 +1293,10 @@ def main(argv: list[str] | None = None) -> int:
                   if n not in skipped)
     with timer.phase("copy_bandwidth"):
         copy = copy_bandwidth(biggest)
+    if args.one_thread:
+        with timer.phase("one_thread"):
+            one_thread = run_one_thread(argv if argv is not None else sys.argv[1:],
+                                        {r["num_agents"]: r["capacity"] for r in rows})
     e2e_path = args.e2e_results or harness.RESULTS / harness.device_dir() / E2E_NAME
     py_bytes = max(r["python_bytes_per_agent_row"] for r in rows) * PY_BYTES_MARGIN
     results = {
@@ -850,6 +1306,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if skipped:
         results["agents_skipped_by_budget"] = skipped
+    if args.one_thread:
+        results["one_thread"] = one_thread
     config = {
         "mode": mode, "agents": args.agents, "batch": args.batch,
         "requested_capacity": args.capacity, "budget_gib": args.budget_gib,
@@ -858,6 +1316,8 @@ def main(argv: list[str] | None = None) -> int:
         "host_memory": args.host_memory, "repeats": args.repeats, "seed": args.seed,
         "summary_schema": SUMMARY_SCHEMA,
         "action_dim": ACTION_DIM, "samplers": list(args.samplers),
+        "one_thread": bool(args.one_thread), "trainer_mode": TRAINER_MODE,
+        "baselines": {"flashbax": _version("flashbax"), "numpy": np.__version__},
         "neighbor": {"num_refs": NEIGHBOR_REFS, "run_length": NEIGHBOR_RUN},
         "prioritized": {"alpha": 0.6, "beta": 0.4, "priorities": "Exponential(1) per row"},
         "timing": "wall seconds per round; NumPy and the headline JAX round alternate, best "
@@ -872,8 +1332,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # a missing plotting backend must not lose the measurements
         print(f"plot skipped: {err}", file=sys.stderr)
     s = rep["summary"]
-    print(f"speed-up vs numpy at 24 agents (faithful vs faithful): "
-          f"{s['sampler_speedup_vs_numpy_24']}; fast mode: {s['fast_mode_sampler_speedup_24']}")
+    print(f"speed-up vs the original at 24 agents (faithful vs faithful): "
+          f"{s['sampler_speedup_vs_original_24']}; vs vectorised NumPy "
+          f"{s['sampler_speedup_vs_vectorized_numpy_24']}; vs flashbax uniform "
+          f"{s['sampler_speedup_vs_flashbax_uniform_24']}; fast mode: "
+          f"{s['fast_mode_sampler_speedup_24']}")
     return 0
 
 
