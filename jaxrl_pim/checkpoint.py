@@ -78,6 +78,10 @@ def _first_difference(saved: Any, want: Any, path: str = "") -> str | None:
     return None
 
 
+# listings retried when a concurrent writer prunes a step mid-listing (see Checkpoints.steps)
+_LIST_ATTEMPTS = 5
+
+
 class Checkpoints:
     """A run's checkpoint folder (see the module docstring).
 
@@ -103,9 +107,20 @@ class Checkpoints:
         self._manager = ocp.CheckpointManager(self.directory, options=options)
 
     def steps(self) -> list[int]:
-        """The steps of the complete checkpoints on disk, oldest first."""
-        self._manager.reload()
-        return sorted(self._manager.all_steps())
+        """The steps of the complete checkpoints on disk, oldest first.
+
+        Safe to call while another process writes the folder: a step pruned by the writer
+        between orbax's listing and its read of that step's metadata (FileNotFoundError) is
+        read again from a fresh listing.
+        """
+        for attempt in range(_LIST_ATTEMPTS):
+            try:
+                self._manager.reload()
+                return sorted(self._manager.all_steps())
+            except FileNotFoundError:
+                if attempt == _LIST_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def latest(self) -> int | None:
         """The newest complete checkpoint's step, or None when there is none."""

@@ -102,3 +102,26 @@ def test_kill_during_saves_leaves_complete_checkpoints(tmp_path):
             restored, _ = ckpt.restore({"w": jax.ShapeDtypeStruct((256, 256), jnp.float32)},
                                        step=step)
             assert float(restored["w"][0, 0]) == step and float(restored["w"][-1, -1]) == step
+
+
+def test_listing_retries_when_a_writer_prunes_a_step_meanwhile(tmp_path, monkeypatch):
+    """A reader listing the folder while another process drops an old step: orbax's reload
+    fails with FileNotFoundError on the step that vanished; the listing is read again."""
+    with Checkpoints(tmp_path, keep=3) as ckpt:
+        ckpt.save(0, {"w": jnp.zeros(2)})
+        ckpt.save(1, {"w": jnp.ones(2)})
+        reload = ckpt._manager.reload
+        failures = iter([FileNotFoundError("0/_CHECKPOINT_METADATA")])
+
+        def flaky_reload():
+            err = next(failures, None)
+            if err is not None:
+                raise err
+            reload()
+
+        monkeypatch.setattr(ckpt._manager, "reload", flaky_reload)
+        assert ckpt.steps() == [0, 1]
+        monkeypatch.setattr(ckpt._manager, "reload",
+                            lambda: (_ for _ in ()).throw(FileNotFoundError("gone")))
+        with pytest.raises(FileNotFoundError):
+            ckpt.steps()  # a folder that keeps failing is an error, not an endless loop
