@@ -220,6 +220,8 @@ def to_jsonable(obj: Any) -> Any:
         return None
     if obj is None or isinstance(obj, str | int | float | bool):
         return obj
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
     return repr(obj)
 
 

@@ -35,6 +35,17 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def add_checkpoint_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
+                             folder: str, unit: str, period: str, resume: str) -> None:
+    """Adds ``--checkpoint DIR``, ``--checkpoint-every UNIT`` and ``--resume``, the checkpoint
+    options every training command takes (checked by :func:`check_checkpoint_arguments`).
+    ``folder``, ``period`` and ``resume`` are the help texts (each saying its default),
+    ``unit`` the metavar of the period (``ROUNDS``, ``EPISODES``, ``STEPS``)."""
+    parser.add_argument("--checkpoint", type=Path, default=None, metavar="DIR", help=folder)
+    parser.add_argument("--checkpoint-every", type=int, default=None, metavar=unit, help=period)
+    parser.add_argument("--resume", action="store_true", help=resume)
+
+
 def check_checkpoint_arguments(args: argparse.Namespace) -> None:
     """Refuses ``--resume`` or ``--checkpoint-every`` without ``--checkpoint DIR``, and a period
     below 1: the one check of the checkpoint options every training command takes."""

@@ -34,7 +34,12 @@ from jaxrl_pim.actorq.config import (
 )
 from jaxrl_pim.actorq.energy import EnergyTracker
 from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
-from jaxrl_pim.cli._common import HelpFormatter, check_checkpoint_arguments, show_progress
+from jaxrl_pim.cli._common import (
+    HelpFormatter,
+    add_checkpoint_arguments,
+    check_checkpoint_arguments,
+    show_progress,
+)
 from jaxrl_pim.progress import RichProgress
 
 
@@ -90,15 +95,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "optional extra (default: off)")
     p.add_argument("--country", default="USA",
                    help="3-letter ISO country code for codecarbon's carbon intensity")
-    p.add_argument("--checkpoint", default=None, metavar="DIR",
-                   help="save each precision's run into DIR/<precision> as it goes (orbax, "
-                   "atomic, last 3 kept) (default: no checkpoints)")
-    p.add_argument("--checkpoint-every", type=int, default=None, metavar="STEPS",
-                   help="environment steps between checkpoints (default with --checkpoint: "
-                   "about 10%% of --steps)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue from the newest checkpoints in --checkpoint (same options "
-                   "as the run that wrote them)")
+    add_checkpoint_arguments(
+        p, unit="STEPS",
+        folder="save each precision's run into DIR/<precision> as it goes (orbax, atomic, "
+        "last 3 kept) (default: no checkpoints)",
+        period="environment steps between checkpoints (default with --checkpoint: about "
+        "10%% of --steps)",
+        resume="continue from the newest checkpoints in --checkpoint (same options as the run "
+        "that wrote them)")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="write a JSON report to this file (default: none, print only)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

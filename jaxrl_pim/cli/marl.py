@@ -34,7 +34,11 @@ import jax
 import numpy as np
 
 from jaxrl_pim import report
-from jaxrl_pim.cli._common import check_checkpoint_arguments, show_progress
+from jaxrl_pim.cli._common import (
+    add_checkpoint_arguments,
+    check_checkpoint_arguments,
+    show_progress,
+)
 from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
 from jaxrl_pim.envs.mpe import TAG_PRESETS
 from jaxrl_pim.marl import checkpoint, plan
@@ -118,17 +122,14 @@ def register(subparsers: Any) -> None:
                           f"{plan.LONG_RUN_TRANSITIONS:,} transitions)")
     ckpt = p.add_argument_group(
         "checkpoints", "save the run as it goes and continue it after a crash or a kill")
-    ckpt.add_argument("--checkpoint", metavar="DIR", default=None,
-                      help="folder of the run's checkpoints (orbax, written atomically, the "
-                           "newest 3 kept; each holds the whole train state, replay buffers "
-                           "included) (default: none)")
-    ckpt.add_argument("--checkpoint-every", type=int, default=None, metavar="EPISODES",
-                      help="episodes between checkpoints (default: about 10%% of the run, "
-                           "ceil(episodes / 10))")
-    ckpt.add_argument("--resume", action="store_true",
-                      help="continue from the newest checkpoint in --checkpoint (same options "
-                           "and seed required, --episodes may grow; an empty folder starts "
-                           "from episode 0) (default: off)")
+    add_checkpoint_arguments(
+        ckpt, unit="EPISODES",
+        folder="folder of the run's checkpoints (orbax, written atomically, the newest 3 "
+        "kept; each holds the whole train state, replay buffers included) (default: none)",
+        period="episodes between checkpoints (default: about 10%% of the run, "
+        "ceil(episodes / 10))",
+        resume="continue from the newest checkpoint in --checkpoint (same options and seed "
+        "required, --episodes may grow; an empty folder starts from episode 0) (default: off)")
     p.set_defaults(func=run)
     _register_evaluate(p)
 

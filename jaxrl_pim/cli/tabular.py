@@ -36,7 +36,12 @@ from rich.table import Table
 from jaxrl_pim import data as data_lib
 from jaxrl_pim import pim
 from jaxrl_pim.cli import launch
-from jaxrl_pim.cli._common import HelpFormatter, check_checkpoint_arguments, show_progress
+from jaxrl_pim.cli._common import (
+    HelpFormatter,
+    add_checkpoint_arguments,
+    check_checkpoint_arguments,
+    show_progress,
+)
 from jaxrl_pim.distributed import describe_lost_peer
 from jaxrl_pim.progress import RichProgress
 from jaxrl_pim.report import atomic_save, make_report, write_json
@@ -131,15 +136,14 @@ def register(subparsers: Any) -> None:
                      "--env's)")
     ckpt = p.add_argument_group(
         "checkpoints", "save the run as it goes and continue it after a crash or a kill")
-    ckpt.add_argument("--checkpoint", type=Path, default=None, metavar="DIR",
-                      help="folder of the run's checkpoints (orbax, written atomically, the "
-                      "newest 3 kept) (default: none)")
-    ckpt.add_argument("--checkpoint-every", type=int, default=None, metavar="ROUNDS",
-                      help="sync rounds between checkpoints (default: about 10%% of the "
-                      "rounds, ceil(rounds / 10))")
-    ckpt.add_argument("--resume", action="store_true",
-                      help="continue from the newest checkpoint in --checkpoint (same options "
-                      "required; an empty folder starts from round 0)")
+    add_checkpoint_arguments(
+        ckpt, unit="ROUNDS",
+        folder="folder of the run's checkpoints (orbax, written atomically, the newest 3 "
+        "kept) (default: none)",
+        period="sync rounds between checkpoints (default: about 10%% of the rounds, "
+        "ceil(rounds / 10))",
+        resume="continue from the newest checkpoint in --checkpoint (same options required; "
+        "an empty folder starts from round 0)")
     launch.add_arguments(p)
     p.set_defaults(func=main)
 
