@@ -25,8 +25,8 @@ from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.cli import main
 from jaxrl_pim.marl import checkpoint, make_init
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.testing.processes import kill_after_first_checkpoint
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support.processes import kill_after_first_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # bound on the subprocess

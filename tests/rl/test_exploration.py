@@ -13,7 +13,7 @@ import pytest
 
 from jaxrl_pim.rl import common, ddpg, dqn
 from jaxrl_pim.rl.networks import MLP
-from tests.conftest import run_with_devices
+from tests.support import run_with_devices
 
 
 def explore_reference(greedy, random, start, hold):

@@ -30,8 +30,8 @@ from jaxrl_pim.cli import main
 from jaxrl_pim.data import Dataset, write_text
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train
 from jaxrl_pim.tabular.trainer import init_state, make_train_from, q_table
-from jaxrl_pim.testing.processes import kill_after_first_checkpoint
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support.processes import kill_after_first_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # bound on every subprocess of this file

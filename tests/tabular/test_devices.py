@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_with_devices
+from tests.support import run_with_devices
 
 CODE = """
 import dataclasses, json, jax, numpy as np

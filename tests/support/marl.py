@@ -1,4 +1,4 @@
-"""Compile helper shared by the MARL learner tests.
+"""Compiling for the MARL learner tests (``test_trainer``, ``test_learner_replay``).
 
 The learner tests check program logic on tiny shapes, where XLA:CPU compilation dominates the
 wall time (several seconds per training program, milliseconds to run it). ``compile_logic``
