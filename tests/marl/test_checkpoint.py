@@ -63,6 +63,7 @@ def _final(folder: Path) -> dict:
     return jax.device_get(state)
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_gives_the_uninterrupted_state(tmp_path, capsys):
     argv = [*TINY, "--episodes", str(EPISODES)]
     folder = tmp_path / "killed"

@@ -50,6 +50,7 @@ def test_describe_matches_the_gymnax_spaces(name):
         assert info.action_high == float(np.max(act_space.high))
 
 
+@pytest.mark.slow
 def test_learners_accept_any_flat_gymnax_task():
     cfg = DQNConfig("UmbrellaChain-bsuite", total_timesteps=1_200, learning_starts=500)
     state, metrics = jax.jit(dqn_lib.make_train(cfg))(jax.random.key(0))

@@ -59,6 +59,7 @@ def _runs_restart_every(actions, starts, hold):
     return True
 
 
+@pytest.mark.slow
 def test_dqn_holds_random_actions_for_explore_hold_steps():
     # epsilon 1 throughout and no learning: every action is exploratory
     cfg = dqn.DQNConfig("CartPole-v1", total_timesteps=300, num_envs=1, buffer_size=300,
@@ -80,6 +81,7 @@ def test_dqn_holds_random_actions_for_explore_hold_steps():
     assert 0.35 < np.mean(a1[1:] == a1[:-1]) < 0.65
 
 
+@pytest.mark.slow
 def test_ddpg_holds_warm_up_actions_for_noise_hold_steps():
     # only the uniform warm-up runs (learning_starts = total): actions held for 10 steps
     cfg = ddpg.DDPGConfig("MountainCarContinuous-v0", total_timesteps=200, buffer_size=200,
@@ -93,6 +95,7 @@ def test_ddpg_holds_warm_up_actions_for_noise_hold_steps():
     assert actions.min() >= -1.0 and actions.max() <= 1.0
 
 
+@pytest.mark.slow
 def test_ddpg_holds_exploration_noise_after_warm_up():
     # a tiny actor step size keeps mu(s) almost fixed, so action - mu(s) is the held noise
     cfg = ddpg.DDPGConfig("Pendulum-v1", total_timesteps=160, buffer_size=160, batch_size=32,
@@ -129,6 +132,7 @@ def test_dqn_policy_sees_normalized_observations():
                                net.apply(params, scaled), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_dqn_anneal_lr_reaches_zero_at_the_last_update():
     # The target copy at iteration 1998 holds the parameters before the last update (it
     # 1999), so |params - target| is the last Adam step: about lr with a constant step size,
@@ -187,6 +191,7 @@ print(*np.asarray(evaluate(fake_quantize(state.params, 8), jax.random.key(1)).re
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(THRESHOLDS))
 def test_registered_task_learns(name):
     # a fresh process per learning run (see tests/rl/test_learning.py)

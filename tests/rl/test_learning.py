@@ -27,12 +27,14 @@ print("ok", len(seen))
 """
 
 
+@pytest.mark.slow
 def test_progress_callback_fires_up_to_101_times_and_at_the_end():
     # Runs in its own process, like the learning runs below.
     out = run_with_devices(CALLBACK_CODE, n_devices=1, timeout=300)
     assert out.strip().splitlines()[-1].startswith("ok")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", list(CASES))
 def test_learns_in_short_run(algo):
     # Each learning run gets a fresh process, so a hang or crash in XLA:CPU fails one test

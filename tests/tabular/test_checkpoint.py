@@ -99,6 +99,7 @@ def test_segments_in_independent_mode_and_state_checks():
         make_train_from(other)(init_state(cfg, key), chunk(other, random_dataset(30)))
 
 
+@pytest.mark.slow
 def test_segments_on_a_two_device_mesh(multi_device):
     out = multi_device("""
         import jax, numpy as np
@@ -161,6 +162,7 @@ def _kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path) -> No
     kill_after_first_checkpoint(argv, folder, log, _subprocess_env(), TIMEOUT_S)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,rng", [("int32", "lcg"), ("fp32", "jax")])
 def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path, capsys, dtype, rng):
     data = cli_dataset(tmp_path / "mdp.txt", seed=1)
@@ -222,6 +224,7 @@ def _launch(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.slow
 def test_two_processes_save_and_resume(tmp_path):
     # every process takes part in the saves (orbax writes from process 0); a run resumed
     # from an earlier checkpoint of the folder ends with the same table, bit for bit

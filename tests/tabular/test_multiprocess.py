@@ -137,6 +137,7 @@ if mode == "multi":  # bad rows in process 1 only: both processes stop before tr
 """
 
 
+@pytest.mark.slow
 def test_two_processes_give_the_tables_of_one(tmp_path):
     port = str(distributed.free_port())
     with _processes() as procs:
@@ -168,6 +169,7 @@ def test_two_processes_give_the_tables_of_one(tmp_path):
             assert np.abs(a - b).max() <= 1e-5 * scale, name
 
 
+@pytest.mark.slow
 def test_a_lane_range_collects_exactly_its_rows():
     import jax
 
@@ -194,6 +196,7 @@ SMALL = ["tabular", "--env", "taxi", "--cores", "8", "--transitions", "4003", "-
          "--sync-period", "3", "--eval-episodes", "50", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_launcher_runs_one_job_over_two_processes(tmp_path):
     cmd = ["-m", "jaxrl_pim.cli", "launch", "--processes", "2", "--devices-per-process", "2",
            "--", *SMALL, "--json", "r.json", "--save-q", "q.npy"]
@@ -319,6 +322,7 @@ HEARTBEAT_S = 5
 MARGIN_S = 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("victim", [1, 0])
 def test_killed_process_stops_the_other_with_one_line(tmp_path, victim):
     port = distributed.free_port()

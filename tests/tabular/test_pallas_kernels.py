@@ -318,6 +318,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_kernels_inside_a_four_device_mesh(multi_device):
     # the kernels' prepared rows are time-major for every sampling (ran included), so the
     # trainer shards them on axis 1; an int32 run must equal the scan path on the same mesh
