@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import jax
@@ -25,10 +24,9 @@ from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.cli import main
 from jaxrl_pim.marl import checkpoint, make_init
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import subprocess_env
 from tests.support.processes import kill_after_first_checkpoint
 
-ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # bound on the subprocess
 EPISODES, EVERY = 24, 3  # 8 segments of 3 episodes: the killed run has more to do
 TINY = ["marl", "--env", "spread", "--agents", "2", "--num-envs", "2", "--batch-size", "8",
@@ -42,11 +40,7 @@ TAG = MARLConfig(env="tag", num_agents=3, num_envs=2, num_episodes=EPISODES, bat
 
 
 def _subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(*CPU_WORKAROUND_FLAGS)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    return subprocess_env()
 
 
 def _kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -30,10 +29,9 @@ from jaxrl_pim.cli import main
 from jaxrl_pim.data import Dataset, write_text
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train
 from jaxrl_pim.tabular.trainer import init_state, make_train_from, q_table
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import subprocess_env
 from tests.support.processes import kill_after_first_checkpoint
 
-ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # bound on every subprocess of this file
 S, A = 7, 3
 
@@ -149,12 +147,7 @@ def cli_dataset(path: Path, seed: int) -> Path:
 
 
 def _subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags("--xla_force_host_platform_device_count=1",
-                                  *CPU_WORKAROUND_FLAGS)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    return subprocess_env(1)
 
 
 def _kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path) -> None:

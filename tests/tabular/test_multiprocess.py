@@ -28,20 +28,13 @@ import pytest
 
 from jaxrl_pim import distributed
 from jaxrl_pim.cli import main
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import subprocess_env
 
-ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # bound on every subprocess of this file
 
 
 def _env(devices: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(f"--xla_force_host_platform_device_count={devices}",
-                                  *CPU_WORKAROUND_FLAGS)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    return dict(subprocess_env(devices), PYTHONUNBUFFERED="1")
 
 
 @contextlib.contextmanager
