@@ -15,7 +15,9 @@ from typing import Any
 
 import jax
 
-LOGIC_OPTIONS = {"xla_backend_optimization_level": 0}
+from tests.support import FAST_COMPILE
+
+LOGIC_OPTIONS = FAST_COMPILE
 
 
 def compile_logic(fn: Callable[..., Any], *args: Any) -> Callable[..., Any]:

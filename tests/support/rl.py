@@ -10,9 +10,7 @@ import numpy as np
 from jaxrl_pim.quant import fake_quantize
 from jaxrl_pim.rl import QATConfig, a2c, ddpg, dqn, ppo
 from jaxrl_pim.rl.evaluate import make_evaluate
-
-# Compile time dominates these short runs; XLA's lowest backend optimisation level halves it.
-FAST_COMPILE = {"xla_backend_optimization_level": 0}
+from tests.support import FAST_COMPILE
 
 CASES = {
     "ppo": (ppo, ppo.PPOConfig("CartPole-v1", total_timesteps=40_000), 150.0),
