@@ -55,6 +55,7 @@ def test_block_extraction() -> None:
     assert python_blocks(text) == [(3, "a = 1"), (14, "d = 3")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     blocks = python_blocks(page.read_text())

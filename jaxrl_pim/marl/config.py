@@ -218,9 +218,9 @@ class MARLConfig:
     def total_agents(self) -> int:
         """Agents of every team together."""
         if self.is_jaxmarl:
-            from jaxrl_pim.marl.trainer import make_env
+            from jaxrl_pim.envs.jaxmarl_adapter import from_jaxmarl
 
-            return make_env(self)[0].num_agents
+            return from_jaxmarl(self.env)[0].num_agents
         if self.env == "spread":
             return self.num_agents
         predators, prey, _ = self.tag_sizes

@@ -217,7 +217,7 @@ def test_missing_playground_install_says_how_to_install(monkeypatch):
 def test_real_cartpole_adapter_matches_playground_and_d4pg_runs():
     pytest.importorskip("mujoco_playground")
     from jaxrl_pim.envs import make_with_info
-    from tests.actorq.test_single import run_tiny_d4pg
+    from tests.support.actorq import run_tiny_d4pg
 
     with pytest.raises(ValueError, match="CartpoleBalance"):
         PlaygroundEnv("NoSuchTask")

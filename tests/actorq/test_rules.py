@@ -11,6 +11,7 @@ import pytest
 from jaxrl_pim.actorq.metrics import reward_target, speedups, time_to_reward
 from jaxrl_pim.actorq.replay import make_replay
 from jaxrl_pim.actorq.rules import categorical_l2_project, huber, n_step_window
+from tests.support.actorq import project_reference
 
 
 def nstep_reference(r, term, trunc, t, n, gamma):
@@ -43,22 +44,6 @@ def test_n_step_window_matches_numpy_loop():
         np.testing.assert_allclose(float(boot[t]), b, rtol=1e-6)
         assert int(k[t]) + t == kk
     assert term.sum() > 5 and trunc.sum() > 5  # both kinds of episode end were exercised
-
-
-def project_reference(z_p, probs, z_q):
-    """C51-style projection loop with explicit lower/upper neighbours."""
-    v_min, v_max = z_q[0], z_q[-1]
-    dz = (v_max - v_min) / (len(z_q) - 1)
-    out = np.zeros(len(z_q))
-    for z, p in zip(z_p, probs, strict=True):
-        b = (min(max(z, v_min), v_max) - v_min) / dz
-        lo, hi = int(np.floor(b)), int(np.ceil(b))
-        if lo == hi:
-            out[lo] += p
-        else:
-            out[lo] += p * (hi - b)
-            out[hi] += p * (b - lo)
-    return out
 
 
 @pytest.mark.parametrize("shift,scale", [(0.0, 1.0), (7.3, 0.99), (-200.0, 1.0), (30.0, 0.5)])

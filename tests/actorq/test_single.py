@@ -18,8 +18,8 @@ from jaxrl_pim.actorq.single import episode_returns, make_system, make_train
 from jaxrl_pim.envs import make_with_info
 from jaxrl_pim.replay import NStepTransition
 from jaxrl_pim.rl.networks import D4PGActor, DistributionalCritic
-from tests.actorq.test_rules import project_reference
-from tests.conftest import run_with_devices
+from tests.support import run_with_devices
+from tests.support.actorq import project_reference, run_tiny_d4pg
 
 
 def test_dqn_int8_actors_learn_cartpole_above_random_vmapped_over_seeds():
@@ -46,22 +46,6 @@ def test_dqn_int8_actors_learn_cartpole_above_random_vmapped_over_seeds():
         # balance far longer, and the actors' own returns must have grown during training
         assert float(trained[s]) > 100.0, (float(trained[s]), returns[-10:])
         assert np.mean(returns[-10:]) > 3 * np.mean(returns[:10])
-
-
-def run_tiny_d4pg(env_name: str, width: int, **overrides) -> np.ndarray:
-    """A tiny single-program D4PG run (2 actors, ``width``-wide networks) on ``env_name``.
-
-    Checks that more than 50 learner losses and the final critic are finite; returns the
-    returns of the finished episodes.
-    """
-    cfg = default_config("d4pg", env_name, num_actors=2, hidden_sizes=(width,),
-                         critic_hidden_sizes=(width, width), **overrides)
-    state, metrics = jax.jit(make_train(cfg))(jax.random.PRNGKey(1))
-    loss = np.asarray(metrics["loss"])[np.asarray(metrics["learned"])]
-    assert loss.size > 50 and np.all(np.isfinite(loss))
-    for leaf in jax.tree.leaves(state.learner.critic):
-        assert bool(jnp.all(jnp.isfinite(leaf)))
-    return episode_returns(metrics)
 
 
 def test_d4pg_pendulum_runs_and_stays_finite():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 
 from benchmarks import make_docs
 from jaxrl_pim import report
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import benchmark_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py")
@@ -30,14 +29,6 @@ STARTS_RAY = {"actorq_speedup"}
 #: are tested in their own module (test_gpu_suite.py), each section's script here
 ORCHESTRATORS = {"gpu_suite"}
 SMOKE_TIMEOUT_S = 600
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["MPLBACKEND"] = "Agg"
-    return env
 
 
 def _planted_edit(data: dict) -> tuple[dict, str]:
@@ -80,7 +71,7 @@ print(json.dumps(shown))
 def test_every_script_prints_help_and_writes_nothing(tmp_path: Path) -> None:
     code = (HELP_CODE.replace("BENCHMARKS", repr(str(ROOT / "benchmarks")))
             .replace("SCRIPTS", repr([str(p) for p in SCRIPTS])))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_env(),
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=benchmark_env(),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     shown = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -97,7 +88,7 @@ def test_every_script_prints_help_and_writes_nothing(tmp_path: Path) -> None:
     pytest.param(p, marks=[pytest.mark.xdist_group("ray")] if p.stem in STARTS_RAY else [])
     for p in SCRIPTS if p.stem not in ORCHESTRATORS], ids=lambda p: p.stem)
 def test_script_smoke_run_writes_a_checked_results_file(script: Path, tmp_path: Path) -> None:
-    env = _env()
+    env = benchmark_env()
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, str(script), "--smoke", "--out", str(out)],
                           cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -122,8 +113,8 @@ def test_script_smoke_run_writes_a_checked_results_file(script: Path, tmp_path: 
 
 def test_committed_tree_passes_check() -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_docs.py"),
-                           "--check"], cwd=ROOT, env=_env(), capture_output=True, text=True,
-                          timeout=900)
+                           "--check"], cwd=ROOT, env=benchmark_env(), capture_output=True,
+                          text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
 
 

@@ -13,20 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import jax
 import numpy as np
+import pytest
 
 from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.cli import main
 from jaxrl_pim.marl import checkpoint
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.testing.processes import kill_after_first_checkpoint
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import subprocess_env
+from tests.support.processes import kill_after_first_checkpoint
 
-ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # bound on the subprocess
 EPISODES, EVERY = 24, 3  # 8 segments of 3 episodes: the killed run has more to do
 TINY = ["marl", "--env", "spread", "--agents", "2", "--num-envs", "2", "--batch-size", "8",
@@ -40,11 +39,7 @@ TAG = MARLConfig(env="tag", num_agents=3, num_envs=2, num_episodes=EPISODES, bat
 
 
 def _subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(*CPU_WORKAROUND_FLAGS)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    return subprocess_env()
 
 
 def _kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path) -> None:
@@ -61,6 +56,7 @@ def _final(folder: Path) -> dict:
     return jax.device_get(state)
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_gives_the_uninterrupted_state(tmp_path, capsys):
     argv = [*TINY, "--episodes", str(EPISODES)]
     folder = tmp_path / "killed"

@@ -20,7 +20,7 @@ import pytest
 
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_phases, make_train
-from tests.marl.compiled import compile_logic
+from tests.support.marl import compile_logic
 
 # 3 episodes x 10 steps x 4 envs = 120 transitions into 96 rows: the ring wraps.
 CFG = MARLConfig(

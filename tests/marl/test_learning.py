@@ -78,6 +78,7 @@ def _check_short_run(state, m, random_return):
     assert last > random_return + 0.05 * abs(random_return), (last, random_return)
 
 
+@pytest.mark.slow
 def test_maddpg_beats_uniform_random_by_25_percent(random_return):
     # The criterion is about MADDPG's expected return, so it is checked on the mean over two
     # seeds (vmapped in one program): single seeds of this short run end 27-35 % above random,
@@ -95,6 +96,7 @@ def test_maddpg_beats_uniform_random_by_25_percent(random_return):
     assert improvement.min() >= 0.20, improvement  # no seed failed to learn
 
 
+@pytest.mark.slow
 def test_masac_with_neighbor_sampling_learns(random_return):
     """MASAC (alpha 0.05) trained with locality-aware neighbour sampling (16 references x
     runs of 4 rows); the sampler's draws from the trained state are checked too."""
@@ -117,6 +119,7 @@ def test_masac_with_neighbor_sampling_learns(random_return):
                                       np.asarray(getattr(data, name))[:, idx], err_msg=name)
 
 
+@pytest.mark.slow
 def test_matd3_short_run_learns(random_return):
     state, m = _train(dataclasses.replace(SHORT, algo="matd3"))
     _check_short_run(state, m, random_return)

@@ -1,7 +1,7 @@
 """The trainer's phases on MADDPG / MATD3 / MASAC: schedule, buffer writes, update maths,
 sampling modes (resuming runs from checkpoints is in ``test_checkpoint.py``).
 
-Programs are compiled with :func:`tests.marl.compiled.compile_logic` (tiny shapes; compile
+Programs are compiled with :func:`tests.support.marl.compile_logic` (tiny shapes; compile
 time dominates). The rules alone are in ``test_rules.py``, the config in ``test_config.py``;
 learning quality is in ``test_learning.py``; the replay layouts and samplers driven through
 the learner in ``test_learner_replay.py``.
@@ -27,7 +27,7 @@ from jaxrl_pim.marl.trainer import (
     make_phases,
     make_train,
 )
-from tests.marl.compiled import compile_logic
+from tests.support.marl import compile_logic
 
 TINY = MARLConfig(
     env="spread", num_agents=2, num_envs=2, num_episodes=4, episode_length=5,

@@ -13,7 +13,7 @@ import pytest
 
 from jaxrl_pim.rl import common, ddpg, dqn
 from jaxrl_pim.rl.networks import MLP
-from tests.conftest import run_with_devices
+from tests.support import FAST_COMPILE, run_with_devices
 
 
 def explore_reference(greedy, random, start, hold):
@@ -59,12 +59,13 @@ def _runs_restart_every(actions, starts, hold):
     return True
 
 
+@pytest.mark.slow
 def test_dqn_holds_random_actions_for_explore_hold_steps():
     # epsilon 1 throughout and no learning: every action is exploratory
     cfg = dqn.DQNConfig("CartPole-v1", total_timesteps=300, num_envs=1, buffer_capacity=300,
                         batch_size=32, learning_starts=300, eps_start=1.0, eps_end=1.0,
                         explore_hold=4)
-    state, _ = jax.jit(dqn.make_train(cfg))(jax.random.key(0))
+    state, _ = jax.jit(dqn.make_train(cfg), compiler_options=FAST_COMPILE)(jax.random.key(0))
     actions = np.asarray(state.buffer.data.action)
     ends = np.asarray(state.buffer.data.discount) == 0  # random CartPole play ends by falling
     starts = np.concatenate([[True], ends[:-1]])
@@ -74,18 +75,19 @@ def test_dqn_holds_random_actions_for_explore_hold_steps():
     changes = np.sum(actions[1:] != actions[:-1])
     assert changes > 300 / 4 / 4
     # with explore_hold = 1 consecutive random actions agree only about half of the time
-    state1, _ = jax.jit(dqn.make_train(dataclasses.replace(cfg, explore_hold=1)))(
-        jax.random.key(0))
+    state1, _ = jax.jit(dqn.make_train(dataclasses.replace(cfg, explore_hold=1)),
+                        compiler_options=FAST_COMPILE)(jax.random.key(0))
     a1 = np.asarray(state1.buffer.data.action)
     assert 0.35 < np.mean(a1[1:] == a1[:-1]) < 0.65
 
 
+@pytest.mark.slow
 def test_ddpg_holds_warm_up_actions_for_noise_hold_steps():
     # only the uniform warm-up runs (learning_starts = total): actions held for 10 steps
     cfg = ddpg.DDPGConfig("MountainCarContinuous-v0", total_timesteps=200, buffer_capacity=200,
                           batch_size=32, learning_starts=200, noise_hold=10,
                           hidden=(16, 16))
-    state, _ = jax.jit(ddpg.make_train(cfg))(jax.random.key(0))
+    state, _ = jax.jit(ddpg.make_train(cfg), compiler_options=FAST_COMPILE)(jax.random.key(0))
     actions = np.asarray(state.buffer.data.action)[:, 0]
     blocks = actions.reshape(20, 10)  # no episode ends within 200 of its 999 steps
     np.testing.assert_array_equal(blocks, blocks[:, :1] * np.ones((1, 10)))
@@ -93,12 +95,13 @@ def test_ddpg_holds_warm_up_actions_for_noise_hold_steps():
     assert actions.min() >= -1.0 and actions.max() <= 1.0
 
 
+@pytest.mark.slow
 def test_ddpg_holds_exploration_noise_after_warm_up():
     # a tiny actor step size keeps mu(s) almost fixed, so action - mu(s) is the held noise
     cfg = ddpg.DDPGConfig("Pendulum-v1", total_timesteps=160, buffer_capacity=160, batch_size=32,
                           learning_starts=32, noise_hold=8, expl_noise=0.05, hidden=(16, 16),
                           actor_lr=1e-9)
-    state, _ = jax.jit(ddpg.make_train(cfg))(jax.random.key(1))
+    state, _ = jax.jit(ddpg.make_train(cfg), compiler_options=FAST_COMPILE)(jax.random.key(1))
     policy = ddpg.make_policy(cfg)
     buf = state.buffer.data
     noise = np.asarray(buf.action - policy.apply(state.params, buf.obs))[32:160, 0]
@@ -129,6 +132,7 @@ def test_dqn_policy_sees_normalized_observations():
                                net.apply(params, scaled), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_dqn_anneal_lr_reaches_zero_at_the_last_update():
     # The target copy at iteration 1998 holds the parameters before the last update (it
     # 1999), so |params - target| is the last Adam step: about lr with a constant step size,
@@ -137,7 +141,8 @@ def test_dqn_anneal_lr_reaches_zero_at_the_last_update():
         cfg = dqn.DQNConfig("CartPole-v1", total_timesteps=2_000, num_envs=1,
                             learning_starts=100, batch_size=32, lr=1e-2,
                             target_update_interval=1_999, anneal_lr=anneal)
-        state, metrics = jax.jit(dqn.make_train(cfg))(jax.random.key(0))
+        train = jax.jit(dqn.make_train(cfg), compiler_options=FAST_COMPILE)
+        state, metrics = train(jax.random.key(0))
         assert float(metrics["loss"][-1]) > 0  # the last iteration did update
         return max(float(jnp.max(jnp.abs(p - t))) for p, t in
                    zip(jax.tree.leaves(state.params), jax.tree.leaves(state.target_params),
@@ -187,6 +192,7 @@ print(*np.asarray(evaluate(fake_quantize(state.params, 8), jax.random.key(1)).re
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(THRESHOLDS))
 def test_registered_task_learns(name):
     # a fresh process per learning run (see tests/rl/test_learning.py)

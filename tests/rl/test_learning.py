@@ -6,33 +6,10 @@ policies are evaluated greedily with jaxrl_pim.rl.evaluate on 8 episodes per see
 
 from __future__ import annotations
 
-import jax
-import numpy as np
 import pytest
 
-from jaxrl_pim.quant import fake_quantize
-from jaxrl_pim.rl import QATConfig, a2c, ddpg, dqn, ppo
-from jaxrl_pim.rl.evaluate import make_evaluate
-from tests.conftest import run_with_devices
-
-# Compile time dominates these short runs; XLA's lowest backend optimisation level halves it.
-FAST_COMPILE = {"xla_backend_optimization_level": 0}
-
-CASES = {
-    "ppo": (ppo, ppo.PPOConfig("CartPole-v1", total_timesteps=40_000), 150.0),
-    # A2C runs with quantization-aware training (8 bits after half of training), so the
-    # QAT path of a trainer is exercised too.
-    "a2c": (a2c, a2c.A2CConfig("CartPole-v1", total_timesteps=60_000,
-                               qat=QATConfig(bits=8, delay_fraction=0.5)), 100.0),
-    "dqn": (dqn, dqn.DQNConfig("CartPole-v1", total_timesteps=30_000,
-                               target_update_interval=100), 80.0),
-    # DQN with the advantage-learning target (gap-increasing; used by the Acrobot PTQ task)
-    "dqn_al": (dqn, dqn.DQNConfig("CartPole-v1", total_timesteps=30_000,
-                                  target_update_interval=100, advantage_learning=0.9), 80.0),
-    "ddpg": (ddpg, ddpg.DDPGConfig("Pendulum-v1", total_timesteps=4_000, hidden=(64, 64),
-                                   batch_size=64, learning_starts=500), -500.0),
-}
-
+from tests.support import run_with_devices
+from tests.support.rl import CASES
 
 CALLBACK_CODE = """
 import jax
@@ -50,46 +27,21 @@ print("ok", len(seen))
 """
 
 
+@pytest.mark.slow
 def test_progress_callback_fires_up_to_101_times_and_at_the_end():
     # Runs in its own process, like the learning runs below.
     out = run_with_devices(CALLBACK_CODE, n_devices=1, timeout=300)
     assert out.strip().splitlines()[-1].startswith("ok")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", list(CASES))
 def test_learns_in_short_run(algo):
     # Each learning run gets a fresh process, so a hang or crash in XLA:CPU fails one test
     # instead of the suite. (These runs used to hang: jax's orthogonal initializer under vmap
     # is a batched LAPACK QR that deadlocks XLA:CPU's thread pool on 2 cores; the networks now
     # use jaxrl_pim.rl.networks.orthogonal, see tests/rl/test_networks.py.)
-    code = ("from tests.rl.test_learning import check_learning\n"
+    code = ("from tests.support.rl import check_learning\n"
             f"check_learning({algo!r})\nprint('ok')")
     out = run_with_devices(code, n_devices=1, timeout=500)
     assert out.strip().splitlines()[-1] == "ok"
-
-
-def check_learning(algo: str) -> None:
-    """The learning assertions for one algorithm (run in a subprocess by the test above)."""
-    module, config, threshold = CASES[algo]
-    train = jax.jit(jax.vmap(module.make_train(config)), compiler_options=FAST_COMPILE)
-    state, metrics = train(jax.random.split(jax.random.key(0), 2))
-    leaves = jax.tree.leaves(state.params)
-    assert all(leaf.shape[0] == 2 for leaf in leaves)  # one policy per seed
-    for v in metrics.values():
-        assert v.shape[0] == 2
-    evaluate = jax.vmap(make_evaluate(module.make_policy(config), config.env_name, 8),
-                        in_axes=(0, None))
-    returns = np.asarray(evaluate(state.params, jax.random.key(1)).returns)
-    assert returns.shape == (2, 8)
-    assert returns.mean() > threshold, f"{algo}: mean greedy return {returns.mean():.1f}"
-    # The training curve improves too: the last finished episodes beat the first ones.
-    ret = np.asarray(metrics["episode_return"])
-    for row in ret:
-        row = row[~np.isnan(row)]
-        k = max(len(row) // 10, 1)
-        assert row[-k:].mean() > row[:k].mean()
-    if algo == "ppo":
-        # Post-training int8 (paper quantizer) keeps the trained policy's return.
-        q_params = jax.vmap(lambda p: fake_quantize(p, 8))(state.params)
-        q_returns = np.asarray(evaluate(q_params, jax.random.key(1)).returns)
-        assert q_returns.mean() >= 0.9 * returns.mean()

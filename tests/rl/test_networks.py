@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxrl_pim.rl.networks import MLP, orthogonal
-from tests.conftest import run_with_devices
+from tests.support import run_with_devices
 
 SHAPES = [(4, 64), (64, 64), (64, 2), (300, 400), (400, 300), (3, 5, 7), (1, 1)]
 

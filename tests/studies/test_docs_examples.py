@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "quantization.md"
@@ -37,6 +39,7 @@ def test_mark_extraction() -> None:
     assert marked_blocks(text) == [("A", "x = 1")]
 
 
+@pytest.mark.slow
 def test_ptq_of_your_own_flax_policy_runs(tmp_path: Path) -> None:
     blocks = marked_blocks(PAGE.read_text())
     journeys = [code for heading, code in blocks if heading == "PTQ of your own flax policy"]

@@ -116,6 +116,7 @@ def _random_q_networks(task, num_seeds, key):
     return SimpleNamespace(params=params), {}
 
 
+@pytest.mark.slow
 def test_gap_ablation_plumbing_and_action_gap(monkeypatch):
     calls = []
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -30,10 +29,9 @@ from jaxrl_pim.cli import main
 from jaxrl_pim.data import Dataset, write_text
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train
 from jaxrl_pim.tabular.trainer import init_state, make_train_from, q_table
-from jaxrl_pim.testing.processes import kill_after_first_checkpoint
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import subprocess_env
+from tests.support.processes import kill_after_first_checkpoint
 
-ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # bound on every subprocess of this file
 S, A = 7, 3
 
@@ -99,6 +97,7 @@ def test_segments_in_independent_mode_and_state_checks():
         make_train_from(other)(init_state(cfg, key), chunk(other, random_dataset(30)))
 
 
+@pytest.mark.slow
 def test_segments_on_a_two_device_mesh(multi_device):
     out = multi_device("""
         import jax, numpy as np
@@ -148,12 +147,7 @@ def cli_dataset(path: Path, seed: int) -> Path:
 
 
 def _subprocess_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags("--xla_force_host_platform_device_count=1",
-                                  *CPU_WORKAROUND_FLAGS)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    return subprocess_env(1)
 
 
 def _kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path) -> None:
@@ -161,6 +155,7 @@ def _kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path) -> No
     kill_after_first_checkpoint(argv, folder, log, _subprocess_env(), TIMEOUT_S)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,rng", [("int32", "lcg"), ("fp32", "jax")])
 def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path, capsys, dtype, rng):
     data = cli_dataset(tmp_path / "mdp.txt", seed=1)
@@ -222,6 +217,7 @@ def _launch(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.slow
 def test_two_processes_save_and_resume(tmp_path):
     # every process takes part in the saves (orbax writes from process 0); a run resumed
     # from an earlier checkpoint of the folder ends with the same table, bit for bit

@@ -14,6 +14,7 @@ SMALL = ["tabular", "--transitions", "4000", "--cores", "8", "--episodes", "6",
          "--sync-period", "3", "--eval-episodes", "50", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_report_and_saved_q(tmp_path, capsys):
     rc = main(SMALL + ["--env", "taxi", "--dtype", "fp32", "--json", str(tmp_path / "r.json"),
                        "--save-q", str(tmp_path / "q.npy")])
@@ -32,6 +33,7 @@ def test_report_and_saved_q(tmp_path, capsys):
     assert "updates/s" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_dataset_file_and_agents_mode(tmp_path):
     import jax
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_with_devices
+import pytest
+
+from tests.support import run_with_devices
 
 CODE = """
 import dataclasses, json, jax, numpy as np
@@ -41,6 +43,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_one_and_eight_devices_agree():
     result = json.loads(run_with_devices(CODE, 8).strip().splitlines()[-1])
     for name, r in result.items():

@@ -28,20 +28,13 @@ import pytest
 
 from jaxrl_pim import distributed
 from jaxrl_pim.cli import launch, main
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import subprocess_env
 
-ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # bound on every subprocess of this file
 
 
 def _env(devices: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(f"--xla_force_host_platform_device_count={devices}",
-                                  *CPU_WORKAROUND_FLAGS)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    return dict(subprocess_env(devices), PYTHONUNBUFFERED="1")
 
 
 @contextlib.contextmanager
@@ -137,6 +130,7 @@ if mode == "multi":  # bad rows in process 1 only: both processes stop before tr
 """
 
 
+@pytest.mark.slow
 def test_two_processes_give_the_tables_of_one(tmp_path):
     port = str(launch.free_port())
     with _processes() as procs:
@@ -168,6 +162,7 @@ def test_two_processes_give_the_tables_of_one(tmp_path):
             assert np.abs(a - b).max() <= 1e-5 * scale, name
 
 
+@pytest.mark.slow
 def test_a_lane_range_collects_exactly_its_rows():
     import jax
 
@@ -194,6 +189,7 @@ SMALL = ["tabular", "--env", "taxi", "--cores", "8", "--transitions", "4003", "-
          "--sync-period", "3", "--eval-episodes", "50", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_launcher_runs_one_job_over_two_processes(tmp_path):
     cmd = ["-m", "jaxrl_pim.cli", "launch", "--processes", "2", "--devices-per-process", "2",
            "--", *SMALL, "--json", "r.json", "--save-q", "q.npy"]
@@ -324,6 +320,7 @@ HEARTBEAT_S = 5
 MARGIN_S = 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("victim", [1, 0])
 def test_killed_process_stops_the_other_with_one_line(tmp_path, victim):
     port = launch.free_port()

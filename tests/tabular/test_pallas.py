@@ -11,7 +11,7 @@ import pytest
 
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train
 from jaxrl_pim.tabular.pallas_lanes import block_lanes
-from tests.tabular.test_trainer import A, S, random_dataset
+from tests.support.tabular import A, S, random_dataset
 
 VARIANTS = [(*v, "jax") for v in itertools.product(("q", "sarsa"), ("seq", "ran", "str"),
                                                     ("fp32", "int32"))]

@@ -35,7 +35,7 @@ from jaxrl_pim.tabular.pallas_gpu import prepare_rows as prepare_lane
 from jaxrl_pim.tabular.pallas_tpu import chunk_rows, run_episodes_tpu, tpu_block
 from jaxrl_pim.tabular.pallas_tpu import prepare_rows as prepare_tpu
 from jaxrl_pim.tabular.sampling import LCG_A, LCG_C, stride_order
-from tests.tabular.test_trainer import A, S, random_dataset
+from tests.support.tabular import A, S, random_dataset
 
 # XLA:CPU at -O0 compiles the interpret-mode kernels about twice as fast; the scan reference
 # is compiled the same way (IEEE semantics do not depend on the optimisation level)
@@ -318,6 +318,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_kernels_inside_a_four_device_mesh(multi_device):
     # the kernels' prepared rows are time-major for every sampling (ran included), so the
     # trainer shards them on axis 1; an int32 run must equal the scan path on the same mesh

@@ -11,19 +11,7 @@ import pytest
 from jaxrl_pim.data import Dataset
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train
 from jaxrl_pim.testing.tabular_numpy import train_reference
-
-S, A = 7, 3
-
-
-def random_dataset(rows: int, seed: int = 0, reward_scale: float = 1.0) -> Dataset:
-    rng = np.random.default_rng(seed)
-    return Dataset(
-        state=rng.integers(0, S, rows).astype(np.uint8),
-        action=rng.integers(0, A, rows).astype(np.uint8),
-        reward=(rng.integers(-3, 4, rows) * reward_scale).astype(np.float32),
-        next_state=rng.integers(0, S, rows).astype(np.uint8),
-        terminated=rng.random(rows) < 0.1,
-    )
+from tests.support.tabular import A, S, random_dataset
 
 
 def assert_same_fixed_point(q, ref):

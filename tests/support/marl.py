@@ -1,4 +1,4 @@
-"""Compile helper shared by the MARL learner tests.
+"""Compiling for the MARL learner tests (``test_trainer``, ``test_learner_replay``).
 
 The learner tests check program logic on tiny shapes, where XLA:CPU compilation dominates the
 wall time (several seconds per training program, milliseconds to run it). ``compile_logic``
@@ -15,7 +15,9 @@ from typing import Any
 
 import jax
 
-LOGIC_OPTIONS = {"xla_backend_optimization_level": 0}
+from tests.support import FAST_COMPILE
+
+LOGIC_OPTIONS = FAST_COMPILE
 
 
 def compile_logic(fn: Callable[..., Any], *args: Any) -> Callable[..., Any]:

@@ -1,4 +1,4 @@
-"""Test helper: run a ``jaxrl-pim`` command and kill it mid-run (the resume tests)."""
+"""Run a ``jaxrl-pim`` command and kill it mid-run (the tabular and MARL resume tests)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,70 @@
+"""Helpers shared by the tests (no test module imports another test module).
+
+* :func:`run_with_devices` and :func:`subprocess_env`: fresh Python processes with a given
+  number of host CPU devices (``XLA_FLAGS`` must be set before jax loads).
+* :mod:`.processes`: run a ``jaxrl-pim`` command and SIGKILL it at its first checkpoint.
+* :mod:`.tabular`: the small tabular MDP shape and its random datasets.
+* :mod:`.marl`: compiling the MARL learner programs at XLA's lowest optimisation level.
+* :mod:`.actorq`: the categorical-projection reference loop and a tiny D4PG run.
+* :mod:`.rl`: the single-agent learning runs and their assertions.
+
+The reference implementations that the benchmarks also use live in ``jaxrl_pim.testing``.
+Fixtures are in ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: XLA:CPU's lowest backend optimisation level (``jax.jit(..., compiler_options=...)``): the
+#: same HLO program with less LLVM optimisation of its machine code, compiled in about half
+#: the time, with the same IEEE semantics. For short runs whose wall time is compilation.
+FAST_COMPILE = {"xla_backend_optimization_level": 0}
+
+
+def subprocess_env(n_devices: int | None = None) -> dict[str, str]:
+    """This process's environment for a child Python on CPU: the XLA workaround flags,
+    ``n_devices`` forced host devices when given, and the repository on ``PYTHONPATH``."""
+    env = dict(os.environ)
+    flags = [] if n_devices is None else [f"--xla_force_host_platform_device_count={n_devices}"]
+    env["XLA_FLAGS"] = with_flags(*flags, *CPU_WORKAROUND_FLAGS)
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def benchmark_env() -> dict[str, str]:
+    """Environment of a benchmark script's smoke run: CPU only, no display, and XLA:CPU's
+    lowest backend optimisation level (smoke sizes are compilation-bound; the same programs
+    and IEEE semantics, and smoke timings are never published)."""
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0",
+                                  *CPU_WORKAROUND_FLAGS)
+    env["JAX_PLATFORMS"] = "cpu"
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600) -> str:
+    """Run ``code`` in a fresh Python with ``n_devices`` forced host CPU devices; return stdout.
+
+    ``XLA_FLAGS`` must be set before jax loads, hence the subprocess.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(n_devices),
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"subprocess failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
