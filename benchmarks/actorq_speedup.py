@@ -122,6 +122,7 @@ class InferenceProbe:
         from jaxrl_pim.actorq.broadcast import actor_params
         from jaxrl_pim.actorq.config import default_config
         from jaxrl_pim.envs import make_with_info
+        from jaxrl_pim.timing import time_per_call
 
         cfg = default_config(algo, env_name, hidden_sizes=tuple(hidden))
         _, _, info = make_with_info(env_name)
@@ -130,18 +131,8 @@ class InferenceProbe:
         held = actor_params(params, precision, "native")
         obs = jax.random.normal(jax.random.PRNGKey(1), (batch, info.obs_dim))
         step = jax.jit(jax.vmap(agent.greedy, in_axes=(None, 0)))
-        jax.block_until_ready(step(held, obs))
-        t0 = time.perf_counter()
-        jax.block_until_ready(step(held, obs))
-        once = max(time.perf_counter() - t0, 1e-6)
-        calls = max(1, int(loop_s / once))
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                out = step(held, obs)
-            jax.block_until_ready(out)
-            best = min(best, (time.perf_counter() - t0) / calls)
+        timed = time_per_call(step, held, obs, repeats=repeats, loop_s=loop_s)
+        best, calls = timed["seconds_per_call"], timed["calls_per_loop"]
         n_params = int(sum(np.size(x) for x in jax.tree.leaves(params)))
         return {"ms_per_call": 1e3 * best, "us_per_env_step": 1e6 * best / batch,
                 "calls_per_loop": calls, "params": n_params}

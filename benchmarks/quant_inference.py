@@ -104,31 +104,12 @@ def policy_fn(module: Any, params: Any, precision: str, obs: Any) -> tuple[Any, 
     return jax.jit(lambda p, x: policy_apply(module, p, x)), held, obs
 
 
-def time_calls(fn: Any, args: tuple, repeats: int, loop_s: float) -> dict[str, Any]:
-    """Best per-call seconds over ``repeats`` loops of ``loop_s`` (after a compiling call)."""
-    import jax
-
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    once = max(time.perf_counter() - t0, 1e-6)
-    calls = max(1, int(loop_s / once))
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            out = fn(*args)
-        jax.block_until_ready(out)
-        best = min(best, (time.perf_counter() - t0) / calls)
-    return {"seconds_per_call": best, "compile_s": compile_s, "calls_per_loop": calls}
-
-
 def inference(size: dict[str, Any], precisions: list[str]) -> list[dict[str, Any]]:
     """One record per network, batch and precision (an ``error`` record when a precision
     fails on this backend)."""
     import jax
+
+    from jaxrl_pim.timing import time_per_call
 
     rows = []
     for algo, hidden in size["networks"]:
@@ -142,7 +123,8 @@ def inference(size: dict[str, Any], precisions: list[str]) -> list[dict[str, Any
                                        "batch": batch, "precision": p}
                 try:
                     fn, held, x = policy_fn(module, params, p, obs)
-                    rec.update(time_calls(fn, (held, x), size["repeats"], size["loop_s"]))
+                    rec.update(time_per_call(fn, held, x, repeats=size["repeats"],
+                                             loop_s=size["loop_s"]))
                 except Exception as err:  # noqa: BLE001 - a precision a backend rejects
                     rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
                     print(f"[inference] {rec['network']} b{batch} {p}: FAILED {rec['error']}",

@@ -66,3 +66,29 @@ def time_call(fn: Callable[[], Any], repeats: int = 3, warmup: int = 1) -> float
         jax.block_until_ready(fn())
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def time_per_call(fn: Callable[..., Any], *args: Any, repeats: int = 3,
+                  loop_s: float = 0.1) -> dict[str, float]:
+    """Seconds per call of a fast jitted ``fn(*args)``, dispatch included.
+
+    One call compiles (``compile_s``: its wall seconds, compilation and one run), one more
+    sizes a loop of ``calls_per_loop`` calls lasting about ``loop_s`` seconds; the result is
+    the best over ``repeats`` such loops (each blocked once at its end) divided by the calls.
+    Returns ``{"seconds_per_call", "compile_s", "calls_per_loop"}``.
+    """
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    once = max(time.perf_counter() - t0, 1e-6)
+    calls = max(1, int(loop_s / once))
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            out = fn(*args)
+        jax.block_until_ready(out)
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return {"seconds_per_call": best, "compile_s": compile_s, "calls_per_loop": calls}
