@@ -226,3 +226,19 @@ def test_every_variant_and_environment_has_a_finite_estimate(system) -> None:
                         phases = (e.transfer_in, e.kernel, e.sync, e.transfer_out)
                         assert all(math.isfinite(p) and p >= 0 for p in phases)
                         assert e.kernel > 0 and e.total == pytest.approx(sum(phases))
+
+
+def test_workload_defaults_follow_the_trainer_config() -> None:
+    """pim.Workload mirrors TabularConfig's fields for host code without JAX: every field
+    it shares must keep the trainer's default, so an estimate of a default run is of that
+    run."""
+    import dataclasses
+
+    from jaxrl_pim.tabular import TabularConfig
+
+    trainer = {f.name: f.default for f in dataclasses.fields(TabularConfig)}
+    shared = [f for f in dataclasses.fields(Workload) if f.name in trainer]
+    assert len(shared) >= 9
+    for f in shared:
+        if f.default is not dataclasses.MISSING:
+            assert f.default == trainer[f.name], f.name
