@@ -139,7 +139,7 @@ def write(
 
 def require_baseline(module: str) -> Any:
     """Import ``module`` (an opponent of a speed benchmark: ``flashbax``, ``jaxmarl``), or stop
-    with an error naming the ``baselines`` extra that installs it."""
+    with an error naming the ``bench`` extra that installs it."""
     import importlib
 
     try:
@@ -147,4 +147,4 @@ def require_baseline(module: str) -> Any:
     except ImportError as err:
         raise SystemExit(
             f"{module} is needed for this benchmark's baseline ({err}); install the "
-            f"'baselines' extra: python3 -m pip install -e \".[baselines]\"") from err
+            f"'bench' extra: python3 -m pip install -e \".[bench]\"") from err

@@ -41,8 +41,8 @@ for the trainer's default path, ``TRAINER_MODE``; targets >= 1.5x the vectorised
 ``--one-thread`` (default on a CPU, full and quick) runs the measured part a second time in a
 child process pinned to one core (``taskset -c``) with ``XLA_FLAGS=--xla_cpu_multi_thread_
 eigen=false`` and one BLAS/OpenMP thread, at the same capacities: the same keys with the suffix
-``_one_thread`` tell thread count and algorithm apart. flashbax comes from the ``baselines``
-extra (``pip install -e ".[baselines]"``; in ``dev``).
+``_one_thread`` tell thread count and algorithm apart. flashbax comes from the ``bench``
+extra (``pip install -e ".[bench]"``; in ``dev``).
 
 Samplers (JAX): ``uniform``, ``neighbor`` (64 references x runs of 16), ``prioritized`` and
 ``info_prioritized`` (random priorities on every row); NumPy is uniform only, as the original.

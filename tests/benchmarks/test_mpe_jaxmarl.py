@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("jaxmarl", reason="the 'baselines' extra is not installed")
+pytest.importorskip("jaxmarl", reason="the 'bench' extra is not installed")
 
 
 @pytest.fixture(scope="module")

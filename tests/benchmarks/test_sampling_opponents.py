@@ -23,7 +23,7 @@ from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 ROOT = Path(__file__).resolve().parents[2]
 N, C, B = 3, 64, 16
 
-pytest.importorskip("flashbax", reason="the 'baselines' extra is not installed")
+pytest.importorskip("flashbax", reason="the 'bench' extra is not installed")
 
 
 @pytest.fixture(scope="module")
