@@ -22,7 +22,7 @@ are mapped) and its agents in its order (``adversary_*`` then ``agent_*`` for ta
 timing, :func:`parity` steps both from the same state with the same actions for 25 steps and
 requires equal positions and velocities to float tolerance. Key
 ``mpe_speedup_vs_jaxmarl_min`` (the smallest speed-up over every world and size; target
->= 2x). JaxMARL comes from the ``baselines`` extra (``pip install -e ".[baselines]"``).
+>= 2x). JaxMARL comes from the ``bench`` extra (``pip install -e ".[bench]"``).
 
 Sizes: full -- presets 3, 6, 12 and 24 of both scenarios, 64 envs, 1,000 steps, best of 5;
 ``--quick`` 200 steps, best of 3; ``--smoke`` spread-3 only, 2 envs, 3 steps, one repeat.
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clock", choices=["wall", "process"], default="wall",
                    help="wall seconds, or CPU seconds of this process (default: wall)")
     p.add_argument("--jaxmarl", action=argparse.BooleanOptionalAction, default=True,
-                   help="also step JaxMARL's worlds side by side (the 'baselines' extra; "
+                   help="also step JaxMARL's worlds side by side (the 'bench' extra; "
                         "default: on)")
     args = p.parse_args(argv)
 
