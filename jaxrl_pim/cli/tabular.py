@@ -324,14 +324,28 @@ def main(args: argparse.Namespace) -> int:
                         "checkpoints_written": result.checkpoints})
     _print_table(config, results, timing)
     if args.pim_estimate is not None:
-        results["pim_estimate"] = pim.report_estimate(config, dataset_rows, args.pim_estimate,
-                                                      timing)
+        results["pim_estimate"] = _pim_estimate(config, dataset_rows, args.pim_estimate,
+                                                timing)
     if args.save_q is not None:
         atomic_save(args.save_q, lambda tmp: np.save(tmp, result.q_table.astype(np.float32)))
     if args.json is not None:
         write_json(args.json, make_report(config, results, timing))
         console.print(f"report written to {args.json}")
     return 0
+
+
+def _pim_estimate(config: TabularConfig, num_rows: int, name: str,
+                  measured: dict[str, float]) -> dict[str, Any]:
+    """``--pim-estimate NAME``: print the run's phases projected on that system next to the
+    measured ``timing`` (seconds) and return what the report stores under
+    ``results.pim_estimate`` (the system's name and parameters, the projected phases in
+    seconds and their counted work)."""
+    system = pim.get_system(name)
+    est = pim.estimate(config, num_rows, system)
+    print(f"Projected on {name} (jaxrl_pim.pim: a cost model, not a measurement; "
+          "docs/pim.md):")
+    print(pim.side_by_side(measured, est))
+    return {"system": name, "parameters": system.as_dict(), **est.as_dict()}
 
 
 def _print_size(config: TabularConfig, dataset_rows: int, checkpoints: Any,
