@@ -27,9 +27,9 @@ from jaxrl_pim.actorq.agent import Agent, EnvInfo
 from jaxrl_pim.actorq.broadcast import actor_params
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Replay, ReplayState, make_replay
+from jaxrl_pim.checkpoint import Plan, default_every, fingerprint, restore_latest, run_segments
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.replay import NStepTransition
-from jaxrl_pim.runs import Plan, default_every, fingerprint, restore_latest, run_segments
 
 
 class RunState(NamedTuple):
@@ -197,7 +197,7 @@ class Curve(NamedTuple):
 
 def checkpoint_fingerprint(config: ActorQConfig, seed: Any, num_chunks: int,
                            mode: str = "single") -> dict[str, Any]:
-    """What a checkpoint must match to be resumed (:func:`jaxrl_pim.runs.fingerprint`): the
+    """What a checkpoint must match to be resumed (:func:`jaxrl_pim.checkpoint.fingerprint`): the
     whole config, the seed, the chunking (the compiled chunk program) and the deployment."""
     return fingerprint(config, seed=seed, num_chunks=num_chunks, mode=mode)
 
@@ -225,8 +225,8 @@ def run_timed(
     Checkpoints: with ``checkpoints`` (a :class:`jaxrl_pim.checkpoint.Checkpoints` folder) the
     whole :class:`RunState` (learner, actors' policy, environments, replay, PRNG key) and the
     curve so far are saved atomically every ``checkpoint_every`` environment steps, rounded up
-    to whole chunks (default :func:`jaxrl_pim.runs.default_every` of ``total_steps``, about
-    10 % of the run), and after the last chunk (:func:`jaxrl_pim.runs.run_segments`); the step
+    to whole chunks (default :func:`jaxrl_pim.checkpoint.default_every` of ``total_steps``, about
+    10 % of the run), and after the last chunk (:func:`jaxrl_pim.checkpoint.run_segments`); the step
     of a checkpoint is the number of iterations done. ``resume=True`` continues from the
     newest checkpoint (a finished run is returned from its final checkpoint without training
     again); the resumed run's final state equals an uninterrupted run's bit for bit, because

@@ -35,6 +35,7 @@ from rich.table import Table
 
 from jaxrl_pim import data as data_lib
 from jaxrl_pim import pim
+from jaxrl_pim.checkpoint import default_every, fingerprint
 from jaxrl_pim.cli import launch
 from jaxrl_pim.cli._common import (
     HelpFormatter,
@@ -45,7 +46,6 @@ from jaxrl_pim.cli._common import (
 from jaxrl_pim.distributed import describe_lost_peer
 from jaxrl_pim.progress import RichProgress
 from jaxrl_pim.report import atomic_save, make_report, write_json
-from jaxrl_pim.runs import default_every, fingerprint
 from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
 from jaxrl_pim.tabular.formats import FORMATS
 from jaxrl_pim.tabular.runner import (

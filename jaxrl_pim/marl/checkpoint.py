@@ -36,13 +36,12 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from jaxrl_pim import runs
-from jaxrl_pim.checkpoint import Checkpoints
+import jaxrl_pim.checkpoint as driver
+from jaxrl_pim.checkpoint import Checkpoints, default_every
 from jaxrl_pim.checks import check_int
 from jaxrl_pim.marl import rules
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import TrainState, make_env, make_init, make_train_from
-from jaxrl_pim.runs import default_every
 
 __all__ = [
     "Run",
@@ -60,7 +59,7 @@ _RESUMABLE_FIELDS = ("num_episodes",)
 
 def fingerprint(config: MARLConfig, key: jax.Array | None = None, *,
                 seed: int | None = None) -> dict[str, Any]:
-    """What a checkpoint of this run must match (:func:`jaxrl_pim.runs.fingerprint`): the
+    """What a checkpoint of this run must match (:func:`jaxrl_pim.checkpoint.fingerprint`): the
     config without ``num_episodes`` (a predator-prey preset and the same sizes given in full
     compare equal), and the ``seed`` (when given) or else the raw data of the start ``key``."""
     if config.env == "tag":
@@ -68,8 +67,8 @@ def fingerprint(config: MARLConfig, key: jax.Array | None = None, *,
         config = dataclasses.replace(config, num_agents=agents, num_prey=prey,
                                      num_obstacles=obstacles)
     if seed is not None:
-        return runs.fingerprint(config, exclude=_RESUMABLE_FIELDS, seed=int(seed))
-    return runs.fingerprint(config, exclude=_RESUMABLE_FIELDS, key=key)
+        return driver.fingerprint(config, exclude=_RESUMABLE_FIELDS, seed=int(seed))
+    return driver.fingerprint(config, exclude=_RESUMABLE_FIELDS, key=key)
 
 
 def _num_teams(config: MARLConfig) -> int:
@@ -93,7 +92,7 @@ def starting_state(
 
     Without ``checkpoints`` (or in an empty folder) a fresh state from ``key``. With
     ``resume`` the folder's newest checkpoint; without it a folder that already holds
-    checkpoints is refused (ValueError, :func:`jaxrl_pim.runs.restore_latest`), so a run
+    checkpoints is refused (ValueError, :func:`jaxrl_pim.checkpoint.restore_latest`), so a run
     never silently overwrites another's. A checkpoint of another configuration (the folder's
     fingerprint), or one past ``config.num_episodes``, is refused too.
     """
@@ -102,7 +101,7 @@ def starting_state(
         raise ValueError(
             f"num_episodes ({config.num_episodes}) is below the checkpoint's episode count "
             f"({newest}) in {str(checkpoints.directory)!r}; pass a larger total")
-    restored = runs.restore_latest(checkpoints, lambda step: template(config, step, algorithm),
+    restored = driver.restore_latest(checkpoints, lambda step: template(config, step, algorithm),
                                    resume=resume, unit="episode")
     if restored is None:
         state = jax.jit(make_init(config, algorithm))(key)
@@ -161,8 +160,8 @@ def train_segments(
     callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
 ) -> Run:
     """Train ``state`` up to ``config.num_episodes`` episodes, saving a checkpoint after every
-    segment when ``checkpoints`` is given (:func:`jaxrl_pim.runs.run_segments`: segments end
-    at multiples of ``every``, default :func:`jaxrl_pim.runs.default_every`, and at the end;
+    segment when ``checkpoints`` is given (:func:`jaxrl_pim.checkpoint.run_segments`: segments end
+    at multiples of ``every``, default :func:`jaxrl_pim.checkpoint.default_every`, and at the end;
     without checkpoints the rest is one segment).
 
     ``episode_return`` is the curve so far (from :func:`starting_state`); ``callback(episode,
@@ -194,8 +193,8 @@ def train_segments(
         return ({"state": state, "episode_return": np.concatenate(curve)},
                 {"episodes_done": episode, "num_episodes": total})
 
-    plan = runs.Plan(start, total, None if checkpoints is None else every)
-    done = runs.run_segments(train_from, state, plan, checkpoints, snapshot=snapshot)
+    plan = driver.Plan(start, total, None if checkpoints is None else every)
+    done = driver.run_segments(train_from, state, plan, checkpoints, snapshot=snapshot)
     timing = {"compile": compile_s, "train": done.timing_s["train"] - compile_s,
               "checkpoint": done.timing_s["checkpoint"]}
     return Run(done.state, np.concatenate(curve), start, done.checkpoints_written, timing)

@@ -23,9 +23,9 @@ process's with the same device count (bit for bit for int32). Every process gets
 Q-table; the phases are timed on each process for its own part.
 
 Checkpoints (``checkpoints=``, a :class:`~jaxrl_pim.checkpoint.Checkpoints` folder): the run
-goes in segments of ``checkpoint_every`` whole sync rounds (:func:`jaxrl_pim.runs.run_segments`
-over :func:`make_train_from`, one compiled segment continues from any round) and after each
-segment the
+goes in segments of ``checkpoint_every`` whole sync rounds
+(:func:`jaxrl_pim.checkpoint.run_segments` over :func:`make_train_from`, one compiled segment
+continues from any round) and after each segment the
 :class:`~jaxrl_pim.tabular.trainer.TabularState` (tables, lane LCG states, the key as raw data,
 round counter; host arrays) and the ``q_delta`` of the rounds so far are saved as checkpoint
 ``<rounds done>`` (:func:`checkpoint_template`); with
@@ -47,11 +47,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxrl_pim.checkpoint import Checkpoints
+from jaxrl_pim.checkpoint import Checkpoints, Plan, default_every, restore_latest, run_segments
 from jaxrl_pim.checks import check_int
 from jaxrl_pim.data.transitions import Dataset
 from jaxrl_pim.distributed import failed_processes
-from jaxrl_pim.runs import Plan, default_every, restore_latest, run_segments
 from jaxrl_pim.tabular.trainer import (
     Callback,
     TabularConfig,
@@ -229,7 +228,7 @@ def run(
     same arguments but its own rows; a data error in any process stops all of them.
 
     With ``checkpoints`` the run is saved every ``checkpoint_every`` sync rounds (default
-    :func:`jaxrl_pim.runs.default_every` of ``num_rounds``) and at its end (see the module
+    :func:`jaxrl_pim.checkpoint.default_every` of ``num_rounds``) and at its end (see the module
     docstring). ``resume`` continues from the folder's newest checkpoint (from round 0 when it
     has none); without ``resume`` a folder that already holds checkpoints is refused
     (ValueError), as is a checkpoint of another configuration (the folder's fingerprint).

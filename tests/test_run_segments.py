@@ -1,4 +1,5 @@
-"""jaxrl_pim.runs: the one driver of checkpointed runs, against a tiny pure-Python trainer.
+"""jaxrl_pim.checkpoint.run_segments, the one driver of checkpointed runs, against a tiny
+pure-Python trainer.
 
 The trainer's state is ``{"total": sum of the units seen, "done": units done}``; unit ``i``
 adds ``i``, so a state says exactly which units ran, and a run cut anywhere and resumed must
@@ -12,8 +13,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from jaxrl_pim.checkpoint import Checkpoints
-from jaxrl_pim.runs import Plan, default_every, fingerprint, restore_latest, run_segments
+from jaxrl_pim.checkpoint import (
+    Checkpoints,
+    Plan,
+    default_every,
+    fingerprint,
+    restore_latest,
+    run_segments,
+)
 
 
 def fresh() -> dict[str, np.ndarray]:
