@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 
 #: The sub-packages and modules ``jaxrl_pim.<name>`` gives lazily.
 SUBMODULES: tuple[str, ...] = (
-    "actorq", "data", "envs", "marl", "quant", "replay", "report", "rl", "studies",
+    "actorq", "data", "envs", "marl", "pim", "quant", "replay", "report", "rl", "studies",
     "tabular", "testing", "timing",
 )
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the static import graph sees every sub-package
         data,
         envs,
         marl,
+        pim,
         quant,
         replay,
         report,
