@@ -121,6 +121,11 @@ def test_the_launcher_stops_its_processes_on_sigterm(tmp_path):
             proc.wait(timeout=30)
     assert status == 128 + signal.SIGTERM, text
     lines = text.splitlines()
+    stopped = [f"[{i}] jaxrl-pim tabular: stopped by SIGTERM" in lines for i in range(2)]
+    # both get SIGTERM; the second may see the first leave before its own handler runs, and
+    # then stops with the one-line lost-peer error instead (seen once in a full-suite run)
+    assert any(stopped), text
     for i in range(2):
-        assert f"[{i}] jaxrl-pim tabular: stopped by SIGTERM" in lines, text
+        own = [line for line in lines if line.startswith(f"[{i}] jaxrl-pim tabular: ")]
+        assert stopped[i] or any("another process of the run died" in line for line in own), text
     assert lines[-1] == "jaxrl-pim launch: interrupted; stopped all processes", text
