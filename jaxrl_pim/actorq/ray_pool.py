@@ -20,6 +20,18 @@ Ray restarts it; the calls that were in flight fail and their batches are counte
 compiles the rollout; the actor's environments start afresh) and resumes its rollout calls
 when the probe returns. An actor that Ray cannot bring back (restarts used up) or that is not
 back within ``restart_timeout_s`` is dropped; the run fails only when no actor is left.
+A call that was in flight on an incarnation that has since been replaced is counted as a
+lost batch, not as a new failure.
+
+Order: among the calls whose results are ready, :meth:`RayPool.next` takes the one requested
+first (rollout calls oldest first, then probes), so a fast actor cannot keep a slower one's
+finished batches waiting.
+
+Restarts and the end of a run: the learner stops once it has received ``total_steps``, from
+whichever actors answered, so a restarted actor that is slow to come back may have delivered
+nothing by then. :meth:`RayPool.wait_recovered` (from an ``on_batch`` hook) holds the
+learner until every failed actor is back with its queued rollout calls finished; each then
+delivers within the next ``num_actors * in_flight`` batches.
 
 ``ray.init()`` starts a local Ray instance when none is running (with at least as many
 logical CPUs as actors: actors beyond the host's cores oversubscribe it); ``address`` joins an
@@ -113,7 +125,8 @@ class RayPool:
         self.restart_timeout_s = restart_timeout_s
         self.actors: list[Any] = []
         self.pids: list[int] = []
-        self._pending: dict[Any, int] = {}
+        self._pending: dict[Any, tuple[int, int]] = {}  # call -> (actor, incarnation seen)
+        self._epoch: dict[int, int] = {}  # actor -> incarnations taken back so far
         self._owns_ray = False
         self.version = 0
         self._ref: Any = None
@@ -160,7 +173,7 @@ class RayPool:
 
     def _submit(self, aid: int) -> None:
         ref = self.actors[aid].rollout.remote(self.version, [self._ref])
-        self._pending[ref] = aid
+        self._pending[ref] = (aid, self._epoch.get(aid, 0))
         self.counters["transitions_requested"] += self._steps
 
     def publish(self, wire: Wire) -> None:
@@ -182,33 +195,24 @@ class RayPool:
         ray = _ray()
         deadline = time.perf_counter() + timeout_s
         while True:
-            now = time.perf_counter()
-            for aid, due in list(self._reprobe_at.items()):
-                if due <= now:
-                    del self._reprobe_at[aid]
-                    self._probe(aid)
-            waiting = list(self._pending) + list(self._probes)
-            if not waiting and not self._reprobe_at:
+            if not self._pending and not self._probes and not self._reprobe_at:
                 raise RuntimeError("every Ray actor failed past its restarts")
-            left = deadline - now
-            if left <= 0:
-                raise RuntimeError(f"no batch from the Ray actors within {timeout_s:.0f} s")
-            wait_s = min([left] + [due - now for due in self._reprobe_at.values()])
-            ready = ray.wait(waiting, num_returns=1, timeout=max(wait_s, 0.0))[0] if waiting \
-                else time.sleep(max(wait_s, 0.0))
-            if not ready:
+            ref = self._wait_first(deadline)
+            if ref is None:
+                if time.perf_counter() >= deadline:
+                    raise RuntimeError(f"no batch from the Ray actors within {timeout_s:.0f} s")
                 continue
-            ref = ready[0]
             if ref in self._probes:
                 self._probe_done(ref)
                 continue
-            aid = self._pending.pop(ref)
+            aid, epoch = self._pending.pop(ref)
             try:
                 msg = ray.get(ref)
             except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as err:
                 self.counters["transitions_lost"] += self._steps
                 self.counters["batches_lost"] += 1
-                if aid not in self._recovering:
+                # a new failure, unless this call was on an incarnation already replaced
+                if aid not in self._recovering and epoch == self._epoch.get(aid, 0):
                     self._recovering[aid] = time.perf_counter()
                     self.counters["actor_failures"] += 1
                     self._probe(aid)
@@ -220,6 +224,53 @@ class RayPool:
             self._submit(aid)
             return msg
 
+    def wait_recovered(self, timeout_s: float) -> None:
+        """Block until every actor whose failure has been seen is back -- it answered its
+        probe (loaded the newest policy, compiled its rollout) and the ``in_flight`` rollout
+        calls it got then have finished -- or has been dropped.
+
+        Their batches stay queued for :meth:`next`, which takes ready calls oldest first:
+        each restarted actor delivers within the next ``num_actors * in_flight`` batches.
+        """
+        ray = _ray()
+        deadline = time.perf_counter() + timeout_s
+        back = set(self._recovering)
+        while self._recovering:
+            ref = self._wait_first(deadline, batches=False)
+            if ref is not None:
+                self._probe_done(ref)
+            elif time.perf_counter() >= deadline:
+                raise RuntimeError(f"the failed Ray actors were not back within "
+                                   f"{timeout_s:.0f} s")
+        calls = [ref for ref, (aid, epoch) in self._pending.items()
+                 if aid in back and epoch == self._epoch.get(aid, 0)]
+        if calls and len(ray.wait(calls, num_returns=len(calls),
+                                  timeout=max(deadline - time.perf_counter(), 0.0))[0]) \
+                < len(calls):
+            raise RuntimeError(f"the restarted Ray actors did not deliver within "
+                               f"{timeout_s:.0f} s")
+
+    def _wait_first(self, deadline: float, batches: bool = True) -> Any:
+        """Re-probe the actors that are due; then the first ready call in request order
+        (rollout calls unless ``batches`` is False, then probes), or None when none is ready
+        before ``deadline`` or the next re-probe."""
+        ray = _ray()
+        now = time.perf_counter()
+        for aid, due in list(self._reprobe_at.items()):
+            if due <= now:
+                del self._reprobe_at[aid]
+                self._probe(aid)
+        waiting = (list(self._pending) if batches else []) + list(self._probes)
+        wait_s = max(min([deadline - now] + [due - now for due in self._reprobe_at.values()]),
+                     0.0)
+        if not waiting:
+            time.sleep(wait_s)
+            return None
+        ready = set(ray.wait(waiting, num_returns=len(waiting), timeout=0)[0])
+        if not ready:  # block until one is
+            ready = set(ray.wait(waiting, num_returns=1, timeout=wait_s)[0])
+        return next((ref for ref in waiting if ref in ready), None)
+
     def _probe(self, aid: int) -> None:
         self._probes[self.actors[aid].prepare.remote(self.version, [self._ref])] = aid
 
@@ -227,7 +278,7 @@ class RayPool:
         ray = _ray()
         aid = self._probes.pop(ref)
         try:
-            ray.get(ref)
+            pid = ray.get(ref)
         except ray.exceptions.ActorUnavailableError:  # restarting: ask again shortly
             if time.perf_counter() - self._recovering[aid] > self.restart_timeout_s:
                 self._drop(aid)
@@ -238,6 +289,8 @@ class RayPool:
             self._drop(aid)
             return
         del self._recovering[aid]
+        self._epoch[aid] = self._epoch.get(aid, 0) + 1
+        self.pids[aid] = pid  # the new incarnation's process
         for _ in range(self.in_flight):
             self._submit(aid)
 

@@ -9,6 +9,7 @@ tests use the real ``CartpoleBalance`` and skip when ``mujoco_playground`` is no
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Any
 
 import jax
@@ -217,6 +218,7 @@ def test_missing_playground_install_says_how_to_install(monkeypatch):
 def test_real_cartpole_adapter_matches_playground_and_d4pg_runs():
     pytest.importorskip("mujoco_playground")
     from jaxrl_pim.envs import make_with_info
+    from tests.support import FAST_COMPILE
     from tests.support.actorq import run_tiny_d4pg
 
     with pytest.raises(ValueError, match="CartpoleBalance"):
@@ -229,7 +231,7 @@ def test_real_cartpole_adapter_matches_playground_and_d4pg_runs():
     steps = 6
     actions = jnp.sin(jnp.arange(steps, dtype=jnp.float32))[:, None]  # in [-1, 1]
 
-    @jax.jit
+    @partial(jax.jit, compiler_options=FAST_COMPILE)  # MJX compiles slowly
     def both(key):
         obs, state = env.reset(key, params)
         ref = direct.reset(key)

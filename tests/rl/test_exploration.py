@@ -13,7 +13,8 @@ import pytest
 
 from jaxrl_pim.rl import common, ddpg, dqn
 from jaxrl_pim.rl.networks import MLP
-from tests.support import FAST_COMPILE, run_with_devices
+from tests.support import FAST_COMPILE
+from tests.support.rl import REGISTERED
 
 
 def explore_reference(greedy, random, start, hold):
@@ -170,36 +171,11 @@ def test_new_options_reject_bad_values(make, match):
 
 # ----------------------------------------------- the harder study tasks learn (subprocess)
 
-# Random-policy references: Acrobot-v1 -500 (the arm never swings up within 500 steps),
-# MountainCar-v0 -200 (never reaches the flag), MountainCarContinuous-v0 about -30 to 0
-# (random pushes cost 0.1 a^2 a step and never reach the flag; standing still scores 0).
-THRESHOLDS = {"dqn-acrobot": -250.0, "dqn-mountaincar": -180.0,
-              "ddpg-mountaincarcontinuous": 80.0}
-
-LEARN_CODE = """
-import jax, numpy as np
-from jaxrl_pim.studies import TASKS
-from jaxrl_pim.rl.evaluate import make_evaluate
-task = TASKS[NAME]
-# XLA's lowest backend optimisation level: faster to compile, as in test_learning.py
-fast = {"xla_backend_optimization_level": 0}
-train = jax.jit(task.module().make_train(task.config), compiler_options=fast)
-state, _ = train(jax.random.key(0))
-evaluate = jax.jit(make_evaluate(task.policy(), task.config.env_name, 8))
-print(*np.asarray(evaluate(state.params, jax.random.key(1)).returns))
-from jaxrl_pim.quant import fake_quantize
-print(*np.asarray(evaluate(fake_quantize(state.params, 8), jax.random.key(1)).returns))
-"""
-
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(THRESHOLDS))
-def test_registered_task_learns(name):
-    # a fresh process per learning run (see tests/rl/test_learning.py)
-    out = run_with_devices(LEARN_CODE.replace("NAME", repr(name)), n_devices=1, timeout=300)
-    fp32, int8 = (np.asarray([float(x) for x in line.split()])
-                  for line in out.strip().splitlines()[-2:])
-    assert fp32.shape == int8.shape == (8,)
-    assert fp32.mean() > THRESHOLDS[name], (name, fp32)
-    # the policy keeps its return under int8 post-training quantization (paper quantizer)
-    assert int8.mean() > THRESHOLDS[name], (name, int8)
+@pytest.mark.xdist_group("rl-learning")  # the process of the learning_checks fixture
+@pytest.mark.parametrize("name", list(REGISTERED))
+def test_registered_task_learns(name, learning_checks):
+    # the registered settings over a documented part of their horizon, greedy fp32 and int8
+    # returns against the thresholds of tests.support.rl.REGISTERED
+    learning_checks(name)

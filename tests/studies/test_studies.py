@@ -27,8 +27,9 @@ def _random_policies(task, num_seeds, key):
     """Stand-in for studies.train_seeds: freshly initialised PPO actors, one per seed."""
     actor, spec = ppo._actor_and_spec(task.config)
     obs = jnp.zeros((1, spec.obs_dim))
-    # Scale the weights up so the random policies are far from uniform.
-    params = jax.vmap(lambda k: jax.tree.map(lambda w: 30.0 * w, actor.init(k, obs)))(
+    # Scale the weights up so the random policies are far from uniform. (Jitted: the
+    # orthogonal initializer's Householder loop op by op is many small compilations.)
+    params = jax.jit(jax.vmap(lambda k: jax.tree.map(lambda w: 30.0 * w, actor.init(k, obs))))(
         jax.random.split(key, num_seeds)
     )
     metrics = {"episode_return": jnp.tile(jnp.array([jnp.nan, 10.0, 20.0]), (num_seeds, 1))}
@@ -112,7 +113,7 @@ def _random_q_networks(task, num_seeds, key):
     """Stand-in for studies.train_seeds on a DQN task: freshly initialised Q-networks."""
     q_apply, net, spec = dqn._network(task.config)
     obs = jnp.zeros((1, spec.obs_dim))
-    params = jax.vmap(lambda k: net.init(k, obs))(jax.random.split(key, num_seeds))
+    params = jax.jit(jax.vmap(lambda k: net.init(k, obs)))(jax.random.split(key, num_seeds))
     return SimpleNamespace(params=params), {}
 
 
@@ -145,7 +146,7 @@ def test_gap_ablation_plumbing_and_action_gap(monkeypatch):
     state, _ = _random_q_networks(task, 2, jax.random.key(5))
     key = jax.random.key(6)
     policy = task.policy()
-    evaluate = make_evaluate(policy, task.config.env_name, 2)
+    evaluate = jax.jit(make_evaluate(policy, task.config.env_name, 2))
     gaps = []
     for seed in range(2):
         p = jax.tree.map(lambda x, seed=seed: x[seed], state.params)
