@@ -8,9 +8,9 @@ the generated machine code, in about half the compile time and with the same IEE
 semantics):
 
 * :func:`compile_logic` for a function the test jits itself;
-* :func:`fast_compilation` around library code that jits on its own (``jaxrl-pim marl``,
-  ``marl.checkpoint.run``, ``marl.evaluate``): jax's ``jax_disable_most_optimizations`` for
-  the programs compiled inside.
+* :func:`tests.support.fast_compilation` around library code that jits on its own
+  (``jaxrl-pim marl``, ``marl.checkpoint.run``, ``marl.evaluate``): jax's
+  ``jax_disable_most_optimizations`` for the programs compiled inside.
 
 Every comparison in these tests is between programs compiled the same way; the
 learning-quality tests (``test_learning.py``) and the SIGKILL / resume test
@@ -22,13 +22,15 @@ learning-quality tests (``test_learning.py``) and the SIGKILL / resume test
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import jax
 
-from tests.support import FAST_COMPILE
+from tests.support import FAST_COMPILE, fast_compilation
+
+__all__ = ["JAXMARL_ENV", "JAXMARL_GROUP", "JAXMARL_TINY", "LOGIC_OPTIONS", "compile_logic",
+           "fast_compilation"]
 
 LOGIC_OPTIONS = FAST_COMPILE
 
@@ -48,17 +50,3 @@ def compile_logic(fn: Callable[..., Any], *args: Any) -> Callable[..., Any]:
     The result is called with arguments of the same shapes and dtypes as ``args``.
     """
     return jax.jit(fn).lower(*args).compile(compiler_options=LOGIC_OPTIONS)
-
-
-@contextlib.contextmanager
-def fast_compilation() -> Iterator[None]:
-    """Programs compiled inside are compiled with XLA's lowest optimisation effort (jax's
-    ``jax_disable_most_optimizations``: backend optimisation level 0, no expensive LLVM
-    passes); the setting before is restored on exit. Programs already compiled (jax's
-    in-memory caches) are reused as they are, inside and after."""
-    before = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", True)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_disable_most_optimizations", before)
