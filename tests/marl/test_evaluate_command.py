@@ -1,10 +1,10 @@
 """`jaxrl-pim marl --env jaxmarl:...` trains and `jaxrl-pim marl evaluate` reads the run back.
 
-One tiny checkpointed run on JaxMARL's spread through the command; ``evaluate`` must print the
-mean return per team with its standard error equal to ``marl.evaluate`` on the same
-checkpoint, and write a GIF; bad input (no folder, an empty folder, a non-GIF path, an
-unsupported JaxMARL env) is one line with exit status 2; ``jaxrl-pim marl`` without
-``evaluate`` keeps training.
+One tiny checkpointed run on JaxMARL's spread through the command (the ``jaxmarl_run`` fixture
+of ``conftest.py``, shared with ``test_policies.py``); ``evaluate`` must print the mean return
+per team with its standard error equal to ``marl.evaluate`` on the same checkpoint, and write
+a GIF; bad input (no folder, an empty folder, a non-GIF path, an unsupported JaxMARL env) is
+one line with exit status 2; ``jaxrl-pim marl`` without ``evaluate`` keeps training.
 """
 
 from __future__ import annotations
@@ -18,27 +18,25 @@ import pytest
 
 from jaxrl_pim.cli import main
 from jaxrl_pim.marl import evaluate, load_policies
+from tests.support.marl import JAXMARL_GROUP, fast_compilation
 
 pytest.importorskip("jaxmarl")
 
-TINY = ["marl", "--env", "jaxmarl:MPE_simple_spread_v3", "--episodes", "3", "--num-envs", "2",
-        "--batch-size", "8", "--capacity", "64", "--learning-starts", "16",
-        "--update-every", "5", "--no-progress"]
 
-
-def test_train_then_evaluate_and_render(tmp_path, capsys):
-    ckpt, report = tmp_path / "run", tmp_path / "train.json"
-    assert main([*TINY, "--checkpoint", str(ckpt), "--json", str(report)]) == 0
-    out = capsys.readouterr().out
-    assert "marl maddpg jaxmarl:MPE_simple_spread_v3 agents=3: episodes 0->3" in out
-    assert json.loads(report.read_text())["results"]["teams"] == ["agent"]
+@pytest.mark.xdist_group(JAXMARL_GROUP)
+def test_train_then_evaluate_and_render(jaxmarl_run, tmp_path, capsys):
+    ckpt = jaxmarl_run.checkpoint
+    assert jaxmarl_run.status == 0
+    assert "marl maddpg jaxmarl:MPE_simple_spread_v3 agents=3: episodes 0->3" in jaxmarl_run.out
+    assert json.loads(jaxmarl_run.report.read_text())["results"]["teams"] == ["agent"]
 
     gif, ev = tmp_path / "spread.gif", tmp_path / "eval.json"
-    assert main(["marl", "evaluate", "--checkpoint", str(ckpt), "--episodes", "6",
-                 "--seed", "3", "--render", str(gif), "--json", str(ev)]) == 0
-    out = capsys.readouterr().out
-    pol = load_policies(ckpt)
-    want = evaluate(pol.config, pol.params, jax.random.PRNGKey(3), 6)[:, 0]
+    with fast_compilation():
+        assert main(["marl", "evaluate", "--checkpoint", str(ckpt), "--episodes", "6",
+                     "--seed", "3", "--render", str(gif), "--json", str(ev)]) == 0
+        out = capsys.readouterr().out
+        pol = load_policies(ckpt)
+        want = evaluate(pol.config, pol.params, jax.random.PRNGKey(3), 6)[:, 0]
     se = want.std(ddof=1) / np.sqrt(6)
     assert (f"greedy policy, 6 episodes, mean return per team (+- standard error): "
             f"agent {want.mean():.2f} +- {se:.2f}") in out

@@ -1,9 +1,12 @@
 """Trained policies back from a checkpoint folder: ``load_policies``, ``evaluate``, the GIF.
 
 One short checkpointed run on predator-prey (two teams of different observation sizes) and
-one on a JaxMARL spread; the loaded actors must be the run's final actors, ``greedy`` /
-``act`` must equal the networks applied by hand (softmax, Gumbel-softmax with the same key),
-``evaluate`` must equal a step-by-step loop over the world, and bad folders are one line.
+one on a JaxMARL spread (through the command: the ``jaxmarl_run`` fixture of ``conftest.py``,
+shared with ``test_evaluate_command.py``); the loaded actors must be the run's final actors,
+``greedy`` / ``act`` must equal the networks applied by hand (softmax, Gumbel-softmax with
+the same key), ``evaluate`` must equal a step-by-step loop over the world, and bad folders
+are one line. Programs are compiled with :func:`tests.support.marl.fast_compilation`
+(program logic on tiny shapes, where compilation dominates).
 """
 
 from __future__ import annotations
@@ -19,13 +22,20 @@ from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.networks import gumbel_noise, mlp
 from jaxrl_pim.marl.policies import rollout_positions
 from jaxrl_pim.marl.trainer import make_env
+from tests.support.marl import JAXMARL_ENV, JAXMARL_GROUP, fast_compilation
 
 TAG = MARLConfig(env="tag", num_agents=3, num_envs=2, num_episodes=6, batch_size=8,
                  buffer_capacity=128, learning_starts=16, update_every=5, hidden=(16, 16))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _fast_compilation():
+    with fast_compilation():
+        yield
+
+
 @pytest.fixture(scope="module")
-def tag_run(tmp_path_factory):
+def tag_run(_fast_compilation, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tag_run")
     with Checkpoints(folder, fingerprint=checkpoint.fingerprint(TAG, seed=0)) as ckpt:
         result = checkpoint.run(TAG, jax.random.PRNGKey(0), ckpt, every=3)
@@ -68,13 +78,14 @@ def test_evaluate_equals_a_step_loop(tag_run):
     key = jax.random.PRNGKey(9)
     got = evaluate(pol.config, pol.params, key, 3)
     env, params = make_env(pol.config)
+    reset, step = jax.jit(env.reset), jax.jit(env.step_env)  # one world step per call
     for i in range(3):
         k0, k1 = jax.random.split(jax.random.fold_in(key, i))
-        obs, state = env.reset(k0, params)
+        obs, state = reset(k0, params)
         total = np.zeros(2)
         for k in jax.random.split(k1, TAG.episode_length):
             _, k_env = jax.random.split(k)
-            obs, state, rew, _, _ = env.step_env(k_env, state, pol.greedy(obs), params)
+            obs, state, rew, _, _ = step(k_env, state, pol.greedy(obs), params)
             total += [float(r.mean()) for r in rew]
         np.testing.assert_allclose(got[i], total, rtol=1e-4, atol=1e-4)
     rand = evaluate(pol.config, None, key, 3, policy="random")
@@ -123,14 +134,16 @@ def test_rollout_positions_and_gif(tag_run, tmp_path):
         render_gif([ep], tmp_path / "tag.png")
 
 
-def test_jaxmarl_checkpoint_round_trip(tmp_path):
-    pytest.importorskip("jaxmarl")
-    cfg = MARLConfig(env="jaxmarl:MPE_simple_spread_v3", num_envs=2, num_episodes=2,
-                     batch_size=8, buffer_capacity=64, learning_starts=16, update_every=5,
-                     hidden=(16, 16))
-    with Checkpoints(tmp_path, fingerprint=checkpoint.fingerprint(cfg, seed=1)) as ckpt:
-        result = checkpoint.run(cfg, jax.random.PRNGKey(1), ckpt)
-    pol = load_policies(tmp_path, env="jaxmarl:MPE_simple_spread_v3")
+@pytest.mark.xdist_group(JAXMARL_GROUP)
+def test_jaxmarl_checkpoint_round_trip(jaxmarl_run, tmp_path):
+    """The command's JaxMARL run, loaded back, holds the actors of the same run made through
+    the Python API (seed 0, checkpoints after every episode as the command makes them)."""
+    assert jaxmarl_run.status == 0
+    pol = load_policies(jaxmarl_run.checkpoint, env=JAXMARL_ENV)
+    assert pol.config.env == JAXMARL_ENV and pol.episodes_done == 3
+    with Checkpoints(tmp_path, fingerprint=checkpoint.fingerprint(pol.config, seed=0)) as ckpt:
+        result = checkpoint.run(pol.config, jax.random.PRNGKey(0), ckpt, every=1)
+    assert int(result.state.num_updates) > 0  # the actors were trained
     jax.tree.map(np.testing.assert_array_equal, pol.params[0], result.state.teams[0].actor)
     ep = rollout_positions(pol.config, pol.params, jax.random.PRNGKey(0))
     assert ep["agents"].shape == (26, 3, 2) and ep["landmark_kind"] == "landmark"

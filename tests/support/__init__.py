@@ -4,6 +4,7 @@
   number of host CPU devices (``XLA_FLAGS`` must be set before jax loads).
 * :mod:`.processes`: run a ``jaxrl-pim`` command and SIGKILL it at its first checkpoint.
 * :mod:`.tabular`: the small tabular MDP shape and its random datasets.
+* :func:`fast_compilation`: programs compiled inside at XLA's lowest optimisation effort.
 * :mod:`.marl`: compiling the MARL learner programs at XLA's lowest optimisation level.
 * :mod:`.actorq`: the categorical-projection reference loop and a tiny D4PG run.
 * :mod:`.rl`: the single-agent learning runs and their assertions.
@@ -14,10 +15,12 @@ Fixtures are in ``tests/conftest.py``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
@@ -30,14 +33,22 @@ ROOT = Path(__file__).resolve().parents[2]
 FAST_COMPILE = {"xla_backend_optimization_level": 0}
 
 
-def subprocess_env(n_devices: int | None = None) -> dict[str, str]:
+def subprocess_env(n_devices: int | None = None, fast_compile: bool = False) -> dict[str, str]:
     """This process's environment for a child Python on CPU: the XLA workaround flags,
-    ``n_devices`` forced host devices when given, and the repository on ``PYTHONPATH``."""
+    ``n_devices`` forced host devices when given, and the repository on ``PYTHONPATH``.
+
+    ``fast_compile``: the child compiles every program with XLA's lowest optimisation effort
+    (jax's ``JAX_DISABLE_MOST_OPTIMIZATIONS``: backend optimisation level 0, the same HLO and
+    IEEE semantics in about half the compile time), for children that check program logic on
+    tiny shapes; their results are compared with programs compiled the same way, or exactly
+    (integer arithmetic)."""
     env = dict(os.environ)
     flags = [] if n_devices is None else [f"--xla_force_host_platform_device_count={n_devices}"]
     env["XLA_FLAGS"] = with_flags(*flags, *CPU_WORKAROUND_FLAGS)
     env["JAX_PLATFORMS"] = "cpu"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    if fast_compile:
+        env["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
     return env
 
 
@@ -53,18 +64,36 @@ def benchmark_env() -> dict[str, str]:
     return env
 
 
-def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600) -> str:
+def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600,
+                     fast_compile: bool = False) -> str:
     """Run ``code`` in a fresh Python with ``n_devices`` forced host CPU devices; return stdout.
 
-    ``XLA_FLAGS`` must be set before jax loads, hence the subprocess.
+    ``XLA_FLAGS`` must be set before jax loads, hence the subprocess. ``fast_compile``: as in
+    :func:`subprocess_env` (for code that compares programs it compiles itself).
     """
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        env=subprocess_env(n_devices),
+        env=subprocess_env(n_devices, fast_compile),
         timeout=timeout,
     )
     if proc.returncode != 0:
         raise AssertionError(f"subprocess failed:\n{proc.stdout}\n{proc.stderr}")
     return proc.stdout
+
+
+@contextlib.contextmanager
+def fast_compilation() -> Iterator[None]:
+    """Programs compiled inside are compiled with XLA's lowest optimisation effort (jax's
+    ``jax_disable_most_optimizations``: backend optimisation level 0, no expensive LLVM
+    passes); the setting before is restored on exit. Programs already compiled (jax's
+    in-memory caches) are reused as they are, inside and after."""
+    import jax  # not at import: tests/conftest.py sets the XLA flags first
+
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
