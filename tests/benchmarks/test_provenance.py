@@ -1,9 +1,11 @@
 """The provenance contract: every benchmark script writes checked results files, and
 ``benchmarks/make_docs.py`` fills generated blocks and catches what breaks the contract.
 
-The smoke tests run each script in ``benchmarks/`` (found automatically) with ``--smoke --out
-<tmp>`` in a subprocess; the unit tests build a small fake repository (a script, a results
-file, docs pages) in a temporary folder and break it one way at a time.
+The smoke tests check each script in ``benchmarks/`` (found automatically) run with ``--smoke
+--out <tmp>`` in a subprocess, once per session for every test of that command (the
+``smoke_run`` fixture, :mod:`tests.support.bench`); the unit tests build a small fake
+repository (a script, a results file, docs pages) in a temporary folder and break it one way
+at a time.
 """
 
 from __future__ import annotations
