@@ -56,7 +56,7 @@ SIZES: dict[str, dict[str, Any]] = {
     "quick": {"networks": [("dqn", (64, 64)), ("dqn", PAPER_HIDDEN)], "batches": [1, 1024],
               "repeats": 3, "loop_s": 0.1, "broadcast_hidden": [PAPER_HIDDEN],
               "broadcast_repeats": 3},
-    "smoke": {"networks": [("dqn", (16,))], "batches": [1, 4], "repeats": 1, "loop_s": 0.01,
+    "smoke": {"networks": [("dqn", (16,))], "batches": [1], "repeats": 1, "loop_s": 0.01,
               "broadcast_hidden": [(16,)], "broadcast_repeats": 1},
 }
 #: Observation and output sizes of the networks' tasks (CartPole: 4 -> 2 Q-values; Pendulum:

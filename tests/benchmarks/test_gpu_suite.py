@@ -9,8 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks import make_docs
-from tests.support import benchmark_env
+from tests.support import bench, benchmark_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "benchmarks" / "gpu_suite.py"
@@ -56,13 +58,12 @@ def test_section_files_leave_out_partial_files_and_other_stems(tmp_path: Path) -
         "marl_profile.json", "marl_profile.md", "marl_profile.png"]
 
 
-def test_smoke_run_writes_every_file_in_one_folder_and_survives_a_timeout(
-        tmp_path: Path) -> None:
-    out = tmp_path / "suite"
-    proc = subprocess.run(
-        [sys.executable, str(SUITE), "--smoke", "--out", str(out), "--sections", "marl_e2e",
-         "quant", "--budget", "marl_e2e=2"],
-        cwd=tmp_path, env=benchmark_env(), capture_output=True, text=True, timeout=600)
+@pytest.mark.xdist_group(bench.group("gpu_suite"))  # its quant section is quant_inference's
+def test_smoke_run_writes_every_file_in_one_folder_and_survives_a_timeout(smoke_run) -> None:
+    # python benchmarks/gpu_suite.py --smoke --out DIR --sections marl_e2e quant
+    #     --budget marl_e2e=2 (tests.support.bench.SUITE_OPTIONS)
+    proc = smoke_run("gpu_suite")
+    out = proc.out
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     first_run = next(i for i, ln in enumerate(lines) if ln.startswith("== "))

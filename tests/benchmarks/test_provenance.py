@@ -1,9 +1,11 @@
 """The provenance contract: every benchmark script writes checked results files, and
 ``benchmarks/make_docs.py`` fills generated blocks and catches what breaks the contract.
 
-The smoke tests run each script in ``benchmarks/`` (found automatically) with ``--smoke --out
-<tmp>`` in a subprocess; the unit tests build a small fake repository (a script, a results
-file, docs pages) in a temporary folder and break it one way at a time.
+The smoke tests check each script in ``benchmarks/`` (found automatically) run with ``--smoke
+--out <tmp>`` in a subprocess, once per session for every test of that command (the
+``smoke_run`` fixture, :mod:`tests.support.bench`); the unit tests build a small fake
+repository (a script, a results file, docs pages) in a temporary folder and break it one way
+at a time.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 
 from benchmarks import make_docs
 from jaxrl_pim import report
-from tests.support import benchmark_env
+from tests.support import bench, benchmark_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py")
@@ -28,7 +30,6 @@ STARTS_RAY = {"actorq_speedup"}
 #: scripts that run other scripts (one results file each, plus their own): their smoke runs
 #: are tested in their own module (test_gpu_suite.py), each section's script here
 ORCHESTRATORS = {"gpu_suite"}
-SMOKE_TIMEOUT_S = 600
 
 
 def _planted_edit(data: dict) -> tuple[dict, str]:
@@ -84,19 +85,25 @@ def test_every_script_prints_help_and_writes_nothing(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir()), "--help wrote files"
 
 
-@pytest.mark.parametrize("script", [
-    pytest.param(p, marks=[pytest.mark.xdist_group("ray")] if p.stem in STARTS_RAY else [])
-    for p in SCRIPTS if p.stem not in ORCHESTRATORS], ids=lambda p: p.stem)
-def test_script_smoke_run_writes_a_checked_results_file(script: Path, tmp_path: Path) -> None:
-    env = benchmark_env()
-    out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, str(script), "--smoke", "--out", str(out)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=SMOKE_TIMEOUT_S)
-    assert proc.returncode == 0, f"{script.name} --smoke failed:\n{proc.stdout[-3000:]}\n" \
-                                 f"{proc.stderr[-5000:]}"
+def _smoke_marks(stem: str) -> list[pytest.MarkDecorator]:
+    """The Ray scripts on the Ray tests' worker; a smoke run shared with other tests on the
+    worker of those tests (:func:`tests.support.bench.group`)."""
+    shared = bench.group(stem)
+    return ([pytest.mark.xdist_group("ray")] if stem in STARTS_RAY else
+            [pytest.mark.xdist_group(shared)] if shared else [])
+
+
+@pytest.mark.parametrize("script", [pytest.param(p, marks=_smoke_marks(p.stem))
+                                    for p in SCRIPTS if p.stem not in ORCHESTRATORS],
+                         ids=lambda p: p.stem)
+def test_script_smoke_run_writes_a_checked_results_file(script: Path, tmp_path: Path,
+                                                         smoke_run) -> None:
+    run = smoke_run(script.stem)
+    assert run.returncode == 0, f"{script.name} --smoke failed:\n{run.stdout[-3000:]}\n" \
+                                f"{run.stderr[-5000:]}"
+    out = run.copy_out(tmp_path / "out")  # the planted edits below change the files
     files = sorted(out.glob("*.json"))
-    assert files, f"{script.name} --smoke wrote no results file in {out}"
+    assert files, f"{script.name} --smoke wrote no results file in {run.out}"
     for path in files:
         assert path.name == f"{script.stem}_smoke.json", f"unexpected results file {path.name}"
         data = json.loads(path.read_text())

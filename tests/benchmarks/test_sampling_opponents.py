@@ -6,9 +6,7 @@ writes every opponent key."""
 from __future__ import annotations
 
 import json
-import os
 import runpy
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import numpy as np
 import pytest
 
 from jaxrl_pim.replay import Transition, make_buffer
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import bench
 
 ROOT = Path(__file__).resolve().parents[2]
 N, C, B = 3, 64, 16
@@ -112,14 +110,11 @@ def test_library_prioritized_round_updates_the_drawn_rows(script: dict) -> None:
     assert float(new.sum_tree[1]) < total0  # priorities 4 -> u + eps at the drawn rows
 
 
-def test_one_thread_pass_writes_every_opponent_key(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS)
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "marl_sampling.py"), "--smoke",
-         "--one-thread", "--out", str(out)], capture_output=True, text=True, timeout=600,
-        env=env)
+@pytest.mark.xdist_group(bench.group("marl_sampling"))  # with its provenance check
+def test_one_thread_pass_writes_every_opponent_key(smoke_run) -> None:
+    # python benchmarks/marl_sampling.py --smoke --one-thread (tests.support.bench)
+    proc = smoke_run("marl_sampling")
+    out = proc.out
     assert proc.returncode == 0, proc.stderr[-4000:]
     data = json.loads((out / "marl_sampling_smoke.json").read_text())
     summ = data["summary"]

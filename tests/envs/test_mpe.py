@@ -416,32 +416,7 @@ def test_bad_arguments_are_rejected():
 
 
 def test_library_holds_no_timer_or_command():
-    # the throughput timer and its command line are benchmarks/mpe_rollout.py
+    # the throughput timer and its command line are benchmarks/mpe_rollout.py (its smoke run:
+    # tests/benchmarks/test_mpe_rollout.py)
     assert not hasattr(mpe, "measure_steps_per_second")
     assert not hasattr(mpe, "main")
-
-
-def test_throughput_benchmark_prints_table_and_writes_report(tmp_path):
-    """``benchmarks/mpe_rollout.py --smoke`` (the timer and command moved out of the library):
-    the table, the results file and its summary."""
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "mpe_rollout.py"
-    proc = subprocess.run(
-        [sys.executable, str(script), "--smoke", "--clock", "process", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert "| spread-3 | 3 |" in proc.stdout
-    path = tmp_path / "mpe_rollout_smoke.json"
-    data = json.loads(path.read_text())
-    assert {"system", "config", "results", "timing_s", "summary"} <= set(data)
-    row = data["results"]["rows"][0]
-    assert row["num_envs"] == 2 and row["num_steps"] == 3 and row["clock"] == "process"
-    assert data["summary"]["spread-3_steps_per_s"] == pytest.approx(row["steps_per_s"])
-    assert row["steps_per_s"] == pytest.approx(6 / row["seconds"])
-    own, _, versus = path.with_suffix(".md").read_text().partition("Against JaxMARL")
-    assert own.count("| spread-3 |") == 1  # one row per world in the library's own table
-    assert versus.count("| spread-3 |") == 1  # and one in the side-by-side JaxMARL table
