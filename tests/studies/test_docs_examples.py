@@ -2,8 +2,8 @@
 
 The page's example is the ```python block right after the line ``<!-- test: run -->`` under
 that heading; it runs alone in a fresh interpreter (an empty folder, the XLA:CPU workaround
-flags) and must print one line per format. (``tests/test_docs_examples.py`` also runs every
-block of the page together.)
+flags, LLVM optimisation level 1 like the other docs tests) and must print one line per
+format. (``tests/test_docs_examples.py`` also runs every block of the page together.)
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "quantization.md"
 MARK = "<!-- test: run -->"
+# as in tests/test_docs_examples.py: the example's time is almost all compilation, which
+# XLA's backend optimisation level 1 about halves (same programs, less optimised code)
+FAST_COMPILE = "--xla_backend_optimization_level=1"
 
 
 def marked_blocks(text: str) -> list[tuple[str, str]]:
@@ -47,7 +50,7 @@ def test_ptq_of_your_own_flax_policy_runs(tmp_path: Path) -> None:
     code = journeys[0]
     assert "evaluate_quantized" in code and "nn.Module" in code
     env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS)
+    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS, FAST_COMPILE)
     env["JAX_PLATFORMS"] = "cpu"
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
