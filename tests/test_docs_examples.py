@@ -3,33 +3,23 @@
 Every fenced ```python block of ``README.md`` and ``docs/**/*.md`` runs, page by page: the
 blocks of one page run in order in one fresh interpreter (one namespace, like a notebook),
 in an empty temporary folder, with the XLA:CPU workaround flags and LLVM optimisation level 1
-(:data:`FAST_COMPILE`). A block is skipped only
+(:func:`tests.support.run_docs_example`). A block is skipped only
 when the line before its fence is ``<!-- docs-test: skip -->`` (for fragments that cannot
 run alone, e.g. a multi-host launch); such blocks should be rare and say why nearby.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import run_docs_example
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = "<!-- docs-test: skip -->"
 FENCE = re.compile(r"^```python\s*$")
-# The examples run small workloads, so their time is almost all XLA:CPU compilation (a
-# training program takes 5-10 s to compile and well under 1 s to run). Level 1 of XLA's
-# backend (LLVM) optimisation about halves compile time; the programs are the same, only
-# their machine code is less optimised (float results may differ in the last bits, which
-# the examples neither print as measured numbers nor assert on). An XLA_FLAGS that already
-# sets the level keeps it.
-FAST_COMPILE = "--xla_backend_optimization_level=1"
 
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
@@ -70,12 +60,6 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     # Each block is compiled with its page and line, so a failure points at the docs.
     script = "\n".join(
         f"exec(compile({code!r}, {f'{page.name}:{line}'!r}, 'exec'))" for line, code in blocks)
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS,
-                                  FAST_COMPILE)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["MPLBACKEND"] = "Agg"
-    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = run_docs_example(script, tmp_path)
     assert proc.returncode == 0, f"{page.name} examples failed:\n{proc.stdout[-3000:]}\n" \
                                  f"{proc.stderr[-5000:]}"

@@ -8,20 +8,14 @@ format. (``tests/test_docs_examples.py`` also runs every block of the page toget
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support import run_docs_example
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "quantization.md"
 MARK = "<!-- test: run -->"
-# as in tests/test_docs_examples.py: the example's time is almost all compilation, which
-# XLA's backend optimisation level 1 about halves (same programs, less optimised code)
-FAST_COMPILE = "--xla_backend_optimization_level=1"
 
 
 def marked_blocks(text: str) -> list[tuple[str, str]]:
@@ -49,11 +43,7 @@ def test_ptq_of_your_own_flax_policy_runs(tmp_path: Path) -> None:
     assert len(journeys) == 1
     code = journeys[0]
     assert "evaluate_quantized" in code and "nn.Module" in code
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS, FAST_COMPILE)
-    env["JAX_PLATFORMS"] = "cpu"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = run_docs_example(code, tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     rows = [line.split()[0] for line in proc.stdout.splitlines() if " return " in line]
     assert rows == ["fp32", "fp16", "int8", "bits=4"], proc.stdout

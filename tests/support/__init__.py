@@ -8,9 +8,11 @@
 * :mod:`.marl`: compiling the MARL learner programs at XLA's lowest optimisation level.
 * :mod:`.actorq`: the categorical-projection reference loop and a tiny D4PG run.
 * :mod:`.rl`: the single-agent learning runs and their assertions.
+* :mod:`.bench`: one smoke run per benchmark command, shared by the tests that check it.
+* :func:`run_docs_example`: a docs page's Python code run as a user would.
 
 The reference implementations that the benchmarks also use live in ``jaxrl_pim.testing``.
-Fixtures are in ``tests/conftest.py``.
+Fixtures are in ``tests/conftest.py`` and in the folders' own ``conftest.py``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,26 @@ ROOT = Path(__file__).resolve().parents[2]
 #: same HLO program with less LLVM optimisation of its machine code, compiled in about half
 #: the time, with the same IEEE semantics. For short runs whose wall time is compilation.
 FAST_COMPILE = {"xla_backend_optimization_level": 0}
+
+#: The ``XLA_FLAGS`` entry the docs examples run with. They run small workloads, so their time
+#: is almost all compilation (a training program takes 5-10 s to compile, well under 1 s to
+#: run), which backend optimisation level 1 about halves: the same programs with less optimised
+#: machine code (float results may differ in the last bits; the examples neither print them as
+#: measured numbers nor assert on them). An ``XLA_FLAGS`` that already sets the level keeps it.
+DOCS_EXAMPLE_FLAG = "--xla_backend_optimization_level=1"
+
+
+def run_docs_example(code: str, cwd: Path, timeout_s: float = 600) -> subprocess.CompletedProcess:
+    """Run the docs' Python ``code`` as a user would, in a fresh interpreter in ``cwd``, on CPU,
+    with the XLA:CPU workaround flags, :data:`DOCS_EXAMPLE_FLAG` and matplotlib's ``Agg``
+    backend; stdout and stderr captured as text."""
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS,
+                                  DOCS_EXAMPLE_FLAG)
+    env["JAX_PLATFORMS"] = "cpu"
+    env["MPLBACKEND"] = "Agg"
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout_s)
 
 
 def subprocess_env(n_devices: int | None = None, fast_compile: bool = False) -> dict[str, str]:
