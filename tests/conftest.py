@@ -19,7 +19,7 @@ import tempfile
 import pytest
 
 from jaxrl_pim.xla_env import apply_cpu_workarounds
-from tests.support import run_with_devices
+from tests.support import fast_compilation, run_with_devices
 
 # before any test module imports jax (jaxlib 0.10.2 XLA:CPU fusion bug, see xla_env)
 apply_cpu_workarounds()
@@ -60,3 +60,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def multi_device():
     """Fixture returning :func:`tests.support.run_with_devices`."""
     return run_with_devices
+
+
+@pytest.fixture(scope="module")
+def logic_compilation():
+    """For a whole module (``pytestmark = pytest.mark.usefixtures("logic_compilation")``): its
+    programs compiled at XLA's lowest optimisation effort (:func:`tests.support.fast_compilation`),
+    for modules that check program logic on small shapes, where the time is compilation and
+    both sides of every comparison are compiled alike (or compared exactly)."""
+    with fast_compilation():
+        yield

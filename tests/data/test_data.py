@@ -8,15 +8,8 @@ import pytest
 
 from jaxrl_pim import data as data_lib
 from jaxrl_pim import envs
-from tests.support import fast_compilation
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _fast_compilation():
-    """Collection programs compiled at XLA's lowest optimisation effort (small datasets whose
-    time is compilation; every check is against the model or exact)."""
-    with fast_compilation():
-        yield
+pytestmark = pytest.mark.usefixtures("logic_compilation")
 
 
 @pytest.fixture(scope="module")

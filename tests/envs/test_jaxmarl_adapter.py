@@ -31,18 +31,12 @@ from jaxrl_pim.envs.jaxmarl_adapter import (  # noqa: E402
     to_jaxmarl,
 )
 from jaxrl_pim.marl import MARLConfig  # noqa: E402
-from tests.support import fast_compilation  # noqa: E402
 
 EPISODES, STEPS = 12, 25
 ATOL = 1e-4
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fast_compilation():
-    """Both sides of every comparison are compiled here alike, at XLA's lowest optimisation
-    effort (short rollouts whose time is compilation)."""
-    with fast_compilation():
-        yield
+pytestmark = pytest.mark.usefixtures("logic_compilation")
 
 
 def _library_state(jm_state, n_agents: int) -> mpe.MPEState:

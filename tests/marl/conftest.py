@@ -18,7 +18,8 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.support.marl import JAXMARL_TINY, fast_compilation
+from tests.support import fast_compilation
+from tests.support.marl import JAXMARL_TINY
 
 
 class CommandRun(NamedTuple):

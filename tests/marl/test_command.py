@@ -12,7 +12,7 @@ import json
 from jaxrl_pim.cli import main
 from jaxrl_pim.cli import marl as command
 from jaxrl_pim.cli._common import show_progress
-from tests.support.marl import fast_compilation
+from tests.support import fast_compilation
 
 
 def test_marl_command_two_team_report(tmp_path, capsys):

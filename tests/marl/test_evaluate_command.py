@@ -18,7 +18,8 @@ import pytest
 
 from jaxrl_pim.cli import main
 from jaxrl_pim.marl import evaluate, load_policies
-from tests.support.marl import JAXMARL_GROUP, fast_compilation
+from tests.support import fast_compilation
+from tests.support.marl import JAXMARL_GROUP
 
 pytest.importorskip("jaxmarl")
 

@@ -22,7 +22,8 @@ from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.networks import gumbel_noise, mlp
 from jaxrl_pim.marl.policies import rollout_positions
 from jaxrl_pim.marl.trainer import make_env
-from tests.support.marl import JAXMARL_ENV, JAXMARL_GROUP, fast_compilation
+from tests.support import fast_compilation
+from tests.support.marl import JAXMARL_ENV, JAXMARL_GROUP
 
 TAG = MARLConfig(env="tag", num_agents=3, num_envs=2, num_episodes=6, batch_size=8,
                  buffer_capacity=128, learning_starts=16, update_every=5, hidden=(16, 16))

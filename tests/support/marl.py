@@ -27,10 +27,9 @@ from typing import Any
 
 import jax
 
-from tests.support import FAST_COMPILE, fast_compilation
+from tests.support import FAST_COMPILE
 
-__all__ = ["JAXMARL_ENV", "JAXMARL_GROUP", "JAXMARL_TINY", "LOGIC_OPTIONS", "compile_logic",
-           "fast_compilation"]
+__all__ = ["JAXMARL_ENV", "JAXMARL_GROUP", "JAXMARL_TINY", "LOGIC_OPTIONS", "compile_logic"]
 
 LOGIC_OPTIONS = FAST_COMPILE
 
