@@ -7,6 +7,10 @@ subprocess they start (``jaxrl-pim`` commands, :func:`tests.support.run_with_dev
 share the compiled programs; the same program compiled again (a resumed run, the same
 command in another test) is read back instead. The folder is removed at the end of the
 run. A ``JAX_COMPILATION_CACHE_DIR`` already set is used as it is and kept.
+
+The run compiles at XLA's lowest optimisation effort (``tests.support.LOW_EFFORT``, set here
+for the workers and their subprocesses unless already set); tests marked
+``default_compilation`` compile at the default level.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import tempfile
 import pytest
 
 from jaxrl_pim.xla_env import apply_cpu_workarounds
-from tests.support import fast_compilation, run_with_devices
+from tests.support import LOW_EFFORT, default_compilation, run_with_devices
 
 # before any test module imports jax (jaxlib 0.10.2 XLA:CPU fusion bug, see xla_env)
 apply_cpu_workarounds()
@@ -31,12 +35,17 @@ _made_cache: list[str] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(LOW_EFFORT, "1")
+    if "jax" in sys.modules:  # imported by a plugin before the environment was read
+        import jax
+
+        jax.config.update("jax_disable_most_optimizations", os.environ[LOW_EFFORT] == "1")
     if os.environ.get(CACHE_DIR):
         return  # set by the user, or inherited from the controller of these workers
     folder = tempfile.mkdtemp(prefix="jaxrl_pim_xla_cache_")
     _made_cache.append(folder)
     os.environ[CACHE_DIR] = folder
-    os.environ.setdefault(CACHE_MIN_COMPILE_S, "0.5")
+    os.environ.setdefault(CACHE_MIN_COMPILE_S, "0")
     if "jax" in sys.modules:  # imported by a plugin before the environment was read
         import jax
 
@@ -62,11 +71,13 @@ def multi_device():
     return run_with_devices
 
 
-@pytest.fixture(scope="module")
-def logic_compilation():
-    """For a whole module (``pytestmark = pytest.mark.usefixtures("logic_compilation")``): its
-    programs compiled at XLA's lowest optimisation effort (:func:`tests.support.fast_compilation`),
-    for modules that check program logic on small shapes, where the time is compilation and
-    both sides of every comparison are compiled alike (or compared exactly)."""
-    with fast_compilation():
+@pytest.fixture(autouse=True)
+def _marked_default_compilation(request):
+    """Tests marked ``default_compilation`` (execution-bound runs: learning criteria, long
+    training) compile, in this process and in the processes they start, at XLA's default
+    optimisation level, as a user's program does."""
+    if request.node.get_closest_marker("default_compilation") is None:
+        yield
+        return
+    with default_compilation():
         yield

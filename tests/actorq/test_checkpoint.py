@@ -45,6 +45,7 @@ def _final(folder: Path):
     return step, state, meta
 
 
+@pytest.mark.default_compilation  # execution-bound: 6,000 steps, twice
 def test_killed_run_resumes_to_the_uninterrupted_state_bit_for_bit(tmp_path):
     whole, broken = tmp_path / "whole", tmp_path / "broken"
     assert main([*ARGS, "--checkpoint", str(whole), "--json", str(tmp_path / "a.json")]) == 0

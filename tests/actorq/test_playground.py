@@ -218,7 +218,6 @@ def test_missing_playground_install_says_how_to_install(monkeypatch):
 def test_real_cartpole_adapter_matches_playground_and_d4pg_runs():
     pytest.importorskip("mujoco_playground")
     from jaxrl_pim.envs import make_with_info
-    from tests.support import FAST_COMPILE
     from tests.support.actorq import run_tiny_d4pg
 
     with pytest.raises(ValueError, match="CartpoleBalance"):
@@ -231,7 +230,7 @@ def test_real_cartpole_adapter_matches_playground_and_d4pg_runs():
     steps = 6
     actions = jnp.sin(jnp.arange(steps, dtype=jnp.float32))[:, None]  # in [-1, 1]
 
-    @partial(jax.jit, compiler_options=FAST_COMPILE)  # MJX compiles slowly
+    @partial(jax.jit)  # MJX compiles slowly
     def both(key):
         obs, state = env.reset(key, params)
         ref = direct.reset(key)

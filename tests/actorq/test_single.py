@@ -22,6 +22,7 @@ from tests.support import run_with_devices
 from tests.support.actorq import project_reference, run_tiny_d4pg
 
 
+@pytest.mark.default_compilation  # execution-bound learning criterion
 def test_dqn_int8_actors_learn_cartpole_above_random_vmapped_over_seeds():
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=4,
                          total_steps=10_000, learning_starts=500, epsilon_decay_steps=3_000,
@@ -316,6 +317,7 @@ print(len(ret), np.mean(ret[:5]), np.mean(ret[-5:]), final)
 """
 
 
+@pytest.mark.default_compilation  # execution-bound learning criterion
 def test_d4pg_int8_actors_learn_pendulum():
     # a fresh process, as for the other learning runs (tests/rl/test_learning.py)
     out = run_with_devices(D4PG_LEARNS, n_devices=1, timeout=300)

@@ -9,8 +9,6 @@ import pytest
 from jaxrl_pim import data as data_lib
 from jaxrl_pim import envs
 
-pytestmark = pytest.mark.usefixtures("logic_compilation")
-
 
 @pytest.fixture(scope="module")
 def frozen():

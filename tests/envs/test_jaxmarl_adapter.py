@@ -36,7 +36,6 @@ EPISODES, STEPS = 12, 25
 ATOL = 1e-4
 
 
-pytestmark = pytest.mark.usefixtures("logic_compilation")
 
 
 def _library_state(jm_state, n_agents: int) -> mpe.MPEState:

@@ -18,7 +18,6 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.support import fast_compilation
 from tests.support.marl import JAXMARL_TINY
 
 
@@ -33,14 +32,13 @@ class CommandRun(NamedTuple):
 
 @pytest.fixture(scope="session")
 def jaxmarl_run(tmp_path_factory: pytest.TempPathFactory) -> CommandRun:
-    """``jaxrl-pim marl`` with :data:`JAXMARL_TINY` (seed 0), ``--checkpoint`` and ``--json``,
-    compiled with :func:`fast_compilation`."""
+    """``jaxrl-pim marl`` with :data:`JAXMARL_TINY` (seed 0), ``--checkpoint`` and ``--json``."""
     pytest.importorskip("jaxmarl")
     from jaxrl_pim.cli import main
 
     folder = tmp_path_factory.mktemp("jaxmarl_run")
     ckpt, report = folder / "run", folder / "train.json"
     out = io.StringIO()
-    with fast_compilation(), contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out):
         status = main([*JAXMARL_TINY, "--checkpoint", str(ckpt), "--json", str(report)])
     return CommandRun(status, out.getvalue(), ckpt, report)

@@ -12,17 +12,15 @@ import json
 from jaxrl_pim.cli import main
 from jaxrl_pim.cli import marl as command
 from jaxrl_pim.cli._common import show_progress
-from tests.support import fast_compilation
 
 
 def test_marl_command_two_team_report(tmp_path, capsys):
     """Predator-prey given by its sizes: the world line, the plan and a report with one entry
     per team (one episode, stored before learning starts: no update round)."""
     path = tmp_path / "r.json"
-    with fast_compilation():  # the command's logic; the program runs no update round
-        assert main(["marl", "--env", "tag", "--predators", "3", "--prey", "1",
-                     "--num-envs", "2", "--episodes", "1", "--capacity", "100",
-                     "--batch-size", "8", "--learning-starts", "100", "--json", str(path)]) == 0
+    assert main(["marl", "--env", "tag", "--predators", "3", "--prey", "1",
+                 "--num-envs", "2", "--episodes", "1", "--capacity", "100",
+                 "--batch-size", "8", "--learning-starts", "100", "--json", str(path)]) == 0
     out = capsys.readouterr().out
     assert "plan: 1 episodes x 25 steps x 2 env(s) = 50 transitions, 0 update rounds" in out
     assert "marl maddpg tag predators=3 prey=1 obstacles=2: episodes 0->1" in out

@@ -18,7 +18,6 @@ import pytest
 
 from jaxrl_pim.cli import main
 from jaxrl_pim.marl import evaluate, load_policies
-from tests.support import fast_compilation
 from tests.support.marl import JAXMARL_GROUP
 
 pytest.importorskip("jaxmarl")
@@ -32,12 +31,11 @@ def test_train_then_evaluate_and_render(jaxmarl_run, tmp_path, capsys):
     assert json.loads(jaxmarl_run.report.read_text())["results"]["teams"] == ["agent"]
 
     gif, ev = tmp_path / "spread.gif", tmp_path / "eval.json"
-    with fast_compilation():
-        assert main(["marl", "evaluate", "--checkpoint", str(ckpt), "--episodes", "6",
-                     "--seed", "3", "--render", str(gif), "--json", str(ev)]) == 0
-        out = capsys.readouterr().out
-        pol = load_policies(ckpt)
-        want = evaluate(pol.config, pol.params, jax.random.PRNGKey(3), 6)[:, 0]
+    assert main(["marl", "evaluate", "--checkpoint", str(ckpt), "--episodes", "6",
+                 "--seed", "3", "--render", str(gif), "--json", str(ev)]) == 0
+    out = capsys.readouterr().out
+    pol = load_policies(ckpt)
+    want = evaluate(pol.config, pol.params, jax.random.PRNGKey(3), 6)[:, 0]
     se = want.std(ddof=1) / np.sqrt(6)
     assert (f"greedy policy, 6 episodes, mean return per team (+- standard error): "
             f"agent {want.mean():.2f} +- {se:.2f}") in out

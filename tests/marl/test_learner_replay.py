@@ -20,7 +20,6 @@ import pytest
 
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_phases, make_train
-from tests.support.marl import compile_logic
 
 # 3 episodes x 10 steps x 4 envs = 120 transitions into 96 rows: the ring wraps.
 CFG = MARLConfig(
@@ -41,7 +40,7 @@ def _run(cfg: MARLConfig):
         return state, metrics, idx, w, batch
 
     key = jax.random.PRNGKey(0)
-    return jax.device_get(compile_logic(run, key)(key))
+    return jax.device_get(jax.jit(run)(key))
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,9 @@ import pytest
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_phases, make_train, random_policy_return
 
+# execution-bound learning criteria: compiled as a user's program is
+pytestmark = pytest.mark.default_compilation
+
 SPREAD3 = MARLConfig(
     env="spread", num_agents=3, num_envs=256, num_episodes=150, update_every=1,
     sampling_mode="fast", buffer_capacity=100_000, batch_size=256, learning_starts=3200,

@@ -5,8 +5,7 @@ one on a JaxMARL spread (through the command: the ``jaxmarl_run`` fixture of ``c
 shared with ``test_evaluate_command.py``); the loaded actors must be the run's final actors,
 ``greedy`` / ``act`` must equal the networks applied by hand (softmax, Gumbel-softmax with
 the same key), ``evaluate`` must equal a step-by-step loop over the world, and bad folders
-are one line. Programs are compiled with :func:`tests.support.marl.fast_compilation`
-(program logic on tiny shapes, where compilation dominates).
+are one line.
 """
 
 from __future__ import annotations
@@ -22,21 +21,14 @@ from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.networks import gumbel_noise, mlp
 from jaxrl_pim.marl.policies import rollout_positions
 from jaxrl_pim.marl.trainer import make_env
-from tests.support import fast_compilation
 from tests.support.marl import JAXMARL_ENV, JAXMARL_GROUP
 
 TAG = MARLConfig(env="tag", num_agents=3, num_envs=2, num_episodes=6, batch_size=8,
                  buffer_capacity=128, learning_starts=16, update_every=5, hidden=(16, 16))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _fast_compilation():
-    with fast_compilation():
-        yield
-
-
 @pytest.fixture(scope="module")
-def tag_run(_fast_compilation, tmp_path_factory):
+def tag_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tag_run")
     with Checkpoints(folder, fingerprint=checkpoint.fingerprint(TAG, seed=0)) as ckpt:
         result = checkpoint.run(TAG, jax.random.PRNGKey(0), ckpt, every=3)

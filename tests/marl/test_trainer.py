@@ -1,8 +1,7 @@
 """The trainer's phases on MADDPG / MATD3 / MASAC: schedule, buffer writes, update maths,
 sampling modes (resuming runs from checkpoints is in ``test_checkpoint.py``).
 
-Programs are compiled with :func:`tests.support.marl.compile_logic` (tiny shapes; compile
-time dominates). The rules alone are in ``test_rules.py``, the config in ``test_config.py``;
+The rules alone are in ``test_rules.py``, the config in ``test_config.py``;
 learning quality is in ``test_learning.py``; the replay layouts and samplers driven through
 the learner in ``test_learner_replay.py``.
 """
@@ -27,7 +26,6 @@ from jaxrl_pim.marl.trainer import (
     make_phases,
     make_train,
 )
-from tests.support.marl import compile_logic
 
 TINY = MARLConfig(
     env="spread", num_agents=2, num_envs=2, num_episodes=4, episode_length=5,
@@ -39,7 +37,7 @@ TINY = MARLConfig(
 @pytest.fixture(scope="module")
 def tiny_run():
     key = jax.random.PRNGKey(3)
-    state, metrics = compile_logic(make_train(TINY), key)(key)  # init and 4 episodes
+    state, metrics = jax.jit(make_train(TINY))(key)  # init and 4 episodes
     return jax.device_get(state), jax.device_get(metrics)
 
 
@@ -142,7 +140,7 @@ def test_update_maths_and_faithful_equals_fast_on_shared_indices():
     args = (jax.random.PRNGKey(0), _random_batch(teams_spec, B, 1),
             _random_batch(teams_spec, B, 2, done=1.0), jax.random.PRNGKey(5))
     (teams, ys, teams1, closs, teams2, closs2, teams_a, aloss_a, teams_b, aloss_b, tgt, y_fast,
-     y_faith) = jax.device_get(compile_logic(probe, *args)(*args))
+     y_faith) = jax.device_get(jax.jit(probe)(*args))
     batch, term = args[1], args[2]
 
     # Critic loss against a NumPy forward pass on the joint input
@@ -226,7 +224,7 @@ def test_matd3_twin_target_and_delays_actor_and_targets():
     rows = replay.Transition(*jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), b))
     args = (jax.random.PRNGKey(0), rows, _random_batch(teams_spec, 8, 4),
             jax.random.PRNGKey(2))
-    t0, rnd, y, aloss = jax.device_get(compile_logic(probe, *args)(*args))
+    t0, rnd, y, aloss = jax.device_get(jax.jit(probe)(*args))
 
     def moved(a, b):
         return not np.allclose(jax.tree.leaves(a)[0], jax.tree.leaves(b)[0])
@@ -271,7 +269,7 @@ def test_masac_entropy_bonus_twin_min_and_current_actors():
     args = (jax.random.PRNGKey(0), _random_batch(teams_spec, 6, 1),
             jax.random.PRNGKey(5))
     teams, y_sac, y_0, a_sac, a_0, y_twin, a_twin = jax.device_get(
-        compile_logic(probe, *args)(*args))
+        jax.jit(probe)(*args))
     batch = args[1]
     n = teams_spec[0].num_agents
     h_next = np.stack([_np_entropy(_np_mlp(_agent(teams[0].actor, j),

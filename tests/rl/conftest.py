@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from tests.support import subprocess_env
+from tests.support import LOW_EFFORT, subprocess_env
 from tests.support.rl import CHECKS, RESULT
 
 TIMEOUT_S = 900
@@ -35,7 +35,7 @@ def learning_checks(request):
     code = f"from tests.support.rl import run_checks\nrun_checks({names!r})\n"
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env=subprocess_env(1), timeout=TIMEOUT_S)
+                              env={**subprocess_env(1), LOW_EFFORT: "0"}, timeout=TIMEOUT_S)
         out, err, how = proc.stdout, proc.stderr, f"exit status {proc.returncode}"
     except subprocess.TimeoutExpired as exc:  # what it printed until then still counts
         text = lambda x: x.decode() if isinstance(x, bytes) else (x or "")  # noqa: E731

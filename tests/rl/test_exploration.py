@@ -13,7 +13,6 @@ import pytest
 
 from jaxrl_pim.rl import common, ddpg, dqn
 from jaxrl_pim.rl.networks import MLP
-from tests.support import FAST_COMPILE
 from tests.support.rl import REGISTERED
 
 
@@ -66,7 +65,7 @@ def test_dqn_holds_random_actions_for_explore_hold_steps():
     cfg = dqn.DQNConfig("CartPole-v1", total_timesteps=300, num_envs=1, buffer_capacity=300,
                         batch_size=32, learning_starts=300, eps_start=1.0, eps_end=1.0,
                         explore_hold=4)
-    state, _ = jax.jit(dqn.make_train(cfg), compiler_options=FAST_COMPILE)(jax.random.key(0))
+    state, _ = jax.jit(dqn.make_train(cfg))(jax.random.key(0))
     actions = np.asarray(state.buffer.data.action)
     ends = np.asarray(state.buffer.data.discount) == 0  # random CartPole play ends by falling
     starts = np.concatenate([[True], ends[:-1]])
@@ -76,8 +75,7 @@ def test_dqn_holds_random_actions_for_explore_hold_steps():
     changes = np.sum(actions[1:] != actions[:-1])
     assert changes > 300 / 4 / 4
     # with explore_hold = 1 consecutive random actions agree only about half of the time
-    state1, _ = jax.jit(dqn.make_train(dataclasses.replace(cfg, explore_hold=1)),
-                        compiler_options=FAST_COMPILE)(jax.random.key(0))
+    state1, _ = jax.jit(dqn.make_train(dataclasses.replace(cfg, explore_hold=1)))(jax.random.key(0))
     a1 = np.asarray(state1.buffer.data.action)
     assert 0.35 < np.mean(a1[1:] == a1[:-1]) < 0.65
 
@@ -88,7 +86,7 @@ def test_ddpg_holds_warm_up_actions_for_noise_hold_steps():
     cfg = ddpg.DDPGConfig("MountainCarContinuous-v0", total_timesteps=200, buffer_capacity=200,
                           batch_size=32, learning_starts=200, noise_hold=10,
                           hidden=(16, 16))
-    state, _ = jax.jit(ddpg.make_train(cfg), compiler_options=FAST_COMPILE)(jax.random.key(0))
+    state, _ = jax.jit(ddpg.make_train(cfg))(jax.random.key(0))
     actions = np.asarray(state.buffer.data.action)[:, 0]
     blocks = actions.reshape(20, 10)  # no episode ends within 200 of its 999 steps
     np.testing.assert_array_equal(blocks, blocks[:, :1] * np.ones((1, 10)))
@@ -102,7 +100,7 @@ def test_ddpg_holds_exploration_noise_after_warm_up():
     cfg = ddpg.DDPGConfig("Pendulum-v1", total_timesteps=160, buffer_capacity=160, batch_size=32,
                           learning_starts=32, noise_hold=8, expl_noise=0.05, hidden=(16, 16),
                           actor_lr=1e-9)
-    state, _ = jax.jit(ddpg.make_train(cfg), compiler_options=FAST_COMPILE)(jax.random.key(1))
+    state, _ = jax.jit(ddpg.make_train(cfg))(jax.random.key(1))
     policy = ddpg.make_policy(cfg)
     buf = state.buffer.data
     noise = np.asarray(buf.action - policy.apply(state.params, buf.obs))[32:160, 0]
@@ -142,7 +140,7 @@ def test_dqn_anneal_lr_reaches_zero_at_the_last_update():
         cfg = dqn.DQNConfig("CartPole-v1", total_timesteps=2_000, num_envs=1,
                             learning_starts=100, batch_size=32, lr=1e-2,
                             target_update_interval=1_999, anneal_lr=anneal)
-        train = jax.jit(dqn.make_train(cfg), compiler_options=FAST_COMPILE)
+        train = jax.jit(dqn.make_train(cfg))
         state, metrics = train(jax.random.key(0))
         assert float(metrics["loss"][-1]) > 0  # the last iteration did update
         return max(float(jnp.max(jnp.abs(p - t))) for p, t in

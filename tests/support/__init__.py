@@ -4,8 +4,9 @@
   number of host CPU devices (``XLA_FLAGS`` must be set before jax loads).
 * :mod:`.processes`: run a ``jaxrl-pim`` command and SIGKILL it at its first checkpoint.
 * :mod:`.tabular`: the small tabular MDP shape and its random datasets.
-* :func:`fast_compilation`: programs compiled inside at XLA's lowest optimisation effort.
-* :mod:`.marl`: compiling the MARL learner programs at XLA's lowest optimisation level.
+* :data:`LOW_EFFORT` and :func:`default_compilation`: the run compiles at XLA's lowest
+  optimisation effort, except inside ``default_compilation``.
+* :mod:`.marl`: the tiny JaxMARL command run shared by the MARL policy tests.
 * :mod:`.actorq`: the categorical-projection reference loop and a tiny D4PG run.
 * :mod:`.rl`: the single-agent learning runs and their assertions.
 * :mod:`.bench`: one smoke run per benchmark command, shared by the tests that check it.
@@ -31,73 +32,62 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: XLA:CPU's lowest backend optimisation level (``jax.jit(..., compiler_options=...)``): the
 #: same HLO program with less LLVM optimisation of its machine code, compiled in about half
-#: the time, with the same IEEE semantics. For short runs whose wall time is compilation.
+#: the time, with the same IEEE semantics. For a program that must compile this way even in a
+#: process at the default level (``tests.support.rl``, whose measured margins depend on it).
 FAST_COMPILE = {"xla_backend_optimization_level": 0}
 
-#: The ``XLA_FLAGS`` entry the docs examples run with. They run small workloads, so their time
-#: is almost all compilation (a training program takes 5-10 s to compile, well under 1 s to
-#: run), which backend optimisation level 1 about halves: the same programs with less optimised
-#: machine code (float results may differ in the last bits; the examples neither print them as
-#: measured numbers nor assert on them). An ``XLA_FLAGS`` that already sets the level keeps it.
-DOCS_EXAMPLE_FLAG = "--xla_backend_optimization_level=1"
+#: jax's switch for XLA's lowest optimisation effort (``jax_disable_most_optimizations``:
+#: backend optimisation level 0 and no expensive LLVM passes; the same HLO program and IEEE
+#: semantics, compiled in less time; float results may differ from the default level's in the
+#: last bits). ``tests/conftest.py`` sets it to ``1`` for the whole run, the xdist workers and
+#: every process they start, unless it is already set: most tests run tiny shapes, where the
+#: time is compilation. Execution-bound tests are marked ``default_compilation``.
+LOW_EFFORT = "JAX_DISABLE_MOST_OPTIMIZATIONS"
 
 
 def run_docs_example(code: str, cwd: Path, timeout_s: float = 600) -> subprocess.CompletedProcess:
     """Run the docs' Python ``code`` as a user would, in a fresh interpreter in ``cwd``, on CPU,
-    with the XLA:CPU workaround flags, :data:`DOCS_EXAMPLE_FLAG` and matplotlib's ``Agg``
-    backend; stdout and stderr captured as text."""
+    with the XLA:CPU workaround flags and matplotlib's ``Agg`` backend; stdout and stderr
+    captured as text."""
     env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS,
-                                  DOCS_EXAMPLE_FLAG)
+    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS)
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout_s)
 
 
-def subprocess_env(n_devices: int | None = None, fast_compile: bool = False) -> dict[str, str]:
+def subprocess_env(n_devices: int | None = None) -> dict[str, str]:
     """This process's environment for a child Python on CPU: the XLA workaround flags,
-    ``n_devices`` forced host devices when given, and the repository on ``PYTHONPATH``.
-
-    ``fast_compile``: the child compiles every program with XLA's lowest optimisation effort
-    (jax's ``JAX_DISABLE_MOST_OPTIMIZATIONS``: backend optimisation level 0, the same HLO and
-    IEEE semantics in about half the compile time), for children that check program logic on
-    tiny shapes; their results are compared with programs compiled the same way, or exactly
-    (integer arithmetic)."""
+    ``n_devices`` forced host devices when given, and the repository on ``PYTHONPATH``."""
     env = dict(os.environ)
     flags = [] if n_devices is None else [f"--xla_force_host_platform_device_count={n_devices}"]
     env["XLA_FLAGS"] = with_flags(*flags, *CPU_WORKAROUND_FLAGS)
     env["JAX_PLATFORMS"] = "cpu"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    if fast_compile:
-        env["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
     return env
 
 
 def benchmark_env() -> dict[str, str]:
-    """Environment of a benchmark script's smoke run: CPU only, no display, and XLA:CPU's
-    lowest backend optimisation level (smoke sizes are compilation-bound; the same programs
-    and IEEE semantics, and smoke timings are never published)."""
+    """Environment of a benchmark script's smoke run: CPU only, no display (smoke timings are
+    never published)."""
     env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0",
-                                  *CPU_WORKAROUND_FLAGS)
+    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS)
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
     return env
 
 
-def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600,
-                     fast_compile: bool = False) -> str:
+def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600) -> str:
     """Run ``code`` in a fresh Python with ``n_devices`` forced host CPU devices; return stdout.
 
-    ``XLA_FLAGS`` must be set before jax loads, hence the subprocess. ``fast_compile``: as in
-    :func:`subprocess_env` (for code that compares programs it compiles itself).
+    ``XLA_FLAGS`` must be set before jax loads, hence the subprocess.
     """
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        env=subprocess_env(n_devices, fast_compile),
+        env=subprocess_env(n_devices),
         timeout=timeout,
     )
     if proc.returncode != 0:
@@ -106,16 +96,21 @@ def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600,
 
 
 @contextlib.contextmanager
-def fast_compilation() -> Iterator[None]:
-    """Programs compiled inside are compiled with XLA's lowest optimisation effort (jax's
-    ``jax_disable_most_optimizations``: backend optimisation level 0, no expensive LLVM
-    passes); the setting before is restored on exit. Programs already compiled (jax's
-    in-memory caches) are reused as they are, inside and after."""
-    import jax  # not at import: tests/conftest.py sets the XLA flags first
+def default_compilation() -> Iterator[None]:
+    """Programs compiled inside, in this process and in the processes started inside, are
+    compiled at XLA's default optimisation level (``LOW_EFFORT`` off); the settings before
+    are restored on exit."""
+    import jax
 
     before = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", True)
+    before_env = os.environ.get(LOW_EFFORT)
+    jax.config.update("jax_disable_most_optimizations", False)
+    os.environ[LOW_EFFORT] = "0"
     try:
         yield
     finally:
         jax.config.update("jax_disable_most_optimizations", before)
+        if before_env is None:
+            os.environ.pop(LOW_EFFORT, None)
+        else:
+            os.environ[LOW_EFFORT] = before_env

@@ -71,7 +71,8 @@ def check_progress_callback() -> None:
     config = ppo.PPOConfig("CartPole-v1", total_timesteps=4_096)
     seen = []
     train = jax.jit(ppo.make_train(config,
-                                   callback=lambda s, t, m: seen.append((int(s), int(t)))))
+                                   callback=lambda s, t, m: seen.append((int(s), int(t)))),
+                    compiler_options=FAST_COMPILE)
     _, metrics = train(jax.random.key(0))
     jax.effects_barrier()
     total = seen[0][1]

@@ -119,7 +119,7 @@ def test_segments_on_a_two_device_mesh(multi_device):
             while int(state.round) < cfg.num_rounds:
                 state, _ = seg(state, chunks)
             print(dtype, bool(np.array_equal(np.asarray(q_table(cfg, state)), np.asarray(q))))
-    """, n_devices=2, timeout=TIMEOUT_S, fast_compile=True)
+    """, n_devices=2, timeout=TIMEOUT_S)
     assert out.split() == ["fp32", "True", "int32", "True"], out
 
 

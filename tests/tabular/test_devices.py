@@ -45,7 +45,7 @@ print(json.dumps(out))
 
 @pytest.mark.slow
 def test_one_and_eight_devices_agree():
-    result = json.loads(run_with_devices(CODE, 8, fast_compile=True).strip().splitlines()[-1])
+    result = json.loads(run_with_devices(CODE, 8).strip().splitlines()[-1])
     for name, r in result.items():
         assert r["rounds"] == 3
         assert r["scale"] > 0.1

@@ -28,7 +28,7 @@ import pytest
 
 from jaxrl_pim import distributed
 from jaxrl_pim.cli import launch, main
-from tests.support import fast_compilation, subprocess_env
+from tests.support import subprocess_env
 
 TIMEOUT_S = 300  # bound on every subprocess of this file
 
@@ -36,7 +36,7 @@ TIMEOUT_S = 300  # bound on every subprocess of this file
 def _env(devices: int) -> dict[str, str]:
     # lowest XLA optimisation effort: tiny programs whose time is compilation; the tables are
     # compared between processes started alike, or exactly (int32) with this process's run
-    return dict(subprocess_env(devices, fast_compile=True), PYTHONUNBUFFERED="1")
+    return dict(subprocess_env(devices), PYTHONUNBUFFERED="1")
 
 
 @contextlib.contextmanager
@@ -172,11 +172,10 @@ def test_a_lane_range_collects_exactly_its_rows():
 
     env, params = envs.make("frozenlake")
     key = jax.random.key(3)
-    with fast_compilation():  # tiny collection programs, compared exactly (integer rows)
-        whole = data.collect(env, params, key, 1000, num_envs=16)  # streams of 63 rows
-        part = data.collect(env, params, key, 1000, num_envs=16, rows=(62, 300))  # 5 streams
-        agents = data.collect_per_agent(env, params, key, 5, 20)
-        some = data.collect_per_agent(env, params, key, 5, 20, agents=(1, 4))
+    whole = data.collect(env, params, key, 1000, num_envs=16)  # streams of 63 rows
+    part = data.collect(env, params, key, 1000, num_envs=16, rows=(62, 300))  # 5 streams
+    agents = data.collect_per_agent(env, params, key, 5, 20)
+    some = data.collect_per_agent(env, params, key, 5, 20, agents=(1, 4))
     for x, y in zip(whole, part, strict=True):
         np.testing.assert_array_equal(x[62:300], y)
     for x, y in zip(agents, some, strict=True):
