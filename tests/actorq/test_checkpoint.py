@@ -25,14 +25,14 @@ from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 BASE = ["actorq", "--algo", "dqn", "--env", "CartPole-v1", "--precision", "int8",
         "--mode", "single", "--actors", "2", "--actor-update-period", "10",
-        "--steps", "6000", "--hidden", "32", "--seed", "3", "--no-progress"]
-ARGS = [*BASE, "--checkpoint-every", "300"]  # every chunk of 150 iterations x 2 actors
+        "--steps", "3000", "--hidden", "32", "--seed", "3", "--no-progress"]
+ARGS = [*BASE, "--checkpoint-every", "150"]  # every chunk of 75 iterations x 2 actors
 CHUNKS = 20  # the command's chunking (experiment.run_one default)
 
 
 def _config():
     return default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
-                          actor_update_period=10, total_steps=6_000, hidden_sizes=(32,))
+                          actor_update_period=10, total_steps=3_000, hidden_sizes=(32,))
 
 
 def _final(folder: Path):
@@ -45,7 +45,7 @@ def _final(folder: Path):
     return step, state, meta
 
 
-@pytest.mark.default_compilation  # execution-bound: 6,000 steps, twice
+@pytest.mark.default_compilation  # execution-bound: 3,000 steps, twice
 def test_killed_run_resumes_to_the_uninterrupted_state_bit_for_bit(tmp_path):
     whole, broken = tmp_path / "whole", tmp_path / "broken"
     assert main([*ARGS, "--checkpoint", str(whole), "--json", str(tmp_path / "a.json")]) == 0
@@ -68,7 +68,7 @@ def test_killed_run_resumes_to_the_uninterrupted_state_bit_for_bit(tmp_path):
         proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
     done = sorted(int(p.name) for p in (broken / "int8").iterdir() if p.name.isdigit())
-    total_iterations = 6_000 // 2
+    total_iterations = 3_000 // 2
     assert done and max(done) < total_iterations, done  # killed mid-way
 
     # resuming without --resume is refused; with it the run continues where it stopped
