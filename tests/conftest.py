@@ -36,22 +36,19 @@ _made_cache: list[str] = []
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault(LOW_EFFORT, "1")
+    if not os.environ.get(CACHE_DIR):  # else set by the user, or inherited from the controller
+        folder = tempfile.mkdtemp(prefix="jaxrl_pim_xla_cache_")
+        _made_cache.append(folder)
+        os.environ[CACHE_DIR] = folder
+        os.environ.setdefault(CACHE_MIN_COMPILE_S, "0")
     if "jax" in sys.modules:  # imported by a plugin before the environment was read
         import jax
 
         jax.config.update("jax_disable_most_optimizations", os.environ[LOW_EFFORT] == "1")
-    if os.environ.get(CACHE_DIR):
-        return  # set by the user, or inherited from the controller of these workers
-    folder = tempfile.mkdtemp(prefix="jaxrl_pim_xla_cache_")
-    _made_cache.append(folder)
-    os.environ[CACHE_DIR] = folder
-    os.environ.setdefault(CACHE_MIN_COMPILE_S, "0")
-    if "jax" in sys.modules:  # imported by a plugin before the environment was read
-        import jax
-
-        jax.config.update("jax_compilation_cache_dir", folder)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs",
-                          float(os.environ[CACHE_MIN_COMPILE_S]))
+        jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_DIR])
+        if CACHE_MIN_COMPILE_S in os.environ:
+            jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                              float(os.environ[CACHE_MIN_COMPILE_S]))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, apply_cpu_workarounds, with_flags
 
 # A rank-8 broadcast-multiply-reduce that XLA:CPU's ynn fusion path of jaxlib 0.10.2 crashes on
@@ -30,10 +32,9 @@ def test_with_flags_adds_missing_flags_and_keeps_the_users():
     assert env["XLA_FLAGS"].split().count(CPU_WORKAROUND_FLAGS[0]) == 1
 
 
+@pytest.mark.default_compilation  # the default optimisation level, where the fusion bug shows
 def test_workaround_flags_run_the_crashing_program():
-    # at the default optimisation level, where the fusion bug shows
-    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(CPU_WORKAROUND_FLAGS),
-               JAX_DISABLE_MOST_OPTIMIZATIONS="0")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(CPU_WORKAROUND_FLAGS))
     proc = subprocess.run([sys.executable, "-c", REPRO], capture_output=True, text=True,
                           env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

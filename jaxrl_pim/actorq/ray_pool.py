@@ -244,9 +244,11 @@ class RayPool:
                                    f"{timeout_s:.0f} s")
         calls = [ref for ref, (aid, epoch) in self._pending.items()
                  if aid in back and epoch == self._epoch.get(aid, 0)]
-        if calls and len(ray.wait(calls, num_returns=len(calls),
-                                  timeout=max(deadline - time.perf_counter(), 0.0))[0]) \
-                < len(calls):
+        if not calls:
+            return
+        done, _ = ray.wait(calls, num_returns=len(calls),
+                           timeout=max(deadline - time.perf_counter(), 0.0))
+        if len(done) < len(calls):
             raise RuntimeError(f"the restarted Ray actors did not deliver within "
                                f"{timeout_s:.0f} s")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import make_docs
-from tests.support import bench, benchmark_env
+from tests.support import bench, script_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "benchmarks" / "gpu_suite.py"
@@ -39,11 +39,11 @@ def test_full_plan_fits_25_minutes_and_names_real_scripts() -> None:
 def test_a_failing_section_is_recorded_with_its_error(tmp_path: Path) -> None:
     suite = _suite()
     cmd = [sys.executable, "-c", "import sys; print('compile failed: boom'); sys.exit(3)"]
-    row = suite.run_section(cmd, benchmark_env(), 60, tmp_path / "logs" / "x.log", "x")
+    row = suite.run_section(cmd, script_env(), 60, tmp_path / "logs" / "x.log", "x")
     assert row["status"] == "failed" and row["returncode"] == 3
     assert "exit status 3" in row["error"] and "boom" in row["error"]
     assert "boom" in (tmp_path / "logs" / "x.log").read_text()
-    ok = suite.run_section([sys.executable, "-c", "print('fine')"], benchmark_env(), 60,
+    ok = suite.run_section([sys.executable, "-c", "print('fine')"], script_env(), 60,
                            tmp_path / "logs" / "y.log", "y")
     assert ok["status"] == "ok" and ok["error"] is None and ok["seconds"] > 0
 
@@ -93,13 +93,13 @@ def test_cpu_numbers_are_never_published(tmp_path: Path) -> None:
                            (["--smoke", "--publish"], "never published"),
                            ([], "only on a GPU / TPU")):
         proc = subprocess.run([sys.executable, str(SUITE), "--out", str(out), *extra],
-                              cwd=tmp_path, env=benchmark_env(), capture_output=True, text=True,
+                              cwd=tmp_path, env=script_env(), capture_output=True, text=True,
                               timeout=300)
         assert proc.returncode == 2, (extra, proc.stdout, proc.stderr)
         assert message in proc.stderr, (extra, proc.stderr)
         assert not out.exists()
     proc = subprocess.run([sys.executable, str(SUITE), "--plan", "--out", str(out)],
-                          cwd=tmp_path, env=benchmark_env(), capture_output=True, text=True,
+                          cwd=tmp_path, env=script_env(), capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and not out.exists()
     assert "plan (full sizes)" in proc.stdout and "at most 25.0 min" in proc.stdout

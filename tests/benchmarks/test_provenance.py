@@ -20,7 +20,7 @@ import pytest
 
 from benchmarks import make_docs
 from jaxrl_pim import report
-from tests.support import bench, benchmark_env
+from tests.support import bench, script_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py")
@@ -72,7 +72,7 @@ print(json.dumps(shown))
 def test_every_script_prints_help_and_writes_nothing(tmp_path: Path) -> None:
     code = (HELP_CODE.replace("BENCHMARKS", repr(str(ROOT / "benchmarks")))
             .replace("SCRIPTS", repr([str(p) for p in SCRIPTS])))
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=benchmark_env(),
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=script_env(),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     shown = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -120,7 +120,7 @@ def test_script_smoke_run_writes_a_checked_results_file(script: Path, tmp_path: 
 
 def test_committed_tree_passes_check() -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_docs.py"),
-                           "--check"], cwd=ROOT, env=benchmark_env(), capture_output=True,
+                           "--check"], cwd=ROOT, env=script_env(), capture_output=True,
                           text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from tests.support import LOW_EFFORT, subprocess_env
+from tests.support import default_compilation, subprocess_env
 from tests.support.rl import CHECKS, RESULT
 
 TIMEOUT_S = 900
@@ -33,9 +33,11 @@ def learning_checks(request):
         "learning_checks" in getattr(item, "fixturenames", ()) and _check_of(item) == n
         for item in request.session.items)]
     code = f"from tests.support.rl import run_checks\nrun_checks({names!r})\n"
+    with default_compilation():  # execution-bound runs, compiled as a user's program is
+        env = subprocess_env(1)
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env={**subprocess_env(1), LOW_EFFORT: "0"}, timeout=TIMEOUT_S)
+                              env=env, timeout=TIMEOUT_S)
         out, err, how = proc.stdout, proc.stderr, f"exit status {proc.returncode}"
     except subprocess.TimeoutExpired as exc:  # what it printed until then still counts
         text = lambda x: x.decode() if isinstance(x, bytes) else (x or "")  # noqa: E731

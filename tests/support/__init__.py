@@ -46,15 +46,10 @@ LOW_EFFORT = "JAX_DISABLE_MOST_OPTIMIZATIONS"
 
 
 def run_docs_example(code: str, cwd: Path, timeout_s: float = 600) -> subprocess.CompletedProcess:
-    """Run the docs' Python ``code`` as a user would, in a fresh interpreter in ``cwd``, on CPU,
-    with the XLA:CPU workaround flags and matplotlib's ``Agg`` backend; stdout and stderr
-    captured as text."""
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["MPLBACKEND"] = "Agg"
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout_s)
+    """Run the docs' Python ``code`` as a user would, in a fresh interpreter in ``cwd``, in
+    :func:`script_env`; stdout and stderr captured as text."""
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=script_env(),
+                          capture_output=True, text=True, timeout=timeout_s)
 
 
 def subprocess_env(n_devices: int | None = None) -> dict[str, str]:
@@ -68,9 +63,10 @@ def subprocess_env(n_devices: int | None = None) -> dict[str, str]:
     return env
 
 
-def benchmark_env() -> dict[str, str]:
-    """Environment of a benchmark script's smoke run: CPU only, no display (smoke timings are
-    never published)."""
+def script_env() -> dict[str, str]:
+    """This process's environment for a script run as a user would (a docs example, a
+    benchmark's smoke run): CPU only, the XLA:CPU workaround flags added to any ``XLA_FLAGS``,
+    matplotlib's ``Agg`` backend (no display)."""
     env = dict(os.environ)
     env["XLA_FLAGS"] = with_flags(env.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS)
     env["JAX_PLATFORMS"] = "cpu"

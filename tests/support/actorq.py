@@ -35,8 +35,7 @@ def run_tiny_d4pg(env_name: str, width: int, **overrides) -> np.ndarray:
 
     cfg = default_config("d4pg", env_name, num_actors=2, hidden_sizes=(width,),
                          critic_hidden_sizes=(width, width), **overrides)
-    state, metrics = jax.jit(make_train(cfg))(
-        jax.random.PRNGKey(1))
+    state, metrics = jax.jit(make_train(cfg))(jax.random.PRNGKey(1))
     loss = np.asarray(metrics["loss"])[np.asarray(metrics["learned"])]
     assert loss.size > 50 and np.all(np.isfinite(loss))
     for leaf in jax.tree.leaves(state.learner.critic):

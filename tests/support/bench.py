@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support import ROOT, benchmark_env
+from tests.support import ROOT, script_env
 
 BENCHMARKS = ROOT / "benchmarks"
 SMOKE_TIMEOUT_S = 600
@@ -76,7 +76,7 @@ def _run(stem: str, options: tuple[str, ...], folder: Path) -> SmokeRun:
     cmd = [sys.executable, str(BENCHMARKS / f"{stem}.py"), "--smoke", "--out", str(out),
            *options]
     folder.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(cmd, cwd=folder, env=benchmark_env(), capture_output=True,
+    proc = subprocess.run(cmd, cwd=folder, env=script_env(), capture_output=True,
                           text=True, timeout=SMOKE_TIMEOUT_S)
     return SmokeRun(stem, cmd, proc.returncode, proc.stdout, proc.stderr, out)
 
