@@ -1,7 +1,9 @@
 """End-to-end MADDPG: wall time (vs the paper's Table I) and learning quality.
 
-Part 1 (time): MADDPG with the original defaults (1 env, faithful per-agent sampling, uniform,
-per-agent layout, 1e6 buffer, batch 1,024, update every 100 steps after 25,600 transitions).
+Part 1 (time): MADDPG with the trainer's defaults, the original's algorithm (1 env, faithful
+sampling: every agent its own indices, uniform, 1e6 buffer, batch 1,024, update every 100 steps
+after 25,600 transitions) in the default replay layout (``MARLConfig().layout``; the layout
+changes where rows live, not the maths).
 The run is timed in two pieces after compilation: the warm-up episodes before the first update
 (``ceil(25,600 / 25) = 1,024`` episodes, env steps and buffer writes only), then
 ``measured_episodes`` further episodes with updates. The 60,000-episode time is EXTRAPOLATED
@@ -30,7 +32,7 @@ speed-up of the fast mode itself is measured by ``benchmarks/marl_sampling.py``.
 Part 4 (throughput): end-to-end training throughput, env steps per second including the
 updates (compile and the update-free warm-up excluded), with the original defaults at N = 3,
 6, 12, 24 (quick: 3, 6; smoke: 3) in three modes: ``per_agent`` (per-agent layout, faithful:
-the trainer's default), ``interleaved`` (interleaved layout, faithful) and ``fast``
+the original's), ``interleaved`` (interleaved layout, faithful: the trainer's default) and ``fast``
 (interleaved, one shared index set). Buffer capacity: 1e6 rows where
 ``--memory-fraction`` of the memory holds them, else the largest that fits (each record says).
 Key ``marl_e2e_speedup_interleaved_vs_per_agent_24``.
@@ -109,7 +111,7 @@ def sizes(mode: str, gpu: bool) -> dict[str, Any]:
 
 def time_maddpg(env: str, agents: int, measure_episodes: int,
                 overrides: dict[str, Any]) -> dict[str, Any]:
-    """Warm-up + measured piece of an original-defaults MADDPG run; extrapolated to 60k."""
+    """Warm-up + measured piece of a default MADDPG run; extrapolated to 60k."""
     cfg = MARLConfig(env=env, num_agents=agents, num_episodes=FULL_EPISODES, **overrides)
     warm = math.ceil(cfg.learning_starts / (cfg.episode_length * cfg.num_envs))
     state = jax.jit(make_init(cfg))(jax.random.PRNGKey(0))
@@ -361,6 +363,13 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def _cfg(record: dict[str, Any], field: str, missing: Any = None) -> Any:
+    """A ``MARLConfig`` field of a record, whether the config is the object or its stored dict
+    (``missing`` where a file written before the field existed lacks it)."""
+    c = record["config"]
+    return c.get(field, missing) if isinstance(c, dict) else getattr(c, field)
+
+
 def render_markdown(report_: dict[str, Any]) -> str:
     """Tables of the three parts (from the stored report)."""
     res, summary = report_["results"], report_["summary"]
@@ -368,8 +377,10 @@ def render_markdown(report_: dict[str, Any]) -> str:
     lines = [f"Device: {summary['device']}; mode {summary['mode']}.", ""]
     if timing:
         lines += [
-            "MADDPG with the original defaults; the 60k-episode time is extrapolated from the "
-            "episodes run (warm-up + measured). Paper: published RTX 3090 figures.",
+            f"MADDPG with the trainer's defaults (the original's algorithm, "
+            f"`{_cfg(timing[0], 'layout', 'per_agent')}` replay layout); the 60k-episode time is "
+            "extrapolated from the episodes run (warm-up + measured). Paper: published RTX 3090 "
+            "figures.",
             "",
             "| env | agents | warm-up eps | warm-up s | measured eps | measured s | "
             "extrapolated from eps | 60k eps s (extrapolated) | paper 60k s |",
@@ -391,8 +402,7 @@ def render_markdown(report_: dict[str, Any]) -> str:
             "| env | agents | capacity | episodes run | 60k s (measured) | s per 1k eps | "
             "paper s per 1k eps (published) |", "|---|---:|---:|---:|---:|---:|---:|"]
         for r in timing:
-            cap = (r["config"]["buffer_capacity"] if isinstance(r["config"], dict)
-                   else r["config"].buffer_capacity)
+            cap = _cfg(r, "buffer_capacity")
             full = (f"{r['warmup_s'] + r['measured_s']:.0f}"
                     if r["extrapolated_from_episodes"] >= FULL_EPISODES else "-")
             paper = "" if r["paper_60k_s"] is None else f"{r['paper_60k_s'] / 60:.1f}"
@@ -404,7 +414,8 @@ def render_markdown(report_: dict[str, Any]) -> str:
     if tp:
         lines += [
             "End-to-end training throughput (env steps per second including the updates, "
-            "after the update-free warm-up, compile excluded; original defaults, one seed; "
+            "after the update-free warm-up, compile excluded; the trainer's defaults but the "
+            "layout and sampling mode, one seed; "
             "capacity = buffer rows used):", "",
             "| env | agents | mode | capacity | episodes | s | env steps/s | vs per_agent |",
             "|---|---:|---|---:|---:|---:|---:|---:|"]

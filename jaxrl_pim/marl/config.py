@@ -57,7 +57,9 @@ class MARLConfig:
       episode_length: steps per episode (25).
       sampling_mode: ``"faithful"`` (own indices per agent) or ``"fast"`` (shared indices).
       sampler: ``"uniform"``, ``"neighbor"``, ``"prioritized"`` or ``"info_prioritized"``.
-      layout: replay layout, ``"per_agent"`` or ``"interleaved"``.
+      layout: replay layout, ``"interleaved"`` (one row per time step holding all agents;
+        the default: the fastest end to end, ``benchmarks/marl_e2e.py`` part 4) or
+        ``"per_agent"`` (N ring buffers, the original's); the maths is the same.
       buffer_capacity: transitions (time steps) kept per team buffer (1e6), at most
         ``replay.MAX_CAPACITY``.
       batch_size: transitions per agent per update (1,024).
@@ -88,7 +90,7 @@ class MARLConfig:
     episode_length: int = 25
     sampling_mode: str = "faithful"
     sampler: str = "uniform"
-    layout: str = "per_agent"
+    layout: str = "interleaved"
     buffer_capacity: int = 1_000_000
     batch_size: int = 1024
     update_every: int = 100

@@ -117,10 +117,10 @@ def test_masac_with_neighbor_sampling_learns(random_return):
     chron = ((idx - pos) % size).reshape(16, 4)
     np.testing.assert_array_equal(np.diff(chron, axis=1), 1)
     # The learner's batch is the buffer's data at those rows for every agent (NumPy gather).
-    data = buf.data  # per_agent layout [N, capacity, ...]
+    data = buf.data  # the default interleaved layout: [capacity, N, ...]
     for name in ("obs", "action", "reward", "next_obs"):
-        np.testing.assert_array_equal(getattr(batch[0], name),
-                                      np.asarray(getattr(data, name))[:, idx], err_msg=name)
+        want = np.swapaxes(np.asarray(getattr(data, name))[idx], 0, 1)  # [N, B, ...]
+        np.testing.assert_array_equal(getattr(batch[0], name), want, err_msg=name)
 
 
 @pytest.mark.slow

@@ -56,16 +56,17 @@ def test_schedule_counters_and_metrics(tiny_run):
 
 def test_buffer_holds_chained_transitions(tiny_run):
     state, _ = tiny_run
-    data = state.buffers[0].data  # per_agent layout: [N, capacity, ...]
+    assert TINY.layout == "interleaved"  # the default
+    data = state.buffers[0].data  # interleaved layout: [capacity, N, ...]
     obs, next_obs = np.asarray(data.obs), np.asarray(data.next_obs)
     E, T = TINY.num_envs, TINY.episode_length
     for ep in range(TINY.num_episodes):
         for t in range(T - 1):
             for e in range(E):
                 row = (ep * T + t) * E + e
-                np.testing.assert_array_equal(next_obs[:, row], obs[:, row + E])
+                np.testing.assert_array_equal(next_obs[row], obs[row + E])
     # Actions are Gumbel-softmax vectors on the simplex; done is always 0.
-    np.testing.assert_allclose(np.asarray(data.action)[:, :40].sum(-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(data.action)[:40].sum(-1), 1.0, rtol=1e-5)
     assert not np.asarray(data.done).any()
 
 
