@@ -58,8 +58,9 @@ class MARLConfig:
       sampling_mode: ``"faithful"`` (own indices per agent) or ``"fast"`` (shared indices).
       sampler: ``"uniform"``, ``"neighbor"``, ``"prioritized"`` or ``"info_prioritized"``.
       layout: replay layout, ``"interleaved"`` (one row per time step holding all agents;
-        the default: the fastest end to end, ``benchmarks/marl_e2e.py`` part 4) or
-        ``"per_agent"`` (N ring buffers, the original's); the maths is the same.
+        the default: faster end to end at 12 and 24 agents, slower at 3 and 6, in
+        ``benchmarks/results/cpu/marl_e2e.json``) or ``"per_agent"`` (N ring buffers, the
+        original's); the maths is the same.
       buffer_capacity: transitions (time steps) kept per team buffer (1e6), at most
         ``replay.MAX_CAPACITY``.
       batch_size: transitions per agent per update (1,024).
