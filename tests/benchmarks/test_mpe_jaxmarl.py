@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.marl import JAXMARL_MARKS
+
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("jaxmarl", reason="the 'bench' extra is not installed")
+pytestmark = JAXMARL_MARKS
 
 
 @pytest.fixture(scope="module")

@@ -20,17 +20,26 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-jaxmarl = pytest.importorskip("jaxmarl")
-
-from jaxrl_pim.envs import mpe  # noqa: E402
-from jaxrl_pim.envs.jaxmarl_adapter import (  # noqa: E402
+from jaxrl_pim.envs import mpe
+from jaxrl_pim.envs.jaxmarl_adapter import (
     ACTION_PERMUTATION,
     SUPPORTED,
     check_supported,
     from_jaxmarl,
     to_jaxmarl,
 )
-from jaxrl_pim.marl import MARLConfig  # noqa: E402
+from jaxrl_pim.marl import MARLConfig
+from tests.support.marl import JAXMARL_MARKS
+
+pytestmark = JAXMARL_MARKS
+
+
+@pytest.fixture(scope="module")
+def jaxmarl():
+    """JaxMARL, imported when a test of this module first runs (not at collection)."""
+    import jaxmarl
+
+    return jaxmarl
 
 EPISODES, STEPS = 12, 25
 ATOL = 1e-4
@@ -79,7 +88,7 @@ def _parity(jm_env, world, params, key) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("num_agents", [3, 5])
-def test_spread_parity(num_agents):
+def test_spread_parity(jaxmarl, num_agents):
     jm_env = jaxmarl.make("MPE_simple_spread_v3", num_agents=num_agents,
                           num_landmarks=num_agents, action_type="Continuous")
     world, params = mpe.make_spread(num_agents, reward="pettingzoo", integration="mpe2")
@@ -87,21 +96,21 @@ def test_spread_parity(num_agents):
     assert max(d.values()) < ATOL, d
 
 
-def test_tag_parity():
+def test_tag_parity(jaxmarl):
     jm_env = jaxmarl.make("MPE_simple_tag_v3", action_type="Continuous")
     world, params = mpe.make_tag(3, 1, 2, integration="mpe2")
     d = _parity(jm_env, world, params, jax.random.PRNGKey(7))
     assert max(d.values()) < ATOL, d
 
 
-def test_parity_fails_with_the_original_integration():
+def test_parity_fails_with_the_original_integration(jaxmarl):
     """The parity check can fail: the original integration order (velocity first) differs."""
     jm_env = jaxmarl.make("MPE_simple_spread_v3", action_type="Continuous")
     world, params = mpe.make_spread(3, reward="pettingzoo", integration="original")
     assert _parity(jm_env, world, params, jax.random.PRNGKey(0))["state"] > 1e-2
 
 
-def test_from_jaxmarl_tag_teams_and_steps():
+def test_from_jaxmarl_tag_teams_and_steps(jaxmarl):
     env, params = from_jaxmarl("jaxmarl:MPE_simple_tag_v3")
     assert params is None
     assert [(t.name, t.num_agents, t.obs_dim, t.action_dim) for t in env.teams] == [
@@ -128,7 +137,7 @@ def test_from_jaxmarl_tag_teams_and_steps():
         assert bool(done) == bool(r_done["__all__"])
 
 
-def test_unsupported_envs_are_one_line():
+def test_unsupported_envs_are_one_line(jaxmarl):
     with pytest.raises(ValueError, match=r"^jaxmarl:SMAX is not supported.*supported: "
                                          r"MPE_simple_v3") as err:
         check_supported("jaxmarl:SMAX")
@@ -183,7 +192,7 @@ def test_jaxmarl_rollout_runs_on_library_worlds(scenario, preset, action_type):
     assert np.all(np.isfinite(r))
 
 
-def test_to_jaxmarl_spread_equals_jaxmarl_spread_with_discrete_actions():
+def test_to_jaxmarl_spread_equals_jaxmarl_spread_with_discrete_actions(jaxmarl):
     world, params = mpe.make_spread(3, reward="pettingzoo", integration="mpe2")
     ours = to_jaxmarl(world, params)
     theirs = jaxmarl.make("MPE_simple_spread_v3")

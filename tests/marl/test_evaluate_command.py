@@ -18,12 +18,11 @@ import pytest
 
 from jaxrl_pim.cli import main
 from jaxrl_pim.marl import evaluate, load_policies
-from tests.support.marl import JAXMARL_GROUP
+from tests.support.marl import JAXMARL_MARKS
 
-pytest.importorskip("jaxmarl")
+pytestmark = JAXMARL_MARKS
 
 
-@pytest.mark.xdist_group(JAXMARL_GROUP)
 def test_train_then_evaluate_and_render(jaxmarl_run, tmp_path, capsys):
     ckpt = jaxmarl_run.checkpoint
     assert jaxmarl_run.status == 0

@@ -4,7 +4,11 @@
 
 from __future__ import annotations
 
-__all__ = ["JAXMARL_ENV", "JAXMARL_GROUP", "JAXMARL_TINY"]
+import importlib.util
+
+import pytest
+
+__all__ = ["JAXMARL_ENV", "JAXMARL_GROUP", "JAXMARL_TINY", "JAXMARL_MARKS"]
 
 JAXMARL_ENV = "jaxmarl:MPE_simple_spread_v3"
 #: ``jaxrl-pim marl`` options of a tiny run on JaxMARL's spread (3 episodes of 2 envs; update
@@ -15,3 +19,12 @@ JAXMARL_TINY = ["marl", "--env", JAXMARL_ENV, "--episodes", "3", "--num-envs", "
 #: xdist group of the tests that use that run (one worker runs them, the run is trained once)
 JAXMARL_GROUP = "marl-jaxmarl-run"
 
+
+#: Marks of a test that uses JaxMARL: skipped when the 'bench' extra is not installed (found
+#: without importing it: the import takes seconds, and collection would pay it on every
+#: worker), and run in :data:`JAXMARL_GROUP`, so one worker imports JaxMARL for all of them.
+JAXMARL_MARKS = [
+    pytest.mark.skipif(importlib.util.find_spec("jaxmarl") is None,
+                       reason="the 'bench' extra (jaxmarl) is not installed"),
+    pytest.mark.xdist_group(JAXMARL_GROUP),
+]
