@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-E2E = ROOT / "benchmarks" / "results" / "cpu" / "marl_e2e_quick.json"
+E2E = ROOT / "benchmarks" / "results" / "cpu" / "marl_e2e.json"
 
 
-@pytest.mark.skipif(not E2E.exists(), reason="no published marl_e2e_quick.json")
+@pytest.mark.skipif(not E2E.exists(), reason="no published marl_e2e.json")
 def test_fast_mode_return_is_read_from_the_e2e_results_file(monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # the scripts import harness
     script = runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
@@ -25,7 +25,7 @@ def test_fast_mode_return_is_read_from_the_e2e_results_file(monkeypatch) -> None
     assert got["fast_mode_return_seeds"] == published["fast_mode_seeds"] >= 4
     assert got["fast_mode_return_delta"] == pytest.approx(published["fast_mode_return_delta"],
                                                           rel=1e-9)
-    assert got["fast_mode_return_source"] == "benchmarks/results/cpu/marl_e2e_quick.json"
+    assert got["fast_mode_return_source"] == "benchmarks/results/cpu/marl_e2e.json"
 
 
 def test_a_file_without_a_fast_mode_section_says_so(tmp_path: Path, monkeypatch) -> None:
