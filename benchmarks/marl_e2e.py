@@ -347,9 +347,8 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
         for r in rows}
     summary["paper_s_per_1k_episodes_published"] = {
         f"{r['env']}{r['agents']}": r["paper_60k_s"] / 60 for r in rows if r["paper_60k_s"]}
-    summary["maddpg_buffer_capacity"] = {f"{r['env']}{r['agents']}": r["config"][
-        "buffer_capacity"] if isinstance(r["config"], dict) else r["config"].buffer_capacity
-        for r in rows}
+    summary["maddpg_buffer_capacity"] = {f"{r['env']}{r['agents']}": _cfg(r, "buffer_capacity")
+                                         for r in rows}
     summary["quality_seeds"] = None if not quality else min(
         len(r.get("seeds") or [r["seed"]]) for r in quality["runs"].values())
     tp = res.get("throughput") or []
