@@ -106,6 +106,8 @@ def test_equal_configs_share_compiled_code():
     assert mpe.make_spread(3)[0] != mpe.make_spread(4)[0]
     assert mpe.make_tag(3, 1, 2)[0] != mpe.make_tag(3, 1, 2, integration="mpe2")[0]
     assert not mpe.make_spread(3)[0].split_pairs and mpe.make_spread(24)[0].split_pairs
+    # the entity count decides: spread-6 has 12 entities, tag-6 (6 predators, 2 prey) 10
+    assert mpe.make_spread(6)[0].split_pairs and not mpe.make("tag", 6)[0].split_pairs
 
 
 def test_presets():

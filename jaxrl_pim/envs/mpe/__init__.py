@@ -56,7 +56,7 @@ from jaxrl_pim.envs.mpe.scenarios import (
 from jaxrl_pim.envs.mpe.world import (
     ACTION_DIM,
     INTEGRATIONS,
-    SPLIT_PAIRS_MIN_AGENTS,
+    SPLIT_PAIRS_MIN_ENTITIES,
     MPEParams,
     MPEState,
     ParticleWorld,
@@ -78,7 +78,7 @@ __all__ = [
     "PREY_MAX_SPEED",
     "PREY_SIZE",
     "REWARD_CONVENTIONS",
-    "SPLIT_PAIRS_MIN_AGENTS",
+    "SPLIT_PAIRS_MIN_ENTITIES",
     "SPREAD_ACCEL",
     "SPREAD_AGENT_SIZE",
     "SPREAD_LANDMARK_SIZE",

@@ -24,7 +24,8 @@ ACTION_DIM = 5
 """Length of every agent's action vector: ``[no-op, +x, -x, +y, -y]``."""
 
 INTEGRATIONS = ("original", "mpe2")
-SPLIT_PAIRS_MIN_AGENTS = 8
+#: Entities (agents + landmarks) from which the pairwise terms use separate x/y arrays.
+SPLIT_PAIRS_MIN_ENTITIES = 12
 
 class TeamSpec(NamedTuple):
     """One team of identical agents: its name, size and per-agent obs/action lengths."""
@@ -150,9 +151,11 @@ class ParticleWorld(environment.Environment):
         self.landmarks_collide = bool(landmarks_collide)
         self.integration = check_choice("integration", integration, INTEGRATIONS)
         # Two equivalent layouts of the pairwise terms: interleaved [A, E, 2] arrays are faster
-        # on CPU for a handful of agents, separate x/y [A, E] arrays for SPLIT_PAIRS_MIN_AGENTS
-        # or more (about 2x at 24 agents). Both are tested against the NumPy reference.
-        self.split_pairs = self.num_agents >= SPLIT_PAIRS_MIN_AGENTS
+        # on CPU for a few entities, separate x/y [A, E] arrays from SPLIT_PAIRS_MIN_ENTITIES
+        # agents + landmarks on (the switch follows the entity count, not the agent count:
+        # spread-6, 12 entities, steps faster split, tag-6, 8 agents but 10 entities,
+        # interleaved). Both are tested against the NumPy reference.
+        self.split_pairs = self.num_agents + self.num_landmarks >= SPLIT_PAIRS_MIN_ENTITIES
 
     def _static_key(self) -> tuple:
         """Everything that changes the traced program; equal keys share jit caches."""
