@@ -30,7 +30,7 @@ per mode, ``fast_mode_return_delta = (mean_fast - mean_faithful) / |mean_faithfu
 speed-up of the fast mode itself is measured by ``benchmarks/marl_sampling.py``.
 
 Part 4 (throughput): end-to-end training throughput, env steps per second including the
-updates (compile and the update-free warm-up excluded), with the original defaults at N = 3,
+updates (compile and the update-free warm-up excluded), with the trainer's defaults at N = 3,
 6, 12, 24 (quick: 3, 6; smoke: 3) in three modes: ``per_agent`` (per-agent layout, faithful:
 the original's), ``interleaved`` (interleaved layout, faithful: the trainer's default) and ``fast``
 (interleaved, one shared index set). Buffer capacity: 1e6 rows where

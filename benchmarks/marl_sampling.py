@@ -333,13 +333,13 @@ def modes_for(layout: str, sampler: str) -> tuple[str, ...]:
 
 
 class Round:
-    """One jitted sampling round ``(bstate, sstate, key) -> batch`` for a mode; donated modes
-    write into the previous round's batch (kept here between calls)."""
+    """One jitted sampling round ``(bstate, sstate, key) -> batch`` for a mode; after the
+    first round (a fresh batch), every round writes into the previous round's donated batch
+    (kept here between calls)."""
 
     def __init__(self, buffer, sampler, mode: str, n: int, batch: int):
         faithful = mode != "interleaved"
         time_major = mode in ("interleaved_faithful", "interleaved")
-        self.donated = True  # every mode writes into its previous batch (see the docstring)
 
         def draw(bstate, sstate, key):
             if not faithful:
@@ -367,12 +367,10 @@ class Round:
     def __call__(self, bstate, sstate, key) -> float:
         """Run one round (blocked); returns its wall seconds."""
         t0 = time.perf_counter()
-        if self.donated and self.out is not None:
-            self.out, _ = jax.block_until_ready(self._into(bstate, sstate, key, self.out))
+        if self.out is None:
+            self.out, _ = jax.block_until_ready(self._fresh(bstate, sstate, key))
         else:
-            out, _ = jax.block_until_ready(self._fresh(bstate, sstate, key))
-            if self.donated:
-                self.out = out
+            self.out, _ = jax.block_until_ready(self._into(bstate, sstate, key, self.out))
         return time.perf_counter() - t0
 
     def best(self, bstate, sstate, key, repeats: int) -> float:

@@ -2,8 +2,8 @@
 
 Every fenced ```python block of ``README.md`` and ``docs/**/*.md`` runs, page by page: the
 blocks of one page run in order in one fresh interpreter (one namespace, like a notebook),
-in an empty temporary folder, with the XLA:CPU workaround flags and LLVM optimisation level 1
-(:func:`tests.support.run_docs_example`). A block is skipped only
+in an empty temporary folder, with the XLA:CPU workaround flags, compiled at the run's
+effort (:func:`tests.support.run_docs_example`; ``tests/conftest.py``). A block is skipped only
 when the line before its fence is ``<!-- docs-test: skip -->`` (for fragments that cannot
 run alone, e.g. a multi-host launch); such blocks should be rare and say why nearby.
 """

@@ -27,6 +27,7 @@ INTEGRATIONS = ("original", "mpe2")
 #: Entities (agents + landmarks) from which the pairwise terms use separate x/y arrays.
 SPLIT_PAIRS_MIN_ENTITIES = 12
 
+
 class TeamSpec(NamedTuple):
     """One team of identical agents: its name, size and per-agent obs/action lengths."""
 
