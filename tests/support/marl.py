@@ -1,5 +1,6 @@
-"""The tiny ``jaxrl-pim marl`` run on JaxMARL's spread (``JAXMARL_TINY``) that
-``tests/marl/conftest.py`` trains once for the policy and ``marl evaluate`` tests.
+"""JaxMARL in the tests: the tiny ``jaxrl-pim marl`` run on JaxMARL's spread
+(``JAXMARL_TINY``) that ``tests/marl/conftest.py`` trains once for the policy and ``marl
+evaluate`` tests, and ``JAXMARL_MARKS`` for every test module that uses JaxMARL.
 """
 
 from __future__ import annotations
