@@ -123,10 +123,11 @@ def test_presets():
 # ----------------------------------------------------------------------------- NumPy reference
 
 
-@pytest.mark.parametrize("convention,split", [("original", False), ("pettingzoo", True)])
-def test_spread_matches_numpy_reference(convention, split):
+# split with 10 agents: the entity axis is padded to 16 (world.PAIR_LANES)
+@pytest.mark.parametrize("convention,split,n", [("original", False, 3), ("pettingzoo", True, 3),
+                                                ("original", True, 10)])
+def test_spread_matches_numpy_reference(convention, split, n):
     rng = np.random.default_rng(1)
-    n = 3
     env, params = mpe.make_spread(n, reward=convention, local_ratio=0.3)
     env.split_pairs = split  # both layouts of the pairwise terms (auto picks by agent count)
     pos, vel, lm = _spread_start(rng, n)
@@ -161,10 +162,12 @@ def test_spread_original_reward_offset():
     np.testing.assert_allclose(rew_pz[0], [-0.5, -0.5, 0.0], atol=1e-6)
 
 
-@pytest.mark.parametrize("split", [False, True])
-def test_tag_matches_numpy_reference(split):
+# split with 6 + 3 agents and 2 obstacles: the entity axis is padded to 16
+@pytest.mark.parametrize("split,sizes", [(False, (3, 2, 2)), (True, (3, 2, 2)),
+                                         (True, (6, 3, 2))])
+def test_tag_matches_numpy_reference(split, sizes):
     rng = np.random.default_rng(2)
-    a, g, n_l = 3, 2, 2
+    a, g, n_l = sizes
     env, params = mpe.make_tag(a, g, n_l)
     env.split_pairs = split
     pos, vel, lm = _tag_start(rng, a, g, n_l)

@@ -26,6 +26,8 @@ ACTION_DIM = 5
 INTEGRATIONS = ("original", "mpe2")
 #: Entities (agents + landmarks) from which the pairwise terms use separate x/y arrays.
 SPLIT_PAIRS_MIN_ENTITIES = 12
+#: The split pairwise terms pad their entity axis to a multiple of this (above it).
+PAIR_LANES = 8
 
 
 class TeamSpec(NamedTuple):
@@ -125,6 +127,24 @@ def _distances(a: jax.Array, b: jax.Array, split: bool = False) -> jax.Array:
         dy = a[:, 1][:, None] - b[:, 1][None, :]
         return jnp.sqrt(dx * dx + dy * dy)
     return jnp.sqrt(jnp.sum(jnp.square(a[:, None, :] - b[None, :, :]), axis=-1))
+
+
+def _pad_entities(x: jax.Array, y: jax.Array, size: jax.Array
+                  ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Pad the entity axis of ``x``, ``y``, ``size`` ``[E]`` to a multiple of
+    :data:`PAIR_LANES` when ``E > PAIR_LANES`` (else return them unchanged).
+
+    XLA:CPU computes the ``[A, E]`` pairwise terms several times slower per pair when ``E``
+    is not a multiple of its 8 float32 vector lanes (``docs/mpe.md``). A padded entity sits
+    at the origin with radius ``-inf``: its contact distance is ``-inf``, so its softplus
+    penetration, and with it its force on every agent, is exactly 0 wherever it is.
+    """
+    pad = -x.shape[0] % PAIR_LANES
+    if x.shape[0] <= PAIR_LANES or not pad:
+        return x, y, size
+    zeros = jnp.zeros((pad,), x.dtype)
+    return (jnp.concatenate([x, zeros]), jnp.concatenate([y, zeros]),
+            jnp.concatenate([size, jnp.full((pad,), -jnp.inf, size.dtype)]))
 
 
 # --------------------------------------------------------------------------- base world
@@ -231,6 +251,7 @@ class ParticleWorld(environment.Environment):
                 ex = jnp.concatenate([ex, state.landmark_pos[:, 0]])
                 ey = jnp.concatenate([ey, state.landmark_pos[:, 1]])
                 esize = jnp.concatenate([esize, params.landmark_size])
+            ex, ey, esize = _pad_entities(ex, ey, esize)
             dx = pos[:, 0][:, None] - ex[None, :]
             dy = pos[:, 1][:, None] - ey[None, :]
             scale = _contact_scale(dx * dx + dy * dy, size[:, None] + esize[None, :], params)
