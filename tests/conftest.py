@@ -9,21 +9,34 @@ command in another test) is read back instead. The folder is removed at the end 
 run. A ``JAX_COMPILATION_CACHE_DIR`` already set is used as it is and kept.
 
 The run compiles at XLA's lowest optimisation effort (``tests.support.LOW_EFFORT``, set here
-for the workers and their subprocesses unless already set); tests marked
-``default_compilation`` compile at the default level.
+for the workers and their subprocesses unless already set) with XLA:CPU's legacy fusion
+emitters (``tests.support.LEGACY_EMITTERS``, added with it); tests marked
+``default_compilation`` compile at the default level, and tests marked ``default_emitters``
+(bit-for-bit comparisons of differently structured programs) run in a fresh pytest process
+with the default emitters.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
-from jaxrl_pim.xla_env import apply_cpu_workarounds
-from tests.support import LOW_EFFORT, default_compilation, run_with_devices
+from jaxrl_pim.xla_env import apply_cpu_workarounds, with_flags
+from tests.support import (
+    LEGACY_EMITTERS,
+    LOW_EFFORT,
+    ROOT,
+    default_compilation,
+    run_with_devices,
+    without_flag,
+)
 
 # before any test module imports jax (jaxlib 0.10.2 XLA:CPU fusion bug, see xla_env)
 apply_cpu_workarounds()
@@ -34,8 +47,15 @@ CACHE_MIN_COMPILE_S = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
 _made_cache: list[str] = []
 
 
+#: the fresh process of the ``default_emitters`` tests gets this long
+DEFAULT_EMITTERS_TIMEOUT_S = 900
+EMITTERS_GROUP = "default-emitters"
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    os.environ.setdefault(LOW_EFFORT, "1")
+    if LOW_EFFORT not in os.environ:  # else set by the user, or inherited with XLA_FLAGS
+        os.environ[LOW_EFFORT] = "1"
+        os.environ["XLA_FLAGS"] = with_flags(os.environ.get("XLA_FLAGS", ""), LEGACY_EMITTERS)
     if not os.environ.get(CACHE_DIR):  # else set by the user, or inherited from the controller
         folder = tempfile.mkdtemp(prefix="jaxrl_pim_xla_cache_")
         _made_cache.append(folder)
@@ -56,10 +76,81 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(_made_cache.pop(), ignore_errors=True)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tests marked ``slow`` run first (otherwise in collection order): xdist hands tests
-    out in this order, so a long test never starts last while the other worker idles."""
+    out in this order, so a long test never starts last while the other worker idles. The
+    tests marked ``default_emitters`` share one xdist group."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    for item in items:  # one worker runs them, from one fresh process
+        if item.get_closest_marker("default_emitters") is not None:
+            item.add_marker(pytest.mark.xdist_group(EMITTERS_GROUP))
+
+
+def _legacy_emitters() -> bool:
+    return LEGACY_EMITTERS in os.environ.get("XLA_FLAGS", "").split()
+
+
+#: nodeid -> outcome of a ``default_emitters`` test in the fresh process: None (passed),
+#: ("failed" | "skipped", text)
+_emitter_runs: dict[str, tuple[str, str] | None] = {}
+
+
+def _plain_id(item: pytest.Item) -> str:
+    """``item``'s node id without the group suffix xdist adds (``...@default-emitters``)."""
+    return item.nodeid.removesuffix(f"@{EMITTERS_GROUP}")
+
+
+def _run_default_emitters(session: pytest.Session) -> str:
+    """Run every selected ``default_emitters`` test not yet run in one fresh ``pytest``
+    process without the legacy emitters; record each outcome from its JUnit XML report and
+    return the process's output (for a test the report lacks)."""
+    batch = [_plain_id(i) for i in session.items
+             if i.get_closest_marker("default_emitters") and _plain_id(i) not in _emitter_runs]
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = without_flag(env["XLA_FLAGS"], LEGACY_EMITTERS)
+    with tempfile.TemporaryDirectory(prefix="jaxrl_pim_emitters_") as folder:
+        report = Path(folder) / "report.xml"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+             f"--junitxml={report}", *batch],
+            cwd=ROOT, env=env, capture_output=True, text=True,
+            timeout=DEFAULT_EMITTERS_TIMEOUT_S)
+        cases = ET.parse(report).getroot().iter("testcase") if report.exists() else ()
+        by_name = {}
+        for case in cases:
+            bad = next((c for c in case if c.tag in ("failure", "error", "skipped")), None)
+            by_name[(case.get("classname"), case.get("name"))] = None if bad is None else (
+                "skipped" if bad.tag == "skipped" else "failed",
+                f"{bad.get('message', '')}\n{bad.text or ''}")
+    for nodeid in batch:
+        path, *_, name = nodeid.split("::")
+        key = (path.removesuffix(".py").replace("/", "."), name)
+        if key in by_name:
+            _emitter_runs[nodeid] = by_name[key]
+    return f"exit status {proc.returncode}:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
+
+
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A test marked ``default_emitters``, in a process with the legacy emitters, takes its
+    outcome from a fresh ``pytest`` process without them (its fixtures run there too; all
+    such tests of the run share one process and one xdist worker)."""
+    if pyfuncitem.get_closest_marker("default_emitters") is None or not _legacy_emitters():
+        return None
+    nodeid, output = _plain_id(pyfuncitem), ""
+    if nodeid not in _emitter_runs:
+        output = _run_default_emitters(pyfuncitem.session)
+    if nodeid not in _emitter_runs:
+        pytest.fail(f"the default-emitters process did not report this test ({output})",
+                    pytrace=False)
+    outcome = _emitter_runs[nodeid]
+    if outcome is not None:
+        how, text = outcome
+        where = "in a fresh process with XLA's default fusion emitters"
+        if how == "skipped":
+            pytest.skip(f"{where}: {text}")
+        pytest.fail(f"{where}:\n{text}", pytrace=False)
+    return True
 
 
 @pytest.fixture

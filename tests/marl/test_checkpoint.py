@@ -57,6 +57,7 @@ def _final(folder: Path) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.default_emitters  # resumed == uninterrupted, bit for bit
 def test_sigkill_then_resume_gives_the_uninterrupted_state(tmp_path, capsys):
     argv = [*TINY, "--episodes", str(EPISODES)]
     folder = tmp_path / "killed"

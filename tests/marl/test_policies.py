@@ -62,7 +62,8 @@ def test_load_policies_returns_the_final_actors(tag_run):
         np.testing.assert_allclose(a, jax.nn.softmax(lg + noise, axis=-1), rtol=1e-5,
                                    atol=1e-6)
     batched = pol.greedy(tuple(jnp.stack([o, o]) for o in obs))  # [2, n_t, K]
-    np.testing.assert_allclose(batched[0][1], pol.greedy(obs)[0], rtol=1e-6)
+    # same tolerance as above: batching changes float32 rounding with the run's emitters
+    np.testing.assert_allclose(batched[0][1], pol.greedy(obs)[0], rtol=1e-5, atol=1e-6)
 
 
 def test_evaluate_equals_a_step_loop(tag_run):

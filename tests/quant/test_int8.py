@@ -72,6 +72,7 @@ def test_int8_apply_equals_fake_quant_path(policy):
 
 
 @pytest.mark.default_compilation  # jit equals eager bit for bit at the default level
+@pytest.mark.default_emitters
 def test_prepared_kernels_jit_and_row_independence(policy):
     module, variables, x = policy
     prepared = {"params": I.prepare_int8(variables["params"])}

@@ -103,6 +103,7 @@ def test_user_module_and_env_object_against_numpy():
     assert out["bits=3"]["action_agreement"] < 1.0  # 3 bits flips a near-tie
 
 
+@pytest.mark.default_emitters  # the fp32 row equals the unquantized policy exactly
 def test_apply_function_on_registered_continuous_env():
     """A deterministic policy given as a function on Pendulum: the KL is the Gaussian KL of
     the action difference at ``noise_std``, |a - a_q|^2 / (2 s^2) = MSE / (2 s^2) for one

@@ -19,6 +19,7 @@ VARIANTS += [("sarsa", "ran", "int32", "lcg"), ("q", "ran", "fp32", "lcg"),
              ("q", "str", "bf16", "jax"), ("sarsa", "seq", "fp16", "jax")]
 
 
+@pytest.mark.default_emitters  # kernel == scan, bit for bit
 @pytest.mark.parametrize("algo,sampling,dtype,rng", VARIANTS)
 def test_pallas_kernel_matches_scan(algo, sampling, dtype, rng):
     data = random_dataset(5 * 13 + 2, seed=7)
