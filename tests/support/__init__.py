@@ -45,7 +45,8 @@ FAST_COMPILE = {"xla_backend_optimization_level": 0}
 LOW_EFFORT = "JAX_DISABLE_MOST_OPTIMIZATIONS"
 
 #: XLA:CPU's legacy (LLVM IR) fusion emitters instead of its default MLIR ones: the same HLO
-#: program compiled in less CPU time (ad hoc, two test files: 24 instead of 39 CPU-s).
+#: program compiled in less CPU time (seen ad hoc on two test files; the suite's time is in
+#: ``benchmarks/results/cpu/suite_time.json``).
 #: ``tests/conftest.py`` adds it to ``XLA_FLAGS`` with :data:`LOW_EFFORT`, for the xdist
 #: workers and the scripts they start (:func:`script_env`; :func:`subprocess_env` starts from
 #: the workaround flags alone). The legacy emitters round some fusions differently, so two
