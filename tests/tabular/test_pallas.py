@@ -17,10 +17,13 @@ VARIANTS = [(*v, "jax") for v in itertools.product(("q", "sarsa"), ("seq", "ran"
                                                     ("fp32", "int32"))]
 VARIANTS += [("sarsa", "ran", "int32", "lcg"), ("q", "ran", "fp32", "lcg"),
              ("q", "str", "bf16", "jax"), ("sarsa", "seq", "fp16", "jax")]
+# Floating-point tables equal bit for bit with XLA:CPU's default fusion emitters (a fresh
+# process in the test run, tests/conftest.py); int32 fixed point is exact with any emitters.
+CASES = [pytest.param(*v, marks=() if v[2] == "int32" else pytest.mark.default_emitters)
+         for v in VARIANTS]
 
 
-@pytest.mark.default_emitters  # kernel == scan, bit for bit
-@pytest.mark.parametrize("algo,sampling,dtype,rng", VARIANTS)
+@pytest.mark.parametrize("algo,sampling,dtype,rng", CASES)
 def test_pallas_kernel_matches_scan(algo, sampling, dtype, rng):
     data = random_dataset(5 * 13 + 2, seed=7)
     tables = []
