@@ -895,6 +895,17 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a / b
 
 
+def _at_24(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The record of N = 24 among ``rows`` (None when it was not run)."""
+    return next((r for r in rows if r["num_agents"] == 24), None)
+
+
+def _original_speedup_24(rows: list[dict[str, Any]], mode: str) -> float | None:
+    """The original sampler's round time over ``mode``'s uniform round at N = 24."""
+    r24 = _at_24(rows)
+    return None if r24 is None else r24["numpy_seconds"] / r24["seconds"]["uniform"][mode]
+
+
 def opponent_keys(rows: list[dict[str, Any]], copy_bw: float, suffix: str = "") -> dict:
     """Speed-ups of the trainer's path over each opponent (uniform against uniform,
     prioritised against prioritised with the priority update on both sides), per agent count
@@ -917,7 +928,7 @@ def opponent_keys(rows: list[dict[str, Any]], copy_bw: float, suffix: str = "") 
             and k.startswith("sampler_speedup") for v in d.values()]
     out[f"opponent_targets_met_every_n{suffix}"] = (
         None if not vals or any(v is None for v, _ in vals) else all(v >= t for v, t in vals))
-    r24 = next((r for r in rows if r["num_agents"] == 24), None)
+    r24 = _at_24(rows)
     if r24 is not None:
         traffic = r24["round_bytes"]["min_traffic"]
         for side, t in sec[24].items():
@@ -940,9 +951,7 @@ def summarize(rep: dict[str, Any]) -> dict[str, Any]:
     # which round it is; the original-sampler headline is the trainer's path
     out["time_major_speedup_vs_original_24"] = out.pop("sampler_speedup_vs_numpy_24")
     out.pop("faithful_agent_major_fresh_speedup_vs_numpy_24", None)
-    r24 = next((r for r in res["per_agents"] if r["num_agents"] == 24), None)
-    out["sampler_speedup_vs_original_24"] = None if r24 is None else (
-        r24["numpy_seconds"] / r24["seconds"]["uniform"][trainer])
+    out["sampler_speedup_vs_original_24"] = _original_speedup_24(res["per_agents"], trainer)
     out["target_met"] = (None if out["sampler_speedup_vs_original_24"] is None
                          else out["sampler_speedup_vs_original_24"] >= out["target_speedup_24"])
     out["targets_vs_opponents"] = {"vectorized_numpy": TARGET_VS_NUMPY,
@@ -952,10 +961,9 @@ def summarize(rep: dict[str, Any]) -> dict[str, Any]:
     if one:
         out.update(opponent_keys(one["per_agents"], one["copy_bandwidth"]["best_B_per_s"],
                                  "_one_thread"))
-        r24 = next((r for r in one["per_agents"] if r["num_agents"] == 24), None)
-        out["sampler_speedup_vs_original_24_one_thread"] = None if r24 is None else (
-            r24["numpy_seconds"] / r24["seconds"]["uniform"][trainer])
-    r24 = next((r for r in res["per_agents"] if r["num_agents"] == 24), None)
+        out["sampler_speedup_vs_original_24_one_thread"] = _original_speedup_24(
+            one["per_agents"], trainer)
+    r24 = _at_24(res["per_agents"])
     out["fast_mode_bytes_per_round_24"] = (None if r24 is None
                                            else r24["round_bytes"]["fast_mode_min_traffic"])
     out["fast_mode_bytes_saved_fraction_24"] = (None if r24 is None else 1.0 - r24[

@@ -18,14 +18,23 @@ import os
 CPU_WORKAROUND_FLAGS: tuple[str, ...] = ("--xla_cpu_experimental_ynn_fusion_type=",)
 
 
+def _name(flag: str) -> str:
+    """``--xla_name=value`` -> ``--xla_name``."""
+    return flag.split("=", 1)[0]
+
+
 def with_flags(flags: str, *extra: str) -> str:
     """``flags`` (an ``XLA_FLAGS`` value) plus each flag of ``extra`` whose name it lacks."""
     out = flags.split()
     for flag in extra:
-        name = flag.split("=", 1)[0]
-        if not any(f.split("=", 1)[0] == name for f in out):
+        if not any(_name(f) == _name(flag) for f in out):
             out.append(flag)
     return " ".join(out)
+
+
+def without_flag(flags: str, flag: str) -> str:
+    """``flags`` (an ``XLA_FLAGS`` value) without any setting of ``flag``'s name."""
+    return " ".join(f for f in flags.split() if _name(f) != _name(flag))
 
 
 def apply_cpu_workarounds(environ: dict[str, str] | None = None) -> None:

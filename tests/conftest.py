@@ -28,14 +28,13 @@ from pathlib import Path
 
 import pytest
 
-from jaxrl_pim.xla_env import apply_cpu_workarounds, with_flags
+from jaxrl_pim.xla_env import apply_cpu_workarounds, with_flags, without_flag
 from tests.support import (
     LEGACY_EMITTERS,
     LOW_EFFORT,
     ROOT,
     default_compilation,
     run_with_devices,
-    without_flag,
 )
 
 # before any test module imports jax (jaxlib 0.10.2 XLA:CPU fusion bug, see xla_env)

@@ -8,7 +8,12 @@ import sys
 
 import pytest
 
-from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, apply_cpu_workarounds, with_flags
+from jaxrl_pim.xla_env import (
+    CPU_WORKAROUND_FLAGS,
+    apply_cpu_workarounds,
+    with_flags,
+    without_flag,
+)
 
 # A rank-8 broadcast-multiply-reduce that XLA:CPU's ynn fusion path of jaxlib 0.10.2 crashes on
 REPRO = """
@@ -33,6 +38,12 @@ def test_with_flags_adds_missing_flags_and_keeps_the_users():
 
 
 @pytest.mark.default_compilation  # the default optimisation level, where the fusion bug shows
+def test_without_flag_drops_every_setting_of_the_name():
+    assert without_flag("--a=1 --b=2 --a=3", "--a=9") == "--b=2"
+    assert without_flag("--ab=1 --b", "--a") == "--ab=1 --b"  # whole names only
+    assert without_flag("", "--a=1") == ""
+
+
 def test_workaround_flags_run_the_crashing_program():
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join(CPU_WORKAROUND_FLAGS))
     proc = subprocess.run([sys.executable, "-c", REPRO], capture_output=True, text=True,

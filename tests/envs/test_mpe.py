@@ -129,7 +129,7 @@ def test_presets():
 def test_spread_matches_numpy_reference(convention, split, n):
     rng = np.random.default_rng(1)
     env, params = mpe.make_spread(n, reward=convention, local_ratio=0.3)
-    env.split_pairs = split  # both layouts of the pairwise terms (auto picks by agent count)
+    env.split_pairs = split  # both layouts of the pairwise terms (auto picks by entity count)
     pos, vel, lm = _spread_start(rng, n)
     state = _state(pos, vel, lm)
     world = ref.spread_world(pos, vel, lm)

@@ -57,11 +57,6 @@ LOW_EFFORT = "JAX_DISABLE_MOST_OPTIMIZATIONS"
 LEGACY_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
 
 
-def without_flag(flags: str, flag: str) -> str:
-    """``flags`` (an ``XLA_FLAGS`` value) without any setting of ``flag``'s name."""
-    name = flag.split("=", 1)[0]
-    return " ".join(f for f in flags.split() if f.split("=", 1)[0] != name)
-
 
 def run_docs_example(code: str, cwd: Path, timeout_s: float = 600) -> subprocess.CompletedProcess:
     """Run the docs' Python ``code`` as a user would, in a fresh interpreter in ``cwd``, in
