@@ -10,7 +10,8 @@ run. A ``JAX_COMPILATION_CACHE_DIR`` already set is used as it is and kept.
 
 The run compiles at XLA's lowest optimisation effort (``tests.support.LOW_EFFORT``, set here
 for the workers and their subprocesses unless already set) with XLA:CPU's legacy fusion
-emitters (``tests.support.LEGACY_EMITTERS``, added with it); tests marked
+emitters (``tests.support.LEGACY_EMITTERS``, added with it), and Numba at its lowest optimisation
+level (``NUMBA_OPT=0``); tests marked
 ``default_compilation`` compile at the default level, and tests marked ``default_emitters``
 (bit-for-bit comparisons of differently structured programs) run in a fresh pytest process
 with the default emitters.
@@ -55,6 +56,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if LOW_EFFORT not in os.environ:  # else set by the user, or inherited with XLA_FLAGS
         os.environ[LOW_EFFORT] = "1"
         os.environ["XLA_FLAGS"] = with_flags(os.environ.get("XLA_FLAGS", ""), LEGACY_EMITTERS)
+        # the Numba baselines' kernels too, without LLVM's optimisation (tiny data in tests)
+        os.environ.setdefault("NUMBA_OPT", "0")
     if not os.environ.get(CACHE_DIR):  # else set by the user, or inherited from the controller
         folder = tempfile.mkdtemp(prefix="jaxrl_pim_xla_cache_")
         _made_cache.append(folder)

@@ -21,6 +21,9 @@ import numpy as np
 import pytest
 
 pytest.importorskip("numba")
+# one worker runs the file: each Numba kernel is compiled once per process (a few seconds
+# each), so tests split over two workers would compile most kernels twice
+pytestmark = pytest.mark.xdist_group("numba")
 
 from jaxrl_pim.data.transitions import Dataset, compact  # noqa: E402
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train  # noqa: E402

@@ -33,7 +33,7 @@ def learning_checks(request):
         "learning_checks" in getattr(item, "fixturenames", ()) and _check_of(item) == n
         for item in request.session.items)]
     code = f"from tests.support.rl import run_checks\nrun_checks({names!r})\n"
-    with default_compilation():  # execution-bound runs, compiled as a user's program is
+    with default_compilation():  # execution-bound runs: the default optimisation level
         env = subprocess_env(1)
     try:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

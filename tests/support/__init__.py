@@ -44,16 +44,15 @@ FAST_COMPILE = {"xla_backend_optimization_level": 0}
 #: time is compilation. Execution-bound tests are marked ``default_compilation``.
 LOW_EFFORT = "JAX_DISABLE_MOST_OPTIMIZATIONS"
 
-#: XLA:CPU's legacy (LLVM IR) fusion emitters instead of its default MLIR ones: the same HLO
-#: program compiled in less CPU time (seen ad hoc on two test files; the suite's time is in
-#: ``benchmarks/results/cpu/suite_time.json``).
-#: ``tests/conftest.py`` adds it to ``XLA_FLAGS`` with :data:`LOW_EFFORT`, for the xdist
-#: workers and the scripts they start (:func:`script_env`; :func:`subprocess_env` starts from
-#: the workaround flags alone). The legacy emitters round some fusions differently, so two
-#: differently structured programs (a Pallas kernel and its scan reference, a resumed and an
-#: uninterrupted run, jit and eager) can differ in the last bits where the default emitters
-#: agree bit for bit: tests that assert such equality are marked ``default_emitters`` and
-#: run in a fresh process without the flag, as a user's program compiles.
+#: XLA:CPU's legacy (LLVM IR) fusion emitters instead of its default MLIR ones: the same HLO program
+#: compiled in less CPU time (seen ad hoc on two test files; the suite's time is in
+#: ``benchmarks/results/cpu/suite_time.json``). ``tests/conftest.py`` adds it to ``XLA_FLAGS`` with
+#: :data:`LOW_EFFORT`, for the xdist workers and the processes they start (:func:`script_env`
+#: inherits it; :func:`subprocess_env` keeps it when this process has it). The legacy emitters round
+#: some fusions differently, so two differently structured programs (a Pallas kernel and its scan
+#: reference, a resumed and an uninterrupted run, jit and eager) can differ in the last bits where
+#: the default emitters agree bit for bit: tests that assert such equality are marked
+#: ``default_emitters`` and run in a fresh process without the flag, as a user's program compiles.
 LEGACY_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
 
 
@@ -67,9 +66,12 @@ def run_docs_example(code: str, cwd: Path, timeout_s: float = 600) -> subprocess
 
 def subprocess_env(n_devices: int | None = None) -> dict[str, str]:
     """This process's environment for a child Python on CPU: the XLA workaround flags,
-    ``n_devices`` forced host devices when given, and the repository on ``PYTHONPATH``."""
+    ``n_devices`` forced host devices when given, :data:`LEGACY_EMITTERS` when this process
+    compiles with them, and the repository on ``PYTHONPATH``."""
     env = dict(os.environ)
     flags = [] if n_devices is None else [f"--xla_force_host_platform_device_count={n_devices}"]
+    if LEGACY_EMITTERS in env.get("XLA_FLAGS", "").split():
+        flags.append(LEGACY_EMITTERS)
     env["XLA_FLAGS"] = with_flags(*flags, *CPU_WORKAROUND_FLAGS)
     env["JAX_PLATFORMS"] = "cpu"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
