@@ -14,14 +14,16 @@ done at them) over the SAME buffer capacity holding the same data:
 * ``interleaved_faithful`` -- JAX, ``interleaved`` layout (one row per time step), the same
   per-agent indices: N gathers of B time-step rows, written time-major (``[N_draw, B,
   N_all, ...]``, the drawing agent's critic input order) into the previous round's donated
-  batch (``jaxrl_pim.replay.gather_into``): no transpose, no fresh allocation.
-* ``interleaved_faithful_agent_major`` -- the same gather in ``Buffer.gather``'s default
-  agent-major order (``[N_draw, N_all, B, ...]``), written into the previous round's donated
-  batch: the MARL learner's faithful gather, which runs in that order inside the trainer's
-  jitted update, where XLA reuses the batch memory from round to round. The trainer's path,
+  batch (``jaxrl_pim.replay.gather_into``): no transpose, no fresh allocation. The MARL
+  learner's faithful gather, which runs in this order inside the trainer's jitted update,
+  where XLA reuses the batch memory from round to round: the trainer's path,
   ``TRAINER_MODE``, is this mode when ``MARLConfig``'s default layout is ``interleaved``.
+* ``interleaved_faithful_agent_major`` -- the same gather in agent-major order (``[N_draw,
+  N_all, B, ...]``), written into the previous round's donated batch: the learner's order
+  before its batches became time-major, kept to show what the transpose costs.
 * ``per_agent`` -- JAX, ``per_agent`` layout (N ring buffers), faithful: N^2 gathers, in
-  agent-major order (that layout's natural one), donated.
+  agent-major order (that layout's natural one), donated. The learner asks this layout for
+  time-major batches too, so with ``layout="per_agent"`` its gather also transposes.
 * ``interleaved`` -- the FAST mode: ONE index set shared by all agents, one gather of B rows
   (time-major, donated, like the headline round; a different sampling algorithm, reported
   as ``fast_mode_sampler_speedup_24`` next to its measured effect on return, read from the
@@ -398,7 +400,7 @@ def numpy_buffers(host: dict[str, np.ndarray], capacity: int) -> list[np_ref.Rep
 # uniform index sets per round, all agents' fields at each index, with replacement).
 
 #: The trainer's default path (``MARLConfig`` defaults), the mode the headline keys compare.
-TRAINER_MODE = {"per_agent": "per_agent", "interleaved": "interleaved_faithful_agent_major"}[
+TRAINER_MODE = {"per_agent": "per_agent", "interleaved": "interleaved_faithful"}[
     MARLConfig().layout] if MARLConfig().sampling_mode == "faithful" else "interleaved"
 PRIO_ALPHA, PRIO_BETA, PRIO_EPS = 0.6, 0.4, 1e-6
 
@@ -1075,7 +1077,9 @@ def _render_markdown_v2(rep: dict[str, Any], summ: dict[str, Any] | None = None)
         "", "All JAX modes (best-of wall ms per round; `-` = not timed). `interleaved_faithful"
         "_agent_major` = the same faithful gather in agent-major order "
         + ("into a fresh output; " if cfg.get("summary_schema", 1) < 3
-           else "(the trainer's), donated; ") +
+           else "(the trainer's), donated; "
+           if res["per_agents"][0].get("trainer_mode") == "interleaved_faithful_agent_major"
+           else "(the learner's order before its batches became time-major), donated; ") +
         "`per_agent` = per-agent layout, faithful (N^2 gathers); `interleaved` = the fast "
         "mode (one index set shared by all agents, 1 gather). Speed-ups are over the NumPy "
         "faithful uniform round.", "",

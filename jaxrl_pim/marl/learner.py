@@ -6,12 +6,17 @@ composes them). The algorithm enters only through its :class:`~jaxrl_pim.marl.ru
 (the target rule, the actor loss, the critic count, which actors act at the next step,
 smoothing, policy delay); the sampling mode decides how the mini-batch is drawn:
 
-* ``fast``: one index set per round shared by all agents; batch fields ``[n_k, B, ...]`` per
+* ``fast``: one index set per round shared by all agents; batch fields ``[B, n_k, ...]`` per
   team ``k``; target actions computed once (O(N B) actor evaluations).
 * ``faithful`` (the original MADDPG): every agent (the "drawer") draws its own ``B`` indices
-  and gets all agents' data at them; fields ``[N, n_k, B, ...]`` (drawers of all teams in
+  and gets all agents' data at them; fields ``[N, B, n_k, ...]`` (drawers of all teams in
   team order). The whole batch is one gather per field, and each drawer's target actions are
   computed from its own gathered rows (O(N^2 B) actor evaluations, as the original).
+
+Batches are time-major (``buffer.gather(..., time_major=True)``): a row's agents are
+adjacent, as the interleaved buffer stores them, so the gather copies whole rows and the
+centralised critic's input ``[B, D]`` is a reshape, with no transpose of the batch
+(``benchmarks/marl_sampling.py`` times the gather in both orders).
 
 Agents of one team are stacked (parameter leaves ``[n_t, ...]``, critics ``[n_t, C, ...]``)
 and updated together with ``vmap``, all from the same round-start targets (the original
@@ -49,8 +54,9 @@ class TeamParams(NamedTuple):
 
 
 class TeamBatch(NamedTuple):
-    """One team's mini-batch: ``obs [n, B, O]``, ``action [n, B, A]``, ``reward [n, B]``,
-    ``next_obs [n, B, O]``, ``done [n, B]`` (faithful mode adds a leading drawer axis)."""
+    """One team's mini-batch, time-major: ``obs [B, n, O]``, ``action [B, n, A]``, ``reward
+    [B, n]``, ``next_obs [B, n, O]``, ``done [B, n]`` (faithful mode adds a leading drawer
+    axis)."""
 
     obs: jax.Array
     action: jax.Array
@@ -84,8 +90,8 @@ class Learner(NamedTuple):
 
 def joint_input(obs: Sequence[jax.Array], act: Sequence[jax.Array]) -> jax.Array:
     """Centralised critic input ``[B, D]``: every agent's observation (teams in order, agents
-    in order), then every agent's action; ``obs[k] [n_k, B, O_k]``, ``act[k] [n_k, B, A]``."""
-    parts = [jnp.swapaxes(x, 0, 1).reshape(x.shape[1], -1) for x in (*obs, *act)]
+    in order), then every agent's action; ``obs[k] [B, n_k, O_k]``, ``act[k] [B, n_k, A]``."""
+    parts = [x.reshape(x.shape[0], -1) for x in (*obs, *act)]
     return jnp.concatenate(parts, axis=-1)
 
 
@@ -113,7 +119,8 @@ def make_learner(
     # ----------------------------------------------------------------- sampling
     def gather(buffer_states, idx):
         return tuple(
-            TeamBatch(*b.gather(s, idx)) for b, s in zip(buffers, buffer_states, strict=True)
+            TeamBatch(*b.gather(s, idx, time_major=True))
+            for b, s in zip(buffers, buffer_states, strict=True)
         )
 
     def sample(buffer_states, sampler_state, key):
@@ -144,7 +151,7 @@ def make_learner(
 
     def policy_noise(key, next_obs):
         """Gumbel (and smoothing) noise for the next actions, one draw per team:
-        ``next_obs[k] [..., n_k, B, O]`` -> ``(gumbel [..., n_k, B, A], normal or None)``."""
+        ``next_obs[k] [..., B, n_k, O]`` -> ``(gumbel [..., B, n_k, A], normal or None)``."""
         out = []
         for k in range(len(teams)):
             shape = (*next_obs[k].shape[:-1], teams[k].action_dim)
@@ -158,12 +165,12 @@ def make_learner(
         return tuple(out)
 
     def next_policy(team_params, next_obs, noise):
-        """Next actions ``[n_k, B, A]`` and the logits they came from, for every team."""
+        """Next actions ``[B, n_k, A]`` and the logits they came from, for every team."""
         acts, all_logits = [], []
         for k in range(len(teams)):
             tp = team_params[k]
             params = tp.target_actor if algo.target_actors else tp.actor
-            logits = jax.vmap(actors[k].apply)(params, next_obs[k])
+            logits = jax.vmap(actors[k].apply, in_axes=(0, 1), out_axes=1)(params, next_obs[k])
             g, z = noise[k]
             if z is not None:
                 logits = algo.smoothing(logits, z)
@@ -186,19 +193,19 @@ def make_learner(
                                                 policy_noise(key, next_obs))
             next_x = joint_input(next_obs, next_act)
             for ti in range(len(teams)):
-                ys.append(jax.vmap(agent_targets, in_axes=(0, None, 0, 0, 0))(
+                ys.append(jax.vmap(agent_targets, in_axes=(0, None, 1, 1, 1))(
                     team_params[ti].target_critic, next_x, batch[ti].reward, batch[ti].done,
                     next_logits[ti]))
             return tuple(ys)
         for ti in range(len(teams)):
-            mine = team_slice(batch, ti)  # fields [n_ti, n_k, B, ...]
+            mine = team_slice(batch, ti)  # fields [n_ti, B, n_k, ...]
 
             def drawer(t_critic, j, own, noise, ti=ti):
                 next_obs = tuple(b.next_obs for b in own)
                 next_act, next_logits = next_policy(team_params, next_obs, noise)
                 next_x = joint_input(next_obs, next_act)
-                return agent_targets(t_critic, next_x, own[ti].reward[j], own[ti].done[j],
-                                     next_logits[ti][j])
+                return agent_targets(t_critic, next_x, own[ti].reward[:, j],
+                                     own[ti].done[:, j], next_logits[ti][:, j])
 
             noise = policy_noise(jax.random.fold_in(key, ti), tuple(b.next_obs for b in mine))
             ys.append(jax.vmap(drawer)(team_params[ti].target_critic, jnp.arange(sizes[ti]),
@@ -239,10 +246,10 @@ def make_learner(
             critic = jax.tree.map(lambda c: c[:algo.actor_critics], critic)
 
         def loss_fn(p):
-            logits = actors[ti].apply(p, obs[ti][j])  # [B, A]
+            logits = actors[ti].apply(p, obs[ti][:, j])  # [B, A]
             a = relaxed_sample(logits, noise, temperature)
             acts = list(act)
-            acts[ti] = acts[ti].at[j].set(a)
+            acts[ti] = acts[ti].at[:, j].set(a)
             q = critic_apply(critic, joint_input(obs, tuple(acts))).min(axis=0)
             return algo.actor_loss(q, logits)
 
@@ -255,7 +262,7 @@ def make_learner(
         for ti in range(len(teams)):
             tp = team_params[ti]
             # Gumbel noise of every agent's policy sample, one draw: [n_t, B, A].
-            b_own = batch[ti].obs.shape[-2]
+            b_own = batch[ti].obs.shape[-3]
             noise = gumbel_noise(jax.random.fold_in(key, ti),
                                  (sizes[ti], b_own, teams[ti].action_dim))
             js = jnp.arange(sizes[ti])

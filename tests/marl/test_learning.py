@@ -119,7 +119,7 @@ def test_masac_with_neighbor_sampling_learns(random_return):
     # The learner's batch is the buffer's data at those rows for every agent (NumPy gather).
     data = buf.data  # the default interleaved layout: [capacity, N, ...]
     for name in ("obs", "action", "reward", "next_obs"):
-        want = np.swapaxes(np.asarray(getattr(data, name))[idx], 0, 1)  # [N, B, ...]
+        want = np.asarray(getattr(data, name))[idx]  # time-major [B, N, ...]
         np.testing.assert_array_equal(getattr(batch[0], name), want, err_msg=name)
 
 

@@ -75,19 +75,20 @@ def _teams(cfg):
 
 
 def _random_batch(teams, B, seed, done=0.0):
-    """A team batch of random data (drawn with NumPy: eager JAX draws compile per shape)."""
+    """A time-major team batch (fields ``[B, n, ...]``) of random data (drawn with NumPy:
+    eager JAX draws compile per shape)."""
     rng = np.random.default_rng(seed)
     out = []
     for t in teams:
         n = t.num_agents
-        logits = rng.normal(size=(n, B, t.action_dim))
+        logits = rng.normal(size=(B, n, t.action_dim))
         out.append(TeamBatch(
-            obs=jnp.asarray(rng.normal(size=(n, B, t.obs_dim)), jnp.float32),
+            obs=jnp.asarray(rng.normal(size=(B, n, t.obs_dim)), jnp.float32),
             action=jnp.asarray(np.exp(logits) / np.exp(logits).sum(-1, keepdims=True),
                                jnp.float32),
-            reward=jnp.asarray(rng.normal(size=(n, B)), jnp.float32),
-            next_obs=jnp.asarray(rng.normal(size=(n, B, t.obs_dim)), jnp.float32),
-            done=jnp.full((n, B), done, jnp.float32),
+            reward=jnp.asarray(rng.normal(size=(B, n)), jnp.float32),
+            next_obs=jnp.asarray(rng.normal(size=(B, n, t.obs_dim)), jnp.float32),
+            done=jnp.full((B, n), done, jnp.float32),
         ))
     return tuple(out)
 
@@ -125,7 +126,7 @@ def test_update_maths_and_faithful_equals_fast_on_shared_indices():
         # One program for every phase (one compilation); faithful mode sees every drawing
         # agent on the same indices (the batch tiled over drawers).
         teams = init(key).teams
-        ys = tuple(b.reward + 1.0 for b in batch)
+        ys = tuple(b.reward.T + 1.0 for b in batch)  # critic targets [n, B]
         w = jnp.ones((B,))
         teams1, closs, _ = fast.critic_update(teams, batch, ys, w)
         teams2, closs2, _ = faithful.critic_update(teams, tile(batch), ys,
@@ -146,9 +147,8 @@ def test_update_maths_and_faithful_equals_fast_on_shared_indices():
 
     # Critic loss against a NumPy forward pass on the joint input
     # [obs of every agent (team order), then every agent's action].
-    x = np.concatenate(
-        [np.asarray(b.obs).transpose(1, 0, 2).reshape(B, -1) for b in batch]
-        + [np.asarray(b.action).transpose(1, 0, 2).reshape(B, -1) for b in batch], axis=1)
+    x = np.concatenate([np.asarray(b.obs).reshape(B, -1) for b in batch]
+                       + [np.asarray(b.action).reshape(B, -1) for b in batch], axis=1)
     for ti, tp in enumerate(teams):
         want = [np.mean((_np_mlp(_agent(tp.critic, (j, 0)), x)[:, 0] - ys[ti][j]) ** 2)
                 for j in range(teams_spec[ti].num_agents)]
@@ -172,8 +172,8 @@ def test_update_maths_and_faithful_equals_fast_on_shared_indices():
 
     # Terminal transitions: y = r exactly (no bootstrap), in both modes.
     for ti in range(len(teams_spec)):
-        np.testing.assert_allclose(y_fast[ti], np.asarray(term[ti].reward))
-        np.testing.assert_allclose(y_faith[ti], np.asarray(term[ti].reward))
+        np.testing.assert_allclose(y_fast[ti], np.asarray(term[ti].reward).T)
+        np.testing.assert_allclose(y_faith[ti], np.asarray(term[ti].reward).T)
 
 
 def _twin_variants(teams, hidden, shifts):
@@ -222,7 +222,7 @@ def test_matd3_twin_target_and_delays_actor_and_targets():
         return state.teams[0], rnd, y, aloss
 
     b = _random_batch(teams_spec, 16, 1)[0]
-    rows = replay.Transition(*jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), b))
+    rows = replay.Transition(*b)  # time-major: one buffer row per batch row
     args = (jax.random.PRNGKey(0), rows, _random_batch(teams_spec, 8, 4),
             jax.random.PRNGKey(2))
     t0, rnd, y, aloss = jax.device_get(jax.jit(probe)(*args))
@@ -274,9 +274,10 @@ def test_masac_entropy_bonus_twin_min_and_current_actors():
     batch = args[1]
     n = teams_spec[0].num_agents
     h_next = np.stack([_np_entropy(_np_mlp(_agent(teams[0].actor, j),
-                                           np.asarray(batch[0].next_obs[j])))
+                                           np.asarray(batch[0].next_obs[:, j])))
                        for j in range(n)])  # [n, B]
-    h_now = np.stack([_np_entropy(_np_mlp(_agent(teams[0].actor, j), np.asarray(batch[0].obs[j])))
+    h_now = np.stack([_np_entropy(_np_mlp(_agent(teams[0].actor, j),
+                                          np.asarray(batch[0].obs[:, j])))
                       for j in range(n)])
     assert h_next.min() > 0.1  # a real bonus, not a vanishing one
     np.testing.assert_allclose(y_sac[0] - y_0[0], cfg.gamma * 0.05 * h_next, rtol=1e-3,
