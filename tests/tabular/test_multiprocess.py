@@ -322,6 +322,16 @@ HEARTBEAT_S = 5
 MARGIN_S = 20
 
 
+def _settled_lines(path: Path, lines: int, timeout_s: float = 15.0) -> list[str]:
+    """``path``'s lines once it holds ``lines`` of them (or ``timeout_s`` has passed), read
+    again half a second later so that a line written after them is seen too."""
+    deadline = time.monotonic() + timeout_s
+    while len(path.read_text().splitlines()) < lines and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    return path.read_text().splitlines()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("victim", [1, 0])
 def test_killed_process_stops_the_other_with_one_line(tmp_path, victim):
@@ -348,7 +358,10 @@ def test_killed_process_stops_the_other_with_one_line(tmp_path, victim):
         rc = ps[survivor].wait(timeout=HEARTBEAT_S + MARGIN_S)
         elapsed = time.monotonic() - t0
     assert rc != 0 and elapsed < HEARTBEAT_S + MARGIN_S
-    err = (tmp_path / f"p{survivor}.err").read_text().splitlines()
+    # The relay process writes the error line once the survivor's pipes close, so it may
+    # reach the file after the survivor has ended: wait for it (a loaded machine is slower).
+    want = 3 if survivor == 0 else 2
+    err = _settled_lines(tmp_path / f"p{survivor}.err", want)
     if survivor == 0:  # process 0 alone states the run's size first
         assert err[0].startswith("jaxrl-pim tabular: 8 lanes x 500 rows"), err
         err = err[1:]
