@@ -10,11 +10,10 @@ run. A ``JAX_COMPILATION_CACHE_DIR`` already set is used as it is and kept.
 
 The run compiles at XLA's lowest optimisation effort (``tests.support.LOW_EFFORT``, set here
 for the workers and their subprocesses unless already set) with XLA:CPU's legacy fusion
-emitters (``tests.support.LEGACY_EMITTERS``, added with it), and Numba at its lowest optimisation
-level (``NUMBA_OPT=0``); tests marked
-``default_compilation`` compile at the default level, and tests marked ``default_emitters``
-(bit-for-bit comparisons of differently structured programs) run in a fresh pytest process
-with the default emitters.
+emitters (``tests.support.LEGACY_EMITTERS``, added with it), and Numba at its lowest
+optimisation level (``NUMBA_OPT=0``); tests marked ``default_compilation`` compile at the
+default level, and tests marked ``default_emitters`` (bit-for-bit comparisons of differently
+structured programs) run in a fresh pytest process with the default emitters.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from tests.support import (
     ROOT,
     default_compilation,
     run_with_devices,
+    uses_legacy_emitters,
 )
 
 # before any test module imports jax (jaxlib 0.10.2 XLA:CPU fusion bug, see xla_env)
@@ -89,10 +89,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(EMITTERS_GROUP))
 
 
-def _legacy_emitters() -> bool:
-    return LEGACY_EMITTERS in os.environ.get("XLA_FLAGS", "").split()
-
-
 #: nodeid -> outcome of a ``default_emitters`` test in the fresh process: None (passed),
 #: ("failed" | "skipped", text)
 _emitter_runs: dict[str, tuple[str, str] | None] = {}
@@ -137,7 +133,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """A test marked ``default_emitters``, in a process with the legacy emitters, takes its
     outcome from a fresh ``pytest`` process without them (its fixtures run there too; all
     such tests of the run share one process and one xdist worker)."""
-    if pyfuncitem.get_closest_marker("default_emitters") is None or not _legacy_emitters():
+    if pyfuncitem.get_closest_marker("default_emitters") is None or not uses_legacy_emitters():
         return None
     nodeid, output = _plain_id(pyfuncitem), ""
     if nodeid not in _emitter_runs:

@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
@@ -56,6 +56,11 @@ LOW_EFFORT = "JAX_DISABLE_MOST_OPTIMIZATIONS"
 LEGACY_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
 
 
+def uses_legacy_emitters(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether ``XLA_FLAGS`` in ``environ`` (default this process's) selects
+    :data:`LEGACY_EMITTERS`."""
+    return LEGACY_EMITTERS in environ.get("XLA_FLAGS", "").split()
+
 
 def run_docs_example(code: str, cwd: Path, timeout_s: float = 600) -> subprocess.CompletedProcess:
     """Run the docs' Python ``code`` as a user would, in a fresh interpreter in ``cwd``, in
@@ -70,7 +75,7 @@ def subprocess_env(n_devices: int | None = None) -> dict[str, str]:
     compiles with them, and the repository on ``PYTHONPATH``."""
     env = dict(os.environ)
     flags = [] if n_devices is None else [f"--xla_force_host_platform_device_count={n_devices}"]
-    if LEGACY_EMITTERS in env.get("XLA_FLAGS", "").split():
+    if uses_legacy_emitters(env):
         flags.append(LEGACY_EMITTERS)
     env["XLA_FLAGS"] = with_flags(*flags, *CPU_WORKAROUND_FLAGS)
     env["JAX_PLATFORMS"] = "cpu"

@@ -299,15 +299,26 @@ os._exit(134)
 """
 
 
+def _settled_lines(path: Path, lines: int, timeout_s: float = 15.0) -> list[str]:
+    """``path``'s lines once it holds ``lines`` of them (or ``timeout_s`` has passed), read
+    again half a second later so that a line written after them is seen too."""
+    deadline = time.monotonic() + timeout_s
+    while len(path.read_text().splitlines()) < lines and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    return path.read_text().splitlines()
+
+
 def test_relay_folds_the_fatal_report_into_one_line(tmp_path):
     with _processes() as procs:
         (tmp_path / "report.txt").write_text(FATAL_REPORT)
         p = _start(procs, ["-c", textwrap.dedent(FAKE_PROCESS), "report.txt"], 1,
                    tmp_path / "fake", tmp_path)
         assert p.wait(timeout=60) == 134
-        time.sleep(0.5)  # the relay writes its line when the process's pipes close
+        # the relay writes its line when the process's pipes close
+        err = _settled_lines(tmp_path / "fake.err", 4)
     assert (tmp_path / "fake.out").read_text() == "table line\n"
-    assert (tmp_path / "fake.err").read_text().splitlines() == [
+    assert err == [
         "before",
         "W1122 19:54:19.423572    8892 preemption_sync_manager.cc:147] Failed to retrieve "
         "preemption notice",
@@ -320,16 +331,6 @@ def test_relay_folds_the_fatal_report_into_one_line(tmp_path):
 
 HEARTBEAT_S = 5
 MARGIN_S = 20
-
-
-def _settled_lines(path: Path, lines: int, timeout_s: float = 15.0) -> list[str]:
-    """``path``'s lines once it holds ``lines`` of them (or ``timeout_s`` has passed), read
-    again half a second later so that a line written after them is seen too."""
-    deadline = time.monotonic() + timeout_s
-    while len(path.read_text().splitlines()) < lines and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(0.5)
-    return path.read_text().splitlines()
 
 
 @pytest.mark.slow
