@@ -9,10 +9,17 @@ parameters). ``describe(env, params) -> EnvInfo`` gives the sizes a learner need
 Tabular worlds (integer observation = state index): :class:`Taxi`, :class:`CliffWalking`,
 :class:`FrozenLake` (re-exported from gymnax); ``tabular_model(env)`` gives their known model
 as NumPy arrays. Multi-agent particle worlds live in :mod:`jaxrl_pim.envs.mpe` (import the
-module directly).
+module directly). The library's own worlds implement gymnax 1.0's API on
+:class:`jaxrl_pim.envs.api.Environment` and :mod:`jaxrl_pim.envs.spaces`.
+
+Importing this package does not import gymnax (its package import loads seaborn, matplotlib
+and scipy.stats, seconds per process): ``FrozenLake`` is imported from gymnax on first use
+(``jaxrl_pim.envs.FrozenLake``, ``make("frozenlake")``), as are the names registered with it.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from jaxrl_pim.envs.cliffwalking import CliffWalking
 from jaxrl_pim.envs.factory import (
@@ -23,12 +30,24 @@ from jaxrl_pim.envs.factory import (
     make,
     make_with_info,
 )
-from jaxrl_pim.envs.frozenlake import FrozenLake
 from jaxrl_pim.envs.model import TabularModel, tabular_model
 from jaxrl_pim.envs.taxi import Taxi
 
+if TYPE_CHECKING:
+    from jaxrl_pim.envs.frozenlake import FrozenLake
+
 #: The tabular names :func:`make` builds (same as :data:`TABULAR_NAMES`).
 ENV_NAMES: tuple[str, ...] = TABULAR_NAMES
+
+
+def __getattr__(name: str) -> Any:
+    """``FrozenLake`` on first use (gymnax's class; see the module docstring)."""
+    if name == "FrozenLake":
+        from jaxrl_pim.envs.frozenlake import FrozenLake
+
+        return FrozenLake
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ENV_NAMES",

@@ -27,7 +27,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from flax import struct
-from gymnax.environments import environment, spaces
+
+from jaxrl_pim.envs import api, spaces
 
 NUM_ROWS = 4
 NUM_COLS = 12
@@ -49,20 +50,20 @@ def is_cliff(index: Any) -> jax.Array:
 
 
 @struct.dataclass
-class EnvState(environment.EnvState):
+class EnvState(api.EnvState):
     """Agent cell index ``row * 12 + col`` (int32) and elapsed steps."""
 
     position: jax.Array
 
 
 @struct.dataclass
-class EnvParams(environment.EnvParams):
+class EnvParams(api.EnvParams):
     """Episode limit (default: none in practice, as gymnasium's CliffWalking-v1)."""
 
     max_steps_in_episode: int = NO_TIME_LIMIT
 
 
-class CliffWalking(environment.Environment[EnvState, EnvParams]):
+class CliffWalking(api.Environment[EnvState, EnvParams]):
     """CliffWalking-v1 (or CliffWalkingSlippery-v1) as a gymnax environment."""
 
     def __init__(self, is_slippery: bool = False) -> None:

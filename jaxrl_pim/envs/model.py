@@ -30,7 +30,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim.envs import cliffwalking as _cliff
-from jaxrl_pim.envs import frozenlake as _frozen
 from jaxrl_pim.envs import taxi as _taxi
 
 
@@ -105,6 +104,8 @@ def tabular_model(env: Any) -> TabularModel:
             initial_dist=init,
             terminal_states=terminal,
         )
+    from jaxrl_pim.envs import frozenlake as _frozen  # imports gymnax; only FrozenLake needs it
+
     if isinstance(env, _frozen.FrozenLake):
         params = env.default_params
         # Same dynamics with the slip removed: the direction is then chosen here.

@@ -32,7 +32,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 from flax import struct
-from gymnax.environments import spaces
+
+from jaxrl_pim.envs import spaces
 
 PREFIX = "playground/"
 # The simulator backend. Playground's DM Control default is "warp" (NVIDIA Warp kernels);

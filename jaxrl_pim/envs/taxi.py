@@ -45,7 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
-from gymnax.environments import environment, spaces
+
+from jaxrl_pim.envs import api, spaces
 
 NUM_ROWS = 5
 NUM_COLS = 5
@@ -127,7 +128,7 @@ def terminal_mask() -> np.ndarray:
 
 
 @struct.dataclass
-class EnvState(environment.EnvState):
+class EnvState(api.EnvState):
     """Taxi state: components of the state index plus elapsed steps (all int32 scalars)."""
 
     taxi_row: jax.Array
@@ -137,13 +138,13 @@ class EnvState(environment.EnvState):
 
 
 @struct.dataclass
-class EnvParams(environment.EnvParams):
+class EnvParams(api.EnvParams):
     """Episode limit; gymnasium registers Taxi-v4 with a 200-step ``TimeLimit``."""
 
     max_steps_in_episode: int = 200
 
 
-class Taxi(environment.Environment[EnvState, EnvParams]):
+class Taxi(api.Environment[EnvState, EnvParams]):
     """Taxi-v4 (deterministic default) as a gymnax environment; see the module docstring."""
 
     def __init__(self) -> None:

@@ -41,11 +41,18 @@ def test_import_is_lazy_and_help_loads_no_jax():
         print("dir:", sorted(n for n in jaxrl_pim.SUBMODULES if n in dir(jaxrl_pim)) ==
               sorted(jaxrl_pim.SUBMODULES))
         print("attribute:", callable(jaxrl_pim.quant.fake_quantize), "jax" in sys.modules)
+        # the library's worlds and commands load no gymnax (its import loads its plotting)
+        import jaxrl_pim.actorq, jaxrl_pim.cli.marl, jaxrl_pim.cli.tabular, jaxrl_pim.envs
+        import jaxrl_pim.envs.playground, jaxrl_pim.marl, jaxrl_pim.tabular
+        print("gymnax:", "gymnax" in sys.modules)
+        print("FrozenLake:", jaxrl_pim.envs.FrozenLake.__module__, "gymnax" in sys.modules)
     """)
     assert "after import: False" in out and "after help: False" in out
     for name in cli.COMMANDS:
         assert f"    {name}" in out
     assert "dir: True" in out and "attribute: True True" in out
+    assert "gymnax: False" in out
+    assert "FrozenLake: gymnax.environments.misc.frozen_lake True" in out
 
 
 def test_commands_are_registered_by_plain_imports():

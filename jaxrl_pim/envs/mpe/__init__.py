@@ -13,13 +13,13 @@ Actions are the original 5-entry continuous vector ``[no-op, +x, -x, +y, -y]``; 
 force is ``u = (a[1] - a[2], a[3] - a[4]) * accel`` (accel = the original "sensitivity":
 5 for spread agents, 3 for predators, 4 for prey). Values are not clipped.
 
-API (gymnax ``Environment``): ``env.reset(key, params) -> (obs, state)`` and
-``env.step(key, state, actions, params) -> (obs, state, rewards, terminated, truncated,
-info)``, where ``obs``, ``actions`` and ``rewards`` are tuples with one entry per team in
-``env.teams`` order: ``obs[t]`` float32 ``[n_t, obs_dim_t]``, ``actions[t]`` float32
-``[n_t, 5]``, ``rewards[t]`` float32 ``[n_t]``. ``terminated`` is always False;
-``truncated`` is True on step ``params.max_steps`` (25), when ``step`` auto-resets (the
-last observation of the finished episode is ``info["final_observation"]``).
+API (gymnax 1.0's, :class:`jaxrl_pim.envs.api.Environment`): ``env.reset(key, params) ->
+(obs, state)`` and ``env.step(key, state, actions, params) -> (obs, state, rewards,
+terminated, truncated, info)``, where ``obs``, ``actions`` and ``rewards`` are tuples with
+one entry per team in ``env.teams`` order: ``obs[t]`` float32 ``[n_t, obs_dim_t]``,
+``actions[t]`` float32 ``[n_t, 5]``, ``rewards[t]`` float32 ``[n_t]``. ``terminated`` is
+always False; ``truncated`` is True on step ``params.max_steps`` (25), when ``step``
+auto-resets (the last observation of the finished episode is ``info["final_observation"]``).
 
 Modules: ``world`` (parameters, state, physics, the shared ``ParticleWorld``), ``scenarios``
 (the two worlds, presets, constructors), ``rollout`` (a jitted random-action rollout). See

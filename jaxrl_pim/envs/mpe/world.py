@@ -16,9 +16,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 from flax import struct
-from gymnax.environments import environment, spaces
 
 from jaxrl_pim.checks import check_choice
+from jaxrl_pim.envs import api, spaces
 
 ACTION_DIM = 5
 """Length of every agent's action vector: ``[no-op, +x, -x, +y, -y]``."""
@@ -150,8 +150,8 @@ def _pad_entities(x: jax.Array, y: jax.Array, size: jax.Array
 # --------------------------------------------------------------------------- base world
 
 
-class ParticleWorld(environment.Environment):
-    """Shared physics, reset and stepping of the particle worlds (gymnax ``Environment``).
+class ParticleWorld(api.Environment):
+    """Shared physics, reset and stepping of the particle worlds (an ``api.Environment``).
 
     Structural facts (team sizes, which entities collide, integration order, reward
     convention) are static Python attributes; everything numeric is in :class:`MPEParams`.
@@ -189,7 +189,7 @@ class ParticleWorld(environment.Environment):
     def __hash__(self) -> int:
         return hash(self._static_key())
 
-    # ----- gymnax hooks
+    # ----- Environment hooks
     def reset_env(self, key: jax.Array, params: MPEParams) -> tuple[tuple[jax.Array, ...],
                                                                     MPEState]:
         """Agents uniform in ``[-agent_init_range, +]^2``, landmarks uniform in
