@@ -6,7 +6,7 @@ written for gymnax's spaces reads (``n``, ``shape``, ``dtype``, ``low``, ``high`
 ``sample(key)``, ``contains(x)``), so :func:`jaxrl_pim.envs.describe` and a user's gymnax code
 treat both alike. They live here rather than being imported from gymnax because importing any
 part of gymnax runs its package ``__init__``, which loads every gymnax environment and with
-them seaborn, matplotlib and scipy.stats (about 2.5 s of CPU per process on a 2-core machine);
+them seaborn, matplotlib and scipy.stats (seconds of CPU in every process that imports it);
 the multi-agent and tabular commands need none of it. ``sample`` draws what gymnax's spaces
 draw from the same key.
 """
