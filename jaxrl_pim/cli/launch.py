@@ -105,8 +105,10 @@ _SERVICE_FILES = (b"coordination_service", b"preemption_sync_manager", b"client.
                   b"distributed")
 _FATAL = b"Terminating process because the JAX distributed service detected fatal errors"
 # gloo's "[Gloo] Rank i is connected to n peer ranks", also as two threads' messages
-# interleaved: "[Gloo] Rank [Gloo] Rank 2 is connected ..." followed by "3 is connected ..."
-_GLOO_NOISE = re.compile(rb"^(\[Gloo\] Rank )*\d+ is connected to \d+ peer ranks")
+# interleaved, the rank of one written before or after the other's whole message: "[Gloo]
+# Rank [Gloo] Rank 2 is connected ..." then "3 is connected ...", or "[Gloo] Rank 3[Gloo]
+# Rank 2 is connected ..." then " is connected ..."
+_GLOO_NOISE = re.compile(rb"^(\[Gloo\] Rank \d*)*\s*\d*\s*is connected to \d+ peer ranks")
 _HOLD_S = 3.0  # a service message not followed by a fatal one within this time is shown
 
 

@@ -289,6 +289,10 @@ print("[Gloo] Rank [Gloo] Rank 2 is connected to 3 peer ranks. Expected number o
       "peer ranks is : 3", flush=True)
 print("3 is connected to 3 peer ranks. Expected number of connected peer ranks is : 3",
       flush=True)
+print("[Gloo] Rank 3[Gloo] Rank 2 is connected to 3 peer ranks. Expected number of connected "
+      "peer ranks is : 3", flush=True)
+print(" is connected to 3 peer ranks. Expected number of connected peer ranks is : 3",
+      flush=True)
 print("before", file=sys.stderr, flush=True)
 os.write(2, b"W1122 19:54:19.423572    8892 preemption_sync_manager.cc:147] Failed to "
             b"retrieve preemption notice\\n")
