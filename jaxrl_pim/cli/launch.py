@@ -104,11 +104,20 @@ _GLOG = re.compile(rb"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ ([\w.]+):\d+\] ")
 _SERVICE_FILES = (b"coordination_service", b"preemption_sync_manager", b"client.h",
                   b"distributed")
 _FATAL = b"Terminating process because the JAX distributed service detected fatal errors"
-# gloo's "[Gloo] Rank i is connected to n peer ranks", also as two threads' messages
-# interleaved, the rank of one written before or after the other's whole message: "[Gloo]
-# Rank [Gloo] Rank 2 is connected ..." then "3 is connected ...", or "[Gloo] Rank 3[Gloo]
-# Rank 2 is connected ..." then " is connected ..."
-_GLOO_NOISE = re.compile(rb"^(\[Gloo\] Rank \d*)*\s*\d*\s*is connected to \d+ peer ranks")
+# gloo's "[Gloo] Rank i is connected to n peer ranks. Expected number of connected peer ranks
+# is : n", written piece by piece (one write per streamed value) from several threads, so two
+# messages interleave at any piece boundary, on one line or split over two ("[Gloo] Rank
+# [Gloo] Rank 32 is connected to  is connected to 33 peer ranks.  peer ranks. ..."): a line
+# made only of those pieces, numbers and spaces is gloo's
+_GLOO_PIECES = re.compile(rb"\[Gloo\] Rank |is connected to|peer ranks\.|Expected number of "
+                          rb"connected peer ranks is :|\d+|\s+")
+_GLOO_WORDS = (b"[Gloo]", b"is connected to", b"peer ranks")
+
+
+def _is_gloo_noise(line: bytes) -> bool:
+    """True for a line made only of the pieces of gloo's connection messages (above)."""
+    return (any(w in line for w in _GLOO_WORDS)
+            and not _GLOO_PIECES.sub(b"", line))
 _HOLD_S = 3.0  # a service message not followed by a fatal one within this time is shown
 
 
@@ -190,7 +199,7 @@ def _relay(prog: str, out_in: int, out_fd: int, err_in: int = 0, err_fd: int = 1
                 *lines, pending[fd] = (pending[fd] + chunk).split(b"\n")
                 lines = [line + b"\n" for line in lines]
             for line in lines:
-                if _GLOO_NOISE.match(line):
+                if _is_gloo_noise(line):
                     continue
                 if fd == out_in:
                     emit(out_fd, [line])

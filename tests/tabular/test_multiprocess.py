@@ -293,6 +293,10 @@ print("[Gloo] Rank 3[Gloo] Rank 2 is connected to 3 peer ranks. Expected number 
       "peer ranks is : 3", flush=True)
 print(" is connected to 3 peer ranks. Expected number of connected peer ranks is : 3",
       flush=True)
+print("[Gloo] Rank [Gloo] Rank 32 is connected to  is connected to 33 peer ranks.  peer ranks. "
+      "Expected number of connected peer ranks is : Expected number of connected peer ranks "
+      "is : 33", flush=True)
+print("the 3 peer ranks line of a user stays", flush=True)
 print("before", file=sys.stderr, flush=True)
 os.write(2, b"W1122 19:54:19.423572    8892 preemption_sync_manager.cc:147] Failed to "
             b"retrieve preemption notice\\n")
@@ -321,7 +325,8 @@ def test_relay_folds_the_fatal_report_into_one_line(tmp_path):
         assert p.wait(timeout=60) == 134
         # the relay writes its line when the process's pipes close
         err = _settled_lines(tmp_path / "fake.err", 4)
-    assert (tmp_path / "fake.out").read_text() == "table line\n"
+    assert (tmp_path / "fake.out").read_text() == ("table line\n"
+                                                   "the 3 peer ranks line of a user stays\n")
     assert err == [
         "before",
         "W1122 19:54:19.423572    8892 preemption_sync_manager.cc:147] Failed to retrieve "
