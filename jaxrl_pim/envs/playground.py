@@ -7,14 +7,15 @@ code written for gymnax (ActorQ's actors) can step it unchanged:
 * ``step(key, state, action [action_dim], params)
   -> (obs, state, reward [], terminated [] bool, truncated [] bool, info)``
 
-Playground environments neither count steps nor reset themselves (Brax's ``EpisodeWrapper``
-and ``AutoResetWrapper`` normally do that), so the adapter does both, exactly as gymnax 1.0's
-``Environment.step`` does: the key is split into a step key and a reset key, a fresh episode is
-reset at every step and selected where the episode ended, ``terminated`` is Playground's
-``done`` (a real termination, e.g. NaN physics), ``truncated`` is the time limit
-(``state.time >= params.max_steps_in_episode``, counted in adapter steps, i.e. control steps
-of ``ctrl_dt`` seconds) and ``info["final_observation"]`` is the observation the step reached
-before the auto-reset. Both flags can be true on the same step.
+Playground environments neither count steps nor reset themselves (Brax's ``EpisodeWrapper`` and
+``AutoResetWrapper`` normally do that), so the adapter does both: it is an
+:class:`jaxrl_pim.envs.api.Environment`, whose ``step`` has gymnax 1.0's semantics: the key is
+split into a step key and a reset key, a fresh episode is reset at every step and selected
+where the episode ended, ``terminated`` is Playground's ``done`` (a real termination, e.g. NaN
+physics), ``truncated`` is the time limit (``state.time >= params.max_steps_in_episode``,
+counted in adapter steps, i.e. control steps of ``ctrl_dt`` seconds) and
+``info["final_observation"]`` is the observation the step reached before the auto-reset. Both
+flags can be true on the same step.
 
 Task names: ``"playground/<EnvName>"`` with ``<EnvName>`` a DM Control Suite name of
 ``mujoco_playground.dm_control_suite.ALL_ENVS``, optionally followed by ``"@<max_steps>"`` to
@@ -33,7 +34,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxrl_pim.envs import spaces
+from jaxrl_pim.envs import api, spaces
 
 PREFIX = "playground/"
 # The simulator backend. Playground's DM Control default is "warp" (NVIDIA Warp kernels);
@@ -82,7 +83,7 @@ class PlaygroundEnvState(NamedTuple):
     time: jax.Array  # int32 [] steps taken in the running episode
 
 
-class PlaygroundEnv:
+class PlaygroundEnv(api.Environment[PlaygroundEnvState, PlaygroundEnvParams]):
     """A Playground ``MjxEnv`` with gymnax's ``reset`` / ``step`` / spaces (module docstring).
 
     Args:
@@ -145,50 +146,31 @@ class PlaygroundEnv:
         """Float32 box ``[-1, 1]^action_dim`` (Playground's normalized controls)."""
         return spaces.Box(-1.0, 1.0, (self._action_dim,), jnp.float32)
 
-    def reset(
-        self, key: jax.Array, params: PlaygroundEnvParams | None = None
-    ) -> tuple[jax.Array, PlaygroundEnvState]:
+    def reset_env(self, key: jax.Array, params: PlaygroundEnvParams
+                  ) -> tuple[jax.Array, PlaygroundEnvState]:
         """A new episode from ``key``: ``(obs [obs_dim] float32, state)``."""
         inner = self._env.reset(key)
         return (jnp.asarray(inner.obs, jnp.float32),
                 PlaygroundEnvState(inner, jnp.zeros((), jnp.int32)))
 
-    def step(
+    def step_env(
         self,
         key: jax.Array,
         state: PlaygroundEnvState,
         action: jax.Array,
-        params: PlaygroundEnvParams | None = None,
-    ) -> tuple[jax.Array, PlaygroundEnvState, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
-        """One control step with auto-reset (module docstring); ``action`` is ``[action_dim]``.
-
-        Returns ``(obs, state, reward, terminated, truncated, info)``; ``reward`` is float32
-        ``[]``, the flags are bool ``[]``, ``info`` holds ``terminated``, ``truncated``,
-        ``final_observation`` ``[obs_dim]`` and Playground's ``metrics`` of the step.
-        """
-        if params is None:
-            params = self.default_params
-        _, key_reset = jax.random.split(key)  # gymnax's (step, reset) split; physics is keyless
+        params: PlaygroundEnvParams,
+    ) -> tuple[jax.Array, PlaygroundEnvState, jax.Array, jax.Array, dict[str, Any]]:
+        """One control step without reset (``step`` adds the time limit and the auto-reset);
+        ``action`` is ``[action_dim]``, clipped to ``[-1, 1]``. Returns ``(obs, state, reward
+        float32 [], terminated bool [], {"metrics": Playground's metrics of the step})``; the
+        physics is keyless, so ``key`` is unused."""
+        del key, params
         action = jnp.clip(jnp.asarray(action, jnp.float32).reshape(self._action_dim), -1.0, 1.0)
         st = self._env.step(state.inner, action)
-        time = state.time + 1
-        obs_st = jnp.asarray(st.obs, jnp.float32)
         terminated = jnp.asarray(st.done).reshape(()) > 0.5
-        truncated = time >= params.max_steps_in_episode
-        done = jnp.logical_or(terminated, truncated)
-        obs_re, state_re = self.reset(key_reset, params)
-        new = jax.tree.map(
-            lambda r, s: jnp.where(done, r, s), state_re, PlaygroundEnvState(st, time)
-        )
-        obs = jnp.where(done, obs_re, obs_st)
-        info = {
-            "terminated": terminated,
-            "truncated": truncated,
-            "final_observation": obs_st,
-            "metrics": st.metrics,
-        }
-        return obs, new, jnp.asarray(st.reward, jnp.float32).reshape(()), terminated, \
-            truncated, info
+        return (jnp.asarray(st.obs, jnp.float32), PlaygroundEnvState(st, state.time + 1),
+                jnp.asarray(st.reward, jnp.float32).reshape(()), terminated,
+                {"metrics": st.metrics})
 
 
 def _load(env_name: str, impl: str, config_overrides: dict[str, Any] | None) -> Any:
