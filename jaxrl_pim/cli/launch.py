@@ -104,6 +104,7 @@ _GLOG = re.compile(rb"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ ([\w.]+):\d+\] ")
 _SERVICE_FILES = (b"coordination_service", b"preemption_sync_manager", b"client.h",
                   b"distributed")
 _FATAL = b"Terminating process because the JAX distributed service detected fatal errors"
+_HOLD_S = 3.0  # a service message not followed by a fatal one within this time is shown
 # gloo's "[Gloo] Rank i is connected to n peer ranks. Expected number of connected peer ranks
 # is : n", written piece by piece (one write per streamed value) from several threads, so two
 # messages interleave at any piece boundary, on one line or split over two ("[Gloo] Rank
@@ -118,7 +119,6 @@ def _is_gloo_noise(line: bytes) -> bool:
     """True for a line made only of the pieces of gloo's connection messages (above)."""
     return (any(w in line for w in _GLOO_WORDS)
             and not _GLOO_PIECES.sub(b"", line))
-_HOLD_S = 3.0  # a service message not followed by a fatal one within this time is shown
 
 
 def fold_fatal_reports(prog: str) -> None:
