@@ -58,7 +58,7 @@ class MARLConfig:
       sampling_mode: ``"faithful"`` (own indices per agent) or ``"fast"`` (shared indices).
       sampler: ``"uniform"``, ``"neighbor"``, ``"prioritized"`` or ``"info_prioritized"``.
       layout: replay layout, ``"interleaved"`` (one row per time step holding all agents;
-        the default: faster end to end at 12 and 24 agents, slower at 3 and 6, in
+        the default: faster end to end at 3 and 12 agents and level at 6 and 24, in
         ``benchmarks/results/cpu/marl_e2e.json``) or ``"per_agent"`` (N ring buffers, the
         original's); the maths is the same.
       buffer_capacity: transitions (time steps) kept per team buffer (1e6), at most
