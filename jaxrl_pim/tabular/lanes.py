@@ -6,7 +6,8 @@ vectorised axis. Layout choices (measured in ``benchmarks/NOTES.md``):
 
 * The lanes' tables live in one flat array ``[L * S * A]``; a transition touches
   ``lane * S * A + s * A + a``, and the bootstrap row ``lane * S * A + s' * A + (0..A-1)``.
-  The scatter is declared ``unique_indices`` (each lane writes one distinct entry).
+  The scatter is declared ``unique_indices`` (each lane writes one distinct entry), and the
+  indices are unsigned (no negative-index wrap per lane and step).
 * Rows are stored once as ``sa = s * A + a`` and ``s'`` in the narrowest integer type, plus
   the reward and the terminal flag, so a step reads few bytes.
 * ``seq`` and ``str`` orders are fixed for the whole run: the rows are permuted once and
@@ -161,10 +162,11 @@ def run_episodes(
     ran = spec.sampling == "ran"
     num_lanes, num_s, num_a = q.shape
     m = data.sa.shape[1] if ran else data.sa.shape[0]
-    lanes = jnp.arange(num_lanes)
-    table = num_s * num_a
-    base = lanes * table
-    row_base = lanes * num_s
+    # Unsigned indices: JAX wraps negative signed indices with a compare and a select per
+    # lane and step; these cannot be negative (benchmarks/NOTES.md, the form study).
+    lanes = jnp.arange(num_lanes, dtype=jnp.uint32)
+    base = lanes * jnp.uint32(num_s * num_a)
+    row_base = lanes * jnp.uint32(num_s)
 
     def episode(carry, e):
         q_flat, lcg = carry
@@ -180,11 +182,11 @@ def run_episodes(
                 eu = eu if u_l is None else u_l
                 ra = ra if a_l is None else a_l
             if ran:
-                row = LaneData(*(f[lanes, idx] for f in data))
-            flat = base + row.sa.astype(jnp.int32)
+                row = LaneData(*(f[lanes, idx.astype(jnp.uint32)] for f in data))
+            flat = base + row.sa.astype(jnp.uint32)
             q_tm1 = q_flat[flat]
             # one A-wide row gather per lane (a [L*S, A] view of the same buffer)
-            q_t = q_flat.reshape(-1, num_a)[row_base + row.s2.astype(jnp.int32)]
+            q_t = q_flat.reshape(-1, num_a)[row_base + row.s2.astype(jnp.uint32)]
             new = lane_update(spec, q_tm1, q_t, row.r, row.term, eu, ra)
             q_flat = q_flat.at[flat].set(new.astype(q_flat.dtype), unique_indices=True)
             return (q_flat, lcg), None

@@ -9,4 +9,6 @@ original algorithms side by side:
   optional dependency; nothing imports it by default).
 * :mod:`.mpe_numpy`: the multi-agent particle worlds, one entity at a time, in float64.
 * :mod:`.maddpg_numpy_sampler`: the original MADDPG list-of-tuples replay sampler.
+* :mod:`.lane_forms`: alternative forms of the tabular lane step (Q-learning), for the
+  form study of ``benchmarks/tabular_scaling.py``.
 """
