@@ -36,7 +36,10 @@ for the trainer's default path, ``TRAINER_MODE``; targets >= 1.5x the vectorised
 
 * the original sampler above (``sampler_speedup_vs_original_24``);
 * ``numpy_vectorized`` -- :class:`VectorizedNumpy`: ``Generator.integers`` draws of ``[N, B]``
-  indices and one ``np.take`` per field into preallocated arrays;
+  indices and one ``np.take`` per field into preallocated arrays, timed over the field arrays
+  and over packed rows (every field of a time step in one ``[C, R]`` row, one ``np.take`` of
+  whole rows; its own buffer, shared with the library's :func:`packed_round`, which is timed
+  beside it but is not the trainer's path); the faster of the two layouts is the opponent;
 * ``flashbax_uniform`` -- flashbax 0.1.3's item buffer holding the joint transitions, N
   independent ``sample`` calls per round (``vmap``) inside one jit;
 * ``flashbax_prioritized`` -- flashbax's prioritised item buffer against the library's
@@ -412,10 +415,13 @@ class VectorizedNumpy:
     ``interleaved_faithful`` order; ``mode="clip"`` writes straight into ``out``, and the
     indices are in range, so it clips nothing)."""
 
-    def __init__(self, host: dict[str, np.ndarray], batch: int, seed: int = 0):
+    def __init__(self, host: dict[str, np.ndarray], batch: int, seed: int = 0,
+                 num_agents: int | None = None):
         self.host, self.batch = host, batch
-        self.size = host["obs"].shape[0]
-        self.num_agents = host["obs"].shape[1]
+        first = next(iter(host.values()))
+        self.size = first.shape[0]
+        # [C, N, ...] fields carry N; packed rows [C, R] (``{"rows": ...}``) need it given
+        self.num_agents = first.shape[1] if num_agents is None else num_agents
         self.rng = np.random.default_rng(seed)
         self.out = {f: np.empty((self.num_agents, batch, *a.shape[1:]), a.dtype)
                     for f, a in host.items()}
@@ -429,6 +435,49 @@ class VectorizedNumpy:
     def __call__(self) -> dict[str, np.ndarray]:
         """One round: draw the ``N`` index sets, gather."""
         return self.gather(self.rng.integers(0, self.size, (self.num_agents, self.batch)))
+
+
+def packed_round(num_agents: int, batch: int):
+    """The library's uniform faithful round over packed rows ``[C, R]`` (every field of a
+    time step in one row): the trainer's index draw (``num_agents`` uniform index sets), then
+    one whole-row gather written into the previous round's donated batch ``[N, B, R]``. Not
+    the trainer's path (its buffer keeps one array per field); timed to show what the layout
+    gives a standalone round."""
+    sampler = uniform()
+
+    def fn(rows, key, out):
+        size = jnp.int32(rows.shape[0])
+        idx = jax.vmap(lambda k: sampler.sample((), k, size, jnp.int32(0), batch)[0])(
+            jax.random.split(key, num_agents))
+        return out.at[...].set(rows[idx])
+
+    return jax.jit(fn, donate_argnums=2)
+
+
+def time_packed(rows: jax.Array, n: int, args, rkey: jax.Array) -> dict[str, Any]:
+    """Alternating rounds over one packed-row buffer ``[C, R]`` that both sides share: the
+    vectorised NumPy sampler (``np.take`` of whole rows into a preallocated ``[N, B, R]``
+    batch) and :func:`packed_round`; the rounds of each and the best."""
+    host = np.asarray(rows)  # on a CPU a view of the JAX buffer
+    vec = VectorizedNumpy({"rows": host}, args.batch, args.seed, num_agents=n)
+    fn = packed_round(n, args.batch)
+    keys = jax.block_until_ready(jax.random.split(jax.random.fold_in(rkey, 11),
+                                                  args.repeats + 2))
+    out = jnp.zeros((n, args.batch, rows.shape[1]), rows.dtype)
+    for k in keys[:2]:  # compile, first donation; the NumPy batch's first touch
+        out = jax.block_until_ready(fn(rows, k, out))
+        vec()
+    numpy_s, jax_s = [], []
+    for k in keys[2:]:
+        numpy_s.append(_timed(vec))
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn(rows, k, out))
+        jax_s.append(time.perf_counter() - t0)
+    return {"packed_row_floats": int(rows.shape[1]),
+            "numpy_vectorized_packed_seconds_by_round": numpy_s,
+            "numpy_vectorized_packed_seconds": min(numpy_s),
+            "library_packed_rows_seconds_by_round": jax_s,
+            "library_packed_rows_seconds": min(jax_s)}
 
 
 def flashbax_state(data: Transition, batch: int, priorities: jax.Array | None = None):
@@ -697,6 +746,14 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
         res["flashbax_seconds"] = time_flashbax(data, n, args, rkey, prio)
     del data
     gc.collect()
+    # --- packed rows [C, R] (built after the interleaved buffer is gone; same capacity).
+    with timer.phase("fill"):
+        rows = jax.block_until_ready(
+            _hash_fill((capacity, row_bytes(n) // 4), salt=args.seed * 16 + n + 8))
+    with timer.phase("packed_rounds"):
+        res.update(time_packed(rows, n, args, rkey))
+    del rows
+    gc.collect()
     # --- per-agent layout (built after the interleaved buffer is gone).
     with timer.phase("fill"):
         bstate = random_state("per_agent", capacity, n, salt=args.seed * 16 + n)
@@ -721,7 +778,9 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
     print(f"N={n:2d} O={o:3d}: numpy {res['numpy_seconds'] * 1e3:9.1f} ms | uniform "
           + " / ".join(f"{m} {sec['uniform'][m] * 1e3:.2f}" for m in MODES) + " ms", flush=True)
     fb = res["flashbax_seconds"]
-    print(f"       vectorised numpy {res['numpy_vectorized_seconds'] * 1e3:.2f} ms | flashbax "
+    print(f"       vectorised numpy {res['numpy_vectorized_seconds'] * 1e3:.2f} ms (packed rows "
+          f"{res['numpy_vectorized_packed_seconds'] * 1e3:.2f} ms; the library's round over "
+          f"them {res['library_packed_rows_seconds'] * 1e3:.2f} ms) | flashbax "
           f"uniform {fb['flashbax_uniform'] * 1e3:.2f} ms, prioritised "
           f"{fb['flashbax_prioritized'] * 1e3:.2f} ms vs library prioritised ({TRAINER_MODE}) "
           f"{res['library_prioritized_update_seconds'] * 1e3:.2f} ms", flush=True)
@@ -884,8 +943,14 @@ def opponent_seconds(r: dict[str, Any]) -> dict[str, float | None]:
     (``library_uniform``: faithful uniform; ``library_prioritized``: with the priority update)
     and its headline layout (``library_interleaved_faithful``) at one agent count."""
     fb = r.get("flashbax_seconds", {})
+    fields, packed = r.get("numpy_vectorized_seconds"), r.get("numpy_vectorized_packed_seconds")
     return {"numpy_original": r["numpy_seconds"],
-            "numpy_vectorized": r.get("numpy_vectorized_seconds"),
+            # the best vectorised NumPy: the faster of its two layouts (field arrays, rows)
+            "numpy_vectorized": min((t for t in (fields, packed) if t is not None),
+                                    default=None),
+            "numpy_vectorized_fields": fields,
+            "numpy_vectorized_packed": packed,
+            "library_packed_rows": r.get("library_packed_rows_seconds"),
             "flashbax_uniform": fb.get("flashbax_uniform"),
             "flashbax_prioritized": fb.get("flashbax_prioritized"),
             "library_uniform": r["seconds"]["uniform"][r.get("trainer_mode", TRAINER_MODE)],
@@ -925,6 +990,12 @@ def opponent_keys(rows: list[dict[str, Any]], copy_bw: float, suffix: str = "") 
     out[f"interleaved_faithful_speedup_vs_vectorized_numpy_by_agents{suffix}"] = {
         str(n): _ratio(t["numpy_vectorized"], t["library_interleaved_faithful"])
         for n, t in sec.items()}
+    out[f"vectorized_numpy_best_layout_by_agents{suffix}"] = {
+        str(n): None if t["numpy_vectorized_packed"] is None else (
+            "packed" if t["numpy_vectorized_packed"] < t["numpy_vectorized_fields"] else "fields")
+        for n, t in sec.items()}
+    out[f"packed_rows_round_speedup_vs_trainer_by_agents{suffix}"] = {
+        str(n): _ratio(t["library_uniform"], t["library_packed_rows"]) for n, t in sec.items()}
     vals = [(v, TARGET_VS_NUMPY if "numpy" in k else TARGET_VS_FLASHBAX)
             for k, d in out.items() if k.endswith(f"_by_agents{suffix}")
             and k.startswith("sampler_speedup") for v in d.values()]
@@ -976,10 +1047,10 @@ def summarize(rep: dict[str, Any]) -> dict[str, Any]:
 def opponents_markdown(rows: list[dict[str, Any]], copy_bw: float, title: str) -> list[str]:
     """One table: round ms of the trainer's path and of each opponent, speed-ups, GB/s."""
     lines = [title, "",
-             "| N | capacity | original ms | vectorised NumPy ms | flashbax uniform ms | JAX "
-             "uniform ms | vs NumPy | vs flashbax | flashbax prioritised ms | JAX prioritised "
-             "ms | vs flashbax prio | JAX GB/s (of copy BW) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| N | capacity | original ms | NumPy fields / rows ms | flashbax uniform ms | JAX "
+             "uniform ms | vs best NumPy | vs flashbax | JAX rows ms | flashbax prioritised "
+             "ms | JAX prioritised ms | vs flashbax prio | JAX GB/s (of copy BW) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         t = opponent_seconds(r)
         traffic = r["round_bytes"]["min_traffic"]
@@ -988,8 +1059,10 @@ def opponents_markdown(rows: list[dict[str, Any]], copy_bw: float, title: str) -
         lib = t["library_uniform"]
         lines.append(
             f"| {r['num_agents']} | {r['capacity']:,} | {ms(t['numpy_original'])} | "
-            f"{ms(t['numpy_vectorized'])} | {ms(t['flashbax_uniform'])} | {ms(lib)} | "
+            f"{ms(t['numpy_vectorized_fields'])} / {ms(t['numpy_vectorized_packed'])} | "
+            f"{ms(t['flashbax_uniform'])} | {ms(lib)} | "
             f"{x(t['numpy_vectorized'], lib)} | {x(t['flashbax_uniform'], lib)} | "
+            f"{ms(t['library_packed_rows'])} | "
             f"{ms(t['flashbax_prioritized'])} | {ms(t['library_prioritized'])} | "
             f"{x(t['flashbax_prioritized'], t['library_prioritized'])} | "
             f"{traffic / lib / 1e9:.2f} ({traffic / lib / copy_bw:.2f}) |")
@@ -1007,10 +1080,14 @@ def render_markdown(rep: dict[str, Any]) -> str:
     head = (f"Opponents, faithful semantics on every side (N independent index sets per round, "
             f"batch {rep['config']['batch']:,}, same capacity, same data): the original "
             "pure-Python sampler; vectorised NumPy (Generator draws, `np.take` into "
-            "preallocated arrays); flashbax 0.1.3's item buffer (one buffer of joint "
+            "preallocated arrays) over the field arrays and over packed rows (every field of "
+            "a time step in one `[C, R]` row), 'vs best NumPy' against the faster of the two; "
+            "flashbax 0.1.3's item buffer (one buffer of joint "
             "transitions, N index sets per round in one jit); flashbax's prioritised item "
             f"buffer against the library's `prioritized` (sample, importance weights and "
-            f"priority update on both sides). JAX = the trainer's default path (`{mode}`). "
+            f"priority update on both sides). JAX = the trainer's default path (`{mode}`); "
+            "JAX rows = the library's uniform faithful round over packed rows (one whole-row "
+            "gather; not the trainer's path, whose buffer keeps one array per field). "
             "GB/s = the least traffic of a round (2 x batch bytes) over its time.")
     lines = opponents_markdown(res["per_agents"], res["copy_bandwidth"]["best_B_per_s"],
                                "All cores. " + head)

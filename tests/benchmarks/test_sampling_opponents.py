@@ -67,6 +67,25 @@ def test_vectorized_numpy_and_the_original_return_the_library_rows(script: dict)
                 np.testing.assert_array_equal(got[k], np.asarray(getattr(want, f))[i, :, j])
 
 
+def test_packed_row_rounds_return_whole_rows(script: dict) -> None:
+    state = _labelled_state(script)
+    rows = np.concatenate([np.asarray(getattr(state.data, f)).reshape(C, -1)
+                           for f in Transition._fields], axis=1)  # [C, R], rows[t, 0] == t
+    assert rows.shape[1] * 4 == script["row_bytes"](N)
+    idx = np.random.default_rng(0).integers(0, C, (N, B))
+    vec = script["VectorizedNumpy"]({"rows": rows}, B, seed=1, num_agents=N)
+    got = vec.gather(idx)["rows"]  # [N, B, R]
+    buffer = make_buffer("interleaved", C, N, script["obs_dim"](N), script["ACTION_DIM"])
+    want = buffer.gather(state, jnp.asarray(idx), time_major=True)
+    np.testing.assert_array_equal(got, np.concatenate(
+        [np.asarray(getattr(want, f)).reshape(N, B, -1) for f in Transition._fields], axis=2))
+    fn = script["packed_round"](N, B)
+    out = fn(jnp.asarray(rows), jax.random.key(5), jnp.zeros((N, B, rows.shape[1])))
+    drawn = np.asarray(out[:, :, 0]).astype(int)  # the library's own draws
+    np.testing.assert_array_equal(np.asarray(out), rows[drawn])
+    assert len({tuple(r) for r in drawn}) == N  # one index set per agent
+
+
 def test_flashbax_uniform_rounds_return_the_library_rows(script: dict) -> None:
     state = _labelled_state(script)
     data = jax.tree.map(jnp.copy, state.data)  # donated to the flashbax buffer
