@@ -193,18 +193,20 @@ class ParticleWorld(api.Environment):
     def reset_env(self, key: jax.Array, params: MPEParams) -> tuple[tuple[jax.Array, ...],
                                                                     MPEState]:
         """Agents uniform in ``[-agent_init_range, +]^2``, landmarks uniform in
-        ``[-landmark_init_range, +]^2``, zero velocities, time 0."""
-        k_agents, k_landmarks = jax.random.split(key)
-        a_r = jnp.asarray(params.agent_init_range, jnp.float32)
-        l_r = jnp.asarray(params.landmark_init_range, jnp.float32)
-        agent_pos = jax.random.uniform(k_agents, (self.num_agents, 2), jnp.float32, -a_r, a_r)
-        landmark_pos = jax.random.uniform(
-            k_landmarks, (self.num_landmarks, 2), jnp.float32, -l_r, l_r
-        )
+        ``[-landmark_init_range, +]^2``, zero velocities, time 0.
+
+        One draw of ``[A + L, 2]`` positions, agents first (a reset runs inside every
+        auto-resetting ``step``, so a key split and a second draw cost there every step)."""
+        n, m = self.num_agents, self.num_landmarks
+        bound = jnp.concatenate([
+            jnp.broadcast_to(jnp.asarray(params.agent_init_range, jnp.float32), (n,)),
+            jnp.broadcast_to(jnp.asarray(params.landmark_init_range, jnp.float32), (m,)),
+        ])[:, None]
+        pos = jax.random.uniform(key, (n + m, 2), jnp.float32, -bound, bound)
         state = MPEState(
-            agent_pos=agent_pos,
-            agent_vel=jnp.zeros((self.num_agents, 2), jnp.float32),
-            landmark_pos=landmark_pos,
+            agent_pos=pos[:n],
+            agent_vel=jnp.zeros((n, 2), jnp.float32),
+            landmark_pos=pos[n:],
             time=jnp.zeros((), jnp.int32),
         )
         return self.get_obs(state, params), state
