@@ -415,7 +415,7 @@ def section_forms(args, cache) -> dict:
     from jax.sharding import PartitionSpec as P
 
     from jaxrl_pim.tabular import TabularConfig, chunk
-    from jaxrl_pim.tabular.lanes import to_lane_data
+    from jaxrl_pim.tabular.lanes import to_lane_data, visiting_rows
     from jaxrl_pim.tabular.trainer import make_mesh
     from jaxrl_pim.testing import lane_forms
     from jaxrl_pim.testing import tabular_numba as tn
@@ -428,8 +428,7 @@ def section_forms(args, cache) -> dict:
                         num_episodes=episodes, rng="lcg")
     spec = cfg.lane_spec()
     lane_forms.check_spec(spec)
-    data = to_lane_data(chunk(cfg, transitions), spec)
-    data = type(data)(*(x.T for x in data))  # seq order: time-major [m, L]
+    data = visiting_rows(to_lane_data(chunk(cfg, transitions), spec), spec.sampling, cfg.stride)
     mesh = make_mesh(n_dev)
     axis = mesh.axis_names[0]
     q0 = jax.device_put(np.zeros((lanes, model.num_states, model.num_actions), np.float32),

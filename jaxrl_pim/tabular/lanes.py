@@ -25,7 +25,13 @@ import numpy as np
 from jaxrl_pim.data.transitions import Dataset
 from jaxrl_pim.tabular import rules
 from jaxrl_pim.tabular.formats import NumericFormat, scale_constant
-from jaxrl_pim.tabular.sampling import episode_draws, lcg_int, lcg_next, lcg_uniform
+from jaxrl_pim.tabular.sampling import (
+    episode_draws,
+    lcg_int,
+    lcg_next,
+    lcg_uniform,
+    stride_order,
+)
 
 
 class LaneSpec(NamedTuple):
@@ -78,6 +84,17 @@ def to_lane_data(chunks: Dataset, spec: LaneSpec) -> LaneData:
         r=r,
         term=jnp.asarray(chunks.terminated).astype(bool),
     )
+
+
+def visiting_rows(data: LaneData, sampling: str, stride: int) -> LaneData:
+    """Rows as :func:`run_episodes` reads them: for ``seq`` / ``str``, the lane-major rows
+    ``[L, m]`` put in visiting order (``str``: :func:`~jaxrl_pim.tabular.sampling.stride_order`
+    with ``stride``) and made time-major ``[m, L]``; ``ran`` rows stay lane-major."""
+    if sampling == "ran":
+        return data
+    m = data.sa.shape[1]
+    order = jnp.arange(m) if sampling == "seq" else stride_order(m, stride)
+    return LaneData(*(x[:, order].T for x in data))
 
 
 def lane_update(

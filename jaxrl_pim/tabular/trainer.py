@@ -43,14 +43,14 @@ from jax.sharding import PartitionSpec as P
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.data.transitions import Dataset, validate
 from jaxrl_pim.tabular import formats
-from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, to_lane_data
+from jaxrl_pim.tabular.lanes import LaneSpec, to_lane_data, visiting_rows
 from jaxrl_pim.tabular.pallas_select import (
     KERNEL_NAMES,
     choose_kernel,
     get_kernel,
     kernel_fits,
 )
-from jaxrl_pim.tabular.sampling import LCG_SEED, SAMPLINGS, stride_order
+from jaxrl_pim.tabular.sampling import LCG_SEED, SAMPLINGS
 
 ALGOS = ("q", "sarsa")
 RNGS = ("jax", "lcg")
@@ -387,11 +387,7 @@ def make_train_from(
             raise ValueError(
                 f"state does not fit this config: q {state.q.shape} {state.q.dtype} (want "
                 f"{want} {np.dtype(fmt.storage)}), lcg {state.lcg.shape} (want ({c},))")
-        data = to_lane_data(chunks, spec)
-        if spec.sampling != "ran":
-            m = data.sa.shape[1]
-            order = jnp.arange(m) if spec.sampling == "seq" else stride_order(m, config.stride)
-            data = LaneData(*(x[:, order].T for x in data))  # time-major [m, C]
+        data = visiting_rows(to_lane_data(chunks, spec), spec.sampling, config.stride)
         data = impl.prepare(spec, data)  # the kernel's row layout, once per call
         keys = jax.random.split(state.key, c)
         q = state.q

@@ -30,7 +30,8 @@ Forms other than ``library`` and ``signed`` use unsigned indices.
 Use::
 
     form = FORMS["entry_major"]
-    rows = form.prepare(spec, data)                 # LaneData time-major [m, L]
+    data = visiting_rows(to_lane_data(chunks, spec), spec.sampling, stride)  # [m, L]
+    rows = form.prepare(spec, data)
     q = form.run(spec, q, rows, num_episodes)       # q [L, S, A] float32
 """
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jaxrl_pim.tabular import TabularConfig, chunk
-from jaxrl_pim.tabular.lanes import LaneData, to_lane_data
+from jaxrl_pim.tabular.lanes import LaneData, to_lane_data, visiting_rows
 from jaxrl_pim.testing import lane_forms
 from jaxrl_pim.testing.tabular_numpy import train_reference
 from tests.support.tabular import A, S, random_dataset
@@ -18,24 +18,25 @@ from tests.support.tabular import A, S, random_dataset
 LANES, EPISODES = 3, 4
 
 
-def _setup(compat_max0: bool):
-    cfg = TabularConfig(S, A, algo="q", sampling="seq", dtype="fp32", num_cores=LANES,
+def _setup(compat_max0: bool, sampling: str = "seq"):
+    cfg = TabularConfig(S, A, algo="q", sampling=sampling, dtype="fp32", num_cores=LANES,
                         sync_period=EPISODES, num_episodes=EPISODES, rng="lcg",
-                        compat_max0=compat_max0)
+                        compat_max0=compat_max0, stride=3)
     chunks = chunk(cfg, random_dataset(LANES * 19))
     spec = cfg.lane_spec()
-    data = to_lane_data(chunks, spec)
-    data = LaneData(*(x.T for x in data))  # time-major [m, L], seq order
+    data = visiting_rows(to_lane_data(chunks, spec), sampling, cfg.stride)  # [m, L]
     # The reference without the final lane average: every lane's own table [L, S, A].
     ref = train_reference(dataclasses.replace(cfg, independent=True), chunks,
                           jax.random.key(0))
     return spec, data, ref
 
 
-@pytest.mark.parametrize("compat_max0", [False, True])
+@pytest.mark.parametrize(("compat_max0", "sampling"),
+                         [(False, "seq"), (True, "seq"), (False, "str")])
 @pytest.mark.parametrize("form", sorted(lane_forms.FORMS))
-def test_every_form_matches_the_numpy_loop(form: str, compat_max0: bool) -> None:
-    spec, data, ref = _setup(compat_max0)
+def test_every_form_matches_the_numpy_loop(form: str, compat_max0: bool, sampling: str
+                                           ) -> None:
+    spec, data, ref = _setup(compat_max0, sampling)
     q0 = jnp.zeros((LANES, S, A), jnp.float32)
     q = jax.jit(lambda q: lane_forms.run_form(form, spec, q, data, EPISODES))(q0)
     np.testing.assert_allclose(np.asarray(q), ref, rtol=1e-6, atol=1e-6)
