@@ -337,6 +337,17 @@ def modes_for(layout: str, sampler: str) -> tuple[str, ...]:
     return ("interleaved",)
 
 
+def faithful_draw(sampler, sstate, key: jax.Array, size: jax.Array, insert_pos: jax.Array,
+                  num_agents: int, batch: int) -> tuple[jax.Array, jax.Array]:
+    """The faithful draw of one round: every agent its own ``batch`` indices from ``sampler``
+    (one key each, split from ``key``); ``(indices [N, B], weights [N, B])``."""
+    def one(k):
+        idx, w, _ = sampler.sample(sstate, k, size, insert_pos, batch)
+        return idx, w
+
+    return jax.vmap(one)(jax.random.split(key, num_agents))
+
+
 class Round:
     """One jitted sampling round ``(bstate, sstate, key) -> batch`` for a mode; after the
     first round (a fresh batch), every round writes into the previous round's donated batch
@@ -350,12 +361,7 @@ class Round:
             if not faithful:
                 idx, w, _ = sampler.sample(sstate, key, bstate.size, bstate.insert_pos, batch)
                 return idx, w
-
-            def one(k):
-                idx, w, _ = sampler.sample(sstate, k, bstate.size, bstate.insert_pos, batch)
-                return idx, w
-
-            return jax.vmap(one)(jax.random.split(key, n))
+            return faithful_draw(sampler, sstate, key, bstate.size, bstate.insert_pos, n, batch)
 
         def fresh(bstate, sstate, key):
             idx, w = draw(bstate, sstate, key)
@@ -446,9 +452,8 @@ def packed_round(num_agents: int, batch: int):
     sampler = uniform()
 
     def fn(rows, key, out):
-        size = jnp.int32(rows.shape[0])
-        idx = jax.vmap(lambda k: sampler.sample((), k, size, jnp.int32(0), batch)[0])(
-            jax.random.split(key, num_agents))
+        idx, _ = faithful_draw(sampler, (), key, jnp.int32(rows.shape[0]), jnp.int32(0),
+                               num_agents, batch)
         return out.at[...].set(rows[idx])
 
     return jax.jit(fn, donate_argnums=2)
@@ -547,11 +552,8 @@ def library_prio_round(buffer, sampler, mode: str, num_agents: int, batch: int):
     time_major = mode in ("interleaved_faithful", "interleaved")
 
     def fn(bstate, sstate, key, out):
-        def one(k):
-            idx, w, _ = sampler.sample(sstate, k, bstate.size, bstate.insert_pos, batch)
-            return idx, w
-
-        idx, w = jax.vmap(one)(jax.random.split(key, num_agents))
+        idx, w = faithful_draw(sampler, sstate, key, bstate.size, bstate.insert_pos,
+                               num_agents, batch)
         got = (buffer.gather(bstate, idx, time_major=time_major) if out is None
                else gather_into(buffer, bstate, idx, out, time_major))
         td = jax.random.uniform(jax.random.fold_in(key, 1), idx.shape)

@@ -447,8 +447,9 @@ def section_forms(args, cache) -> dict:
                                    out_specs=P(axis), check_vma=False))
         fns[name] = fn.lower(q0, rows_of[name]).compile()
         compile_s[name] = time.perf_counter() - t0
-        ops[name] = lane_forms.innermost_loop_body(fns[name].as_text())
-        opcodes[name] = lane_forms.innermost_loop_opcodes(fns[name].as_text())
+        text = fns[name].as_text()
+        ops[name] = lane_forms.innermost_loop_body(text)
+        opcodes[name] = lane_forms.innermost_loop_opcodes(text)
     bcfg = tn.BaselineConfig(num_states=model.num_states, num_actions=model.num_actions,
                              algorithm="q_learning", sampling="seq", fmt="fp32",
                              num_episodes=episodes, sync_period=episodes)
