@@ -31,11 +31,15 @@ speed-up of the fast mode itself is measured by ``benchmarks/marl_sampling.py``.
 
 Part 4 (throughput): end-to-end training throughput, env steps per second including the
 updates (compile and the update-free warm-up excluded), with the trainer's defaults at N = 3,
-6, 12, 24 (quick: 3, 6; smoke: 3) in three modes: ``per_agent`` (per-agent layout, faithful:
-the original's), ``interleaved`` (interleaved layout, faithful: the trainer's default) and ``fast``
+6, 12, 24 (quick: 3, 6; smoke: 3) in four modes: ``per_agent`` (per-agent layout, faithful:
+the original's), ``interleaved`` (interleaved layout, faithful: the trainer's default),
+``packed`` (packed-row layout, faithful: one whole-row gather per drawing agent) and ``fast``
 (interleaved, one shared index set). Buffer capacity: 1e6 rows where
 ``--memory-fraction`` of the memory holds them, else the largest that fits (each record says).
-Key ``marl_e2e_speedup_interleaved_vs_per_agent_24``.
+Keys ``marl_e2e_speedup_interleaved_vs_per_agent_24``,
+``marl_e2e_speedup_packed_vs_interleaved_by_agents`` and
+``marl_e2e_fastest_faithful_layout_by_agents`` (the layout with the most env steps per second
+at each N).
 
 Full schedule (full mode, summary schema 2): spread-3 and tag-3 run the WHOLE 60,000-episode
 schedule, one seed each (``maddpg_spread3_60k_s``, ``maddpg_tag3_60k_s``: measured, not
@@ -75,7 +79,9 @@ FULL_EPISODES = 60_000
 PARTS = ("timing", "quality", "fast_mode", "throughput")
 #: Part 4's modes: name -> (layout, sampling_mode).
 E2E_MODES = {"per_agent": ("per_agent", "faithful"), "interleaved": ("interleaved", "faithful"),
-             "fast": ("interleaved", "fast")}
+             "packed": ("packed", "faithful"), "fast": ("interleaved", "fast")}
+#: The faithful modes, one per replay layout: the default layout is the fastest of these.
+FAITHFUL_LAYOUTS = ("per_agent", "interleaved", "packed")
 #: Version of the summary's keys: 2 adds the full-schedule and throughput keys; files without
 #: it keep the keys they were written with.
 SUMMARY_SCHEMA = 2
@@ -355,10 +361,15 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
     sps = {m: {str(r["agents"]): r["steps_per_s"] for r in tp if r["mode"] == m}
            for m in E2E_MODES}
     summary["marl_e2e_steps_per_s"] = sps
-    for m in ("interleaved", "fast"):
+    for m in ("interleaved", "packed", "fast"):
         by_n = {n: v / sps["per_agent"][n] for n, v in sps[m].items() if n in sps["per_agent"]}
         summary[f"marl_e2e_speedup_{m}_vs_per_agent_by_agents"] = by_n
         summary[f"marl_e2e_speedup_{m}_vs_per_agent_24"] = by_n.get("24")
+    summary["marl_e2e_speedup_packed_vs_interleaved_by_agents"] = {
+        n: v / sps["interleaved"][n] for n, v in sps["packed"].items() if n in sps["interleaved"]}
+    summary["marl_e2e_fastest_faithful_layout_by_agents"] = {
+        n: max((m for m in FAITHFUL_LAYOUTS if n in sps[m]), key=lambda m, n=n: sps[m][n])
+        for n in sps["per_agent"]}
     return summary
 
 

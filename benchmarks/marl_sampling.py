@@ -38,8 +38,9 @@ for the trainer's default path, ``TRAINER_MODE``; targets >= 1.5x the vectorised
 * ``numpy_vectorized`` -- :class:`VectorizedNumpy`: ``Generator.integers`` draws of ``[N, B]``
   indices and one ``np.take`` per field into preallocated arrays, timed over the field arrays
   and over packed rows (every field of a time step in one ``[C, R]`` row, one ``np.take`` of
-  whole rows; its own buffer, shared with the library's :func:`packed_round`, which is timed
-  beside it but is not the trainer's path); the faster of the two layouts is the opponent;
+  whole rows; its own buffer, shared with :func:`packed_round`, the library's ``packed``
+  layout's round, timed beside it but not the trainer's path); the faster of the two layouts
+  is the opponent;
 * ``flashbax_uniform`` -- flashbax 0.1.3's item buffer holding the joint transitions, N
   independent ``sample`` calls per round (``vmap``) inside one jit;
 * ``flashbax_prioritized`` -- flashbax's prioritised item buffer against the library's
@@ -106,6 +107,7 @@ from jaxrl_pim.replay import (
     BufferState,
     Transition,
     gather_into,
+    gather_rows,
     info_prioritized,
     make_buffer,
     neighbor,
@@ -444,17 +446,20 @@ class VectorizedNumpy:
 
 
 def packed_round(num_agents: int, batch: int):
-    """The library's uniform faithful round over packed rows ``[C, R]`` (every field of a
-    time step in one row): the trainer's index draw (``num_agents`` uniform index sets), then
-    one whole-row gather written into the previous round's donated batch ``[N, B, R]``. Not
-    the trainer's path (its buffer keeps one array per field); timed to show what the layout
-    gives a standalone round."""
+    """The library's ``packed`` layout's standalone uniform faithful round: the trainer's
+    index draw (``num_agents`` uniform index sets), then :func:`jaxrl_pim.replay.gather_rows`
+    (one whole-row gather) written into the previous round's donated batch ``[N, B, R]``.
+    ``fn(rows, key, out)`` takes the layout's data ``rows [C, R]`` (a full buffer). Not the
+    trainer's path: the trainer's default layout keeps one array per field, and with the
+    packed layout its ``Buffer.gather`` slices the rows into fields, which XLA fuses into the
+    learner (``benchmarks/marl_e2e.py`` times that end to end)."""
     sampler = uniform()
 
     def fn(rows, key, out):
-        idx, _ = faithful_draw(sampler, (), key, jnp.int32(rows.shape[0]), jnp.int32(0),
-                               num_agents, batch)
-        return out.at[...].set(rows[idx])
+        size = jnp.int32(rows.shape[0])
+        idx, _ = faithful_draw(sampler, (), key, size, jnp.int32(0), num_agents, batch)
+        state = BufferState(data=rows, insert_pos=jnp.int32(0), size=size)
+        return out.at[...].set(gather_rows(state, idx))
 
     return jax.jit(fn, donate_argnums=2)
 
@@ -1088,8 +1093,9 @@ def render_markdown(rep: dict[str, Any]) -> str:
             "transitions, N index sets per round in one jit); flashbax's prioritised item "
             f"buffer against the library's `prioritized` (sample, importance weights and "
             f"priority update on both sides). JAX = the trainer's default path (`{mode}`); "
-            "JAX rows = the library's uniform faithful round over packed rows (one whole-row "
-            "gather; not the trainer's path, whose buffer keeps one array per field). "
+            "JAX rows = the library's `packed` layout's uniform faithful round (one whole-row "
+            "gather, `replay.gather_rows`; not the trainer's path, whose default layout keeps "
+            "one array per field). "
             "GB/s = the least traffic of a round (2 x batch bytes) over its time.")
     lines = opponents_markdown(res["per_agents"], res["copy_bandwidth"]["best_B_per_s"],
                                "All cores. " + head)

@@ -59,8 +59,9 @@ class MARLConfig:
       sampler: ``"uniform"``, ``"neighbor"``, ``"prioritized"`` or ``"info_prioritized"``.
       layout: replay layout, ``"interleaved"`` (one row per time step holding all agents;
         the default: faster end to end at 3 and 12 agents and level at 6 and 24, in
-        ``benchmarks/results/cpu/marl_e2e.json``) or ``"per_agent"`` (N ring buffers, the
-        original's); the maths is the same.
+        ``benchmarks/results/cpu/marl_e2e.json``), ``"per_agent"`` (N ring buffers, the
+        original's) or ``"packed"`` (every field of a time step in one row: one whole-row
+        gather); the maths is the same.
       buffer_capacity: transitions (time steps) kept per team buffer (1e6), at most
         ``replay.MAX_CAPACITY``.
       batch_size: transitions per agent per update (1,024).

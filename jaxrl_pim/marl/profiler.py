@@ -36,9 +36,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_pim import replay
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.rules import make_algorithm
-from jaxrl_pim.marl.trainer import Phases, TrainState, make_phases, make_sampler
+from jaxrl_pim.marl.trainer import Phases, TrainState, make_env, make_phases, make_sampler
 from jaxrl_pim.timing import time_call
 
 PHASES: tuple[str, ...] = (
@@ -66,14 +67,19 @@ def filled_state(config: MARLConfig, key: jax.Array, phases: Phases | None = Non
     cap = config.buffer_capacity
     prioritized = config.sampler in ("prioritized", "info_prioritized")
     update_priorities = make_sampler(config).update_priorities
+    teams = tuple(make_env(config)[0].teams)
 
     def fill(key):
         state = phases.rollout.init(key)
         buffers = []
         for ti, s in enumerate(state.buffers):
             kk = jax.random.fold_in(key, 100 + ti)
+            packed = config.layout == "packed"
+            team = teams[ti]
+            fields = replay.unpack_rows(s.data, team.num_agents, team.obs_dim,
+                                        team.action_dim) if packed else s.data
             data = []
-            for fi, arr in enumerate(s.data):
+            for fi, arr in enumerate(fields):
                 k = jax.random.fold_in(kk, fi)
                 if fi == 1:  # action
                     data.append(jax.nn.softmax(jax.random.normal(k, arr.shape), axis=-1))
@@ -81,7 +87,11 @@ def filled_state(config: MARLConfig, key: jax.Array, phases: Phases | None = Non
                     data.append(jnp.zeros_like(arr))
                 else:
                     data.append(jax.random.normal(k, arr.shape, arr.dtype))
-            buffers.append(s._replace(data=type(s.data)(*data),
+            if packed:  # the fields' rows side by side, as ``add`` writes them
+                data = jnp.concatenate([d.reshape(cap, -1) for d in data], axis=-1)
+            else:
+                data = type(s.data)(*data)
+            buffers.append(s._replace(data=data,
                                       size=jnp.asarray(cap, jnp.int32),
                                       insert_pos=jnp.zeros((), jnp.int32)))
         ss = state.sampler

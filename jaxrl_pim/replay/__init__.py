@@ -2,7 +2,8 @@
 ``Sampler(init, sample, update_priorities, on_add)``, one family for every learner.
 
 Buffers: ``make_buffer`` (multi-agent: ``per_agent``, N ring buffers as in the original
-MADDPG, or ``interleaved``, one row per time step holding all agents) and
+MADDPG; ``interleaved``, one row per time step holding all agents; or ``packed``, every field
+of a time step in one ``[R]`` row, with ``gather_rows`` / ``unpack_rows``) and
 ``make_ring_buffer`` (one stream of single-agent transitions of any pytree, e.g.
 ``NStepTransition``; used by :mod:`jaxrl_pim.rl` and :mod:`jaxrl_pim.actorq`). Samplers:
 ``uniform``, ``neighbor`` (locality-aware runs), ``prioritized`` (proportional PER on a sum
@@ -31,7 +32,10 @@ from jaxrl_pim.replay.buffers import (
     check_capacity,
     check_indices,
     gather_into,
+    gather_rows,
     make_buffer,
+    packed_row_floats,
+    unpack_rows,
 )
 from jaxrl_pim.replay.dense import DenseState, dense_prioritized
 from jaxrl_pim.replay.ring import NStepTransition, make_ring_buffer
@@ -65,11 +69,14 @@ __all__ = [
     "dense_prioritized",
     "expand_references",
     "gather_into",
+    "gather_rows",
     "info_prioritized",
     "make_buffer",
     "make_ring_buffer",
     "neighbor",
+    "packed_row_floats",
     "prioritized",
     "state_from_priorities",
     "uniform",
+    "unpack_rows",
 ]

@@ -1,4 +1,5 @@
-"""Multi-agent replay buffers: the ``per_agent`` and ``interleaved`` layouts behind one interface.
+"""Multi-agent replay buffers: the ``per_agent``, ``interleaved`` and ``packed`` layouts behind one
+interface.
 
 A buffer stores per-step transitions of ONE team of ``N`` agents, appended in lock-step:
 
@@ -10,7 +11,13 @@ Layouts (same interface, same data, different memory order):
 * ``per_agent`` -- the original MADDPG layout: N separate ring buffers, arrays
   ``[N, capacity, ...]``. Assembling all agents' data at B indices is N gathers.
 * ``interleaved`` -- one row per time step holding all agents: arrays ``[capacity, N, ...]``.
-  All agents' data at B indices is ONE gather of B contiguous rows.
+  All agents' data at B indices is ONE gather per field of B contiguous rows.
+* ``packed`` -- one array ``[capacity, R]``: a time step's every field of every agent in one
+  row of ``R = N (2 O + A + 2)`` floats (``obs``, ``action``, ``reward``, ``next_obs``,
+  ``done``, each agent-major within its field). A batch is ONE gather of whole rows, which
+  ``gather`` then slices into the fields (:func:`gather_rows` returns the rows unsliced).
+  ``benchmarks/marl_sampling.py`` times its standalone round and ``benchmarks/marl_e2e.py``
+  the trainer with it (mode ``packed``).
 
 Ring semantics: ``add`` writes at ``insert_pos`` and advances it modulo ``capacity``; ``size``
 counts stored rows and saturates at ``capacity``. Invariant used by the samplers: while the
@@ -21,6 +28,7 @@ therefore physical row ``(insert_pos + k) % size`` in both cases.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -31,7 +39,7 @@ from jax import Array
 
 from jaxrl_pim.checks import check_choice, check_index_range, check_int
 
-LAYOUTS: tuple[str, ...] = ("per_agent", "interleaved")
+LAYOUTS: tuple[str, ...] = ("per_agent", "interleaved", "packed")
 MAX_CAPACITY = 2**30
 """Largest buffer capacity (rows) of every buffer and sampler: int32 ring positions stay below
 2^31, and a priority tree over ``2^30`` leaves has ``2^31`` nodes, the most int32 indexes."""
@@ -66,14 +74,56 @@ Batch = Transition
 class BufferState(NamedTuple):
     """Buffer contents and ring position.
 
-    ``data`` holds the arrays in the buffer's layout (see the module docstring);
+    ``data`` holds the arrays in the buffer's layout (see the module docstring): a
+    ``Transition`` of field arrays (``per_agent``, ``interleaved``) or one float32 array
+    ``[capacity, R]`` of packed rows (``packed``);
     ``insert_pos`` int32 scalar: the row the next ``add`` writes;
     ``size`` int32 scalar: number of stored rows, in ``[0, capacity]``.
     """
 
-    data: Transition
+    data: Transition | Array
     insert_pos: Array
     size: Array
+
+
+def _step_shapes(n: int, obs_dim: int, action_dim: int) -> dict[str, tuple[int, ...]]:
+    """Shape of each field of one stored time step of ``n`` agents."""
+    return {"obs": (n, obs_dim), "action": (n, action_dim), "reward": (n,),
+            "next_obs": (n, obs_dim), "done": (n,)}
+
+
+def packed_row_floats(num_agents: int, obs_dim: int, action_dim: int) -> int:
+    """``R = N (2 O + A + 2)``: float32 values in one row of the ``packed`` layout."""
+    return num_agents * (2 * obs_dim + action_dim + 2)
+
+
+def unpack_rows(rows: Array, num_agents: int, obs_dim: int, action_dim: int) -> Transition:
+    """Packed rows ``[..., R]`` (the ``packed`` layout's rows, e.g. from :func:`gather_rows`)
+    as fields ``obs [..., N, O]``, ``action [..., N, A]``, ``reward [..., N]``,
+    ``next_obs [..., N, O]``, ``done [..., N]``: slices and reshapes, which XLA fuses into
+    their consumers inside a jit."""
+    want = packed_row_floats(num_agents, obs_dim, action_dim)
+    if rows.shape[-1] != want:
+        raise ValueError(
+            f"packed rows of N={num_agents}, O={obs_dim}, A={action_dim} have {want} floats; "
+            f"got a last axis of {rows.shape[-1]}"
+        )
+    out, lo = [], 0
+    for shape in _step_shapes(num_agents, obs_dim, action_dim).values():
+        width = math.prod(shape)
+        out.append(rows[..., lo:lo + width].reshape(*rows.shape[:-1], *shape))
+        lo += width
+    return Transition(*out)
+
+
+def gather_rows(state: BufferState, indices: Array) -> Array:
+    """Whole packed rows at ``indices`` (``[B]`` -> ``[B, R]``, ``[N, B]`` -> ``[N, B, R]``)
+    of a ``packed``-layout state: one gather, no split into fields. For host-driven rounds
+    whose consumer slices the fields itself (:func:`unpack_rows`); ``Buffer.gather`` is this
+    followed by :func:`unpack_rows`."""
+    if not isinstance(state.data, jax.Array) or state.data.ndim != 2:
+        raise ValueError("gather_rows needs a state of the 'packed' layout (data [capacity, R])")
+    return state.data[jnp.asarray(indices)]
 
 
 class Buffer(NamedTuple):
@@ -94,8 +144,9 @@ def make_buffer(
     """Build a multi-agent ring buffer.
 
     Args:
-      layout: ``"per_agent"`` (arrays ``[N, capacity, ...]``) or ``"interleaved"``
-        (arrays ``[capacity, N, ...]``).
+      layout: ``"per_agent"`` (arrays ``[N, capacity, ...]``), ``"interleaved"`` (arrays
+        ``[capacity, N, ...]``) or ``"packed"`` (one array ``[capacity, R]``, see the module
+        docstring).
       capacity: rows (time steps) kept; the oldest is overwritten once full.
       num_agents: N, agents in the team.
       obs_dim: O, per-agent observation length.
@@ -120,16 +171,18 @@ def make_buffer(
     n = check_int("num_agents", num_agents, lo=1)
     obs_dim = check_int("obs_dim", obs_dim, lo=1)
     action_dim = check_int("action_dim", action_dim, lo=1)
-    step_shapes = {
-        "obs": (n, obs_dim),
-        "action": (n, action_dim),
-        "reward": (n,),
-        "next_obs": (n, obs_dim),
-        "done": (n,),
-    }
+    step_shapes = _step_shapes(n, obs_dim, action_dim)
     per_agent = layout == "per_agent"
+    packed = layout == "packed"
+    row_floats = packed_row_floats(n, obs_dim, action_dim)
 
     def init() -> BufferState:
+        if packed:
+            return BufferState(
+                data=jnp.zeros((capacity, row_floats), jnp.float32),
+                insert_pos=jnp.zeros((), jnp.int32),
+                size=jnp.zeros((), jnp.int32),
+            )
         arrays = {}
         for name, shape in step_shapes.items():
             full = (n, capacity, *shape[1:]) if per_agent else (capacity, *shape)
@@ -156,6 +209,12 @@ def make_buffer(
                 f"cannot add {num_steps} steps at once to a buffer of capacity {capacity}"
             )
         rows = (state.insert_pos + jnp.arange(num_steps, dtype=jnp.int32)) % capacity
+        new_pos = (state.insert_pos + num_steps) % capacity
+        new_size = jnp.minimum(state.size + num_steps, capacity).astype(jnp.int32)
+        if packed:
+            row = jnp.concatenate([f.reshape(num_steps, -1) for f in fields], axis=-1)
+            return BufferState(data=state.data.at[rows].set(row), insert_pos=new_pos,
+                               size=new_size)
         new = {}
         for name, value, old in zip(_FIELDS, fields, state.data, strict=True):
             if one_step:
@@ -165,11 +224,7 @@ def make_buffer(
                 new[name] = old.at[:, rows].set(jnp.swapaxes(value, 0, 1))
             else:
                 new[name] = old.at[rows].set(value)
-        return BufferState(
-            data=Transition(**new),
-            insert_pos=(state.insert_pos + num_steps) % capacity,
-            size=jnp.minimum(state.size + num_steps, capacity).astype(jnp.int32),
-        )
+        return BufferState(data=Transition(**new), insert_pos=new_pos, size=new_size)
 
     def gather(state: BufferState, indices: Array, time_major: bool = False) -> Batch:
         indices = jnp.asarray(indices)
@@ -182,6 +237,13 @@ def make_buffer(
             raise ValueError(
                 f"per-agent indices must have shape [N={n}, B]; got {indices.shape}"
             )
+        if packed:
+            # [B, N_all, ...] or [N_draw, B, N_all, ...]
+            batch = unpack_rows(state.data[indices], n, obs_dim, action_dim)
+            if time_major:
+                return batch
+            axis = 0 if indices.ndim == 1 else 1
+            return Transition(*(jnp.swapaxes(v, axis, axis + 1) for v in batch))
         out = {}
         for name, arr in zip(_FIELDS, state.data, strict=True):
             if per_agent:
@@ -256,4 +318,6 @@ def check_indices(state: BufferState, indices: Array) -> None:
 def capacity_of(state: BufferState, layout: str) -> int:
     """Capacity (rows) of a buffer state in the given layout."""
     check_choice("layout", layout, LAYOUTS)
+    if layout == "packed":
+        return int(state.data.shape[0])
     return int(state.data.reward.shape[1 if layout == "per_agent" else 0])

@@ -32,6 +32,7 @@ def _report(schema: int | None) -> dict:
     cfg = {"mode": "full"} | ({} if schema is None else {"summary_schema": schema})
     tp = [{"env": "spread", "agents": n, "mode": m, "steps_per_s": v}
           for n in (3, 24) for m, v in (("per_agent", 100.0 * n), ("interleaved", 300.0 * n),
+                                        ("packed", 200.0 * n if n == 24 else 450.0),
                                         ("fast", 500.0 * n))]
     return {"system": {"backend": "cpu", "device_count": 1, "device_kind": "cpu"},
             "config": cfg,
@@ -51,6 +52,16 @@ def test_full_schedule_and_throughput_keys(script: dict) -> None:
         52421.81 / 60)
     assert summ["marl_e2e_speedup_interleaved_vs_per_agent_24"] == pytest.approx(3.0)
     assert summ["marl_e2e_speedup_fast_vs_per_agent_by_agents"]["3"] == pytest.approx(5.0)
+    assert summ["marl_e2e_speedup_packed_vs_interleaved_by_agents"] == pytest.approx(
+        {"3": 0.5, "24": 2 / 3})
+    # the fast mode (shared indices) is not a layout: the fastest faithful one is named
+    assert summ["marl_e2e_fastest_faithful_layout_by_agents"] == {"3": "interleaved",
+                                                                  "24": "interleaved"}
+    tp = _report(2)
+    for r in tp["results"]["throughput"]:
+        if r["mode"] == "packed" and r["agents"] == 3:
+            r["steps_per_s"] = 1000.0
+    assert script["summarize"](tp)["marl_e2e_fastest_faithful_layout_by_agents"]["3"] == "packed"
 
 
 def test_files_before_schema_2_keep_their_keys(script: dict) -> None:

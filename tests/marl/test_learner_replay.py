@@ -1,12 +1,12 @@
 """Replay layouts and the information-prioritised sampler driven through the learner.
 
-The layout must not change the maths: a run with the ``interleaved`` buffers equals the same
-run with the ``per_agent`` buffers from the same key, leaf for leaf (fast shared-index
-sampling, information-prioritised sampler, whose draws depend on the ring position). The
-trained state is then checked: in-range indices and weights, the learner's batch equal to a
-NumPy gather, and priority trees consistent after the learner's TD-error updates. (The
-prioritised sampler runs in ``test_trainer.py``'s faithful-mode run, the neighbour sampler in
-``test_learning.py``'s MASAC run; the samplers' distributions are tested in
+The layout must not change the maths: a run with the ``interleaved`` or the ``packed`` buffers
+equals the same run with the ``per_agent`` buffers from the same key, leaf for leaf (fast
+shared-index sampling, information-prioritised sampler, whose draws depend on the ring
+position). The trained state is then checked: in-range indices and weights, the learner's batch
+equal to a NumPy gather, and priority trees consistent after the learner's TD-error updates.
+(The prioritised sampler runs in ``test_trainer.py``'s faithful-mode run, the neighbour sampler
+in ``test_learning.py``'s MASAC run; the samplers' distributions are tested in
 ``test_replay.py``.)
 """
 
@@ -18,6 +18,7 @@ import jax
 import numpy as np
 import pytest
 
+from jaxrl_pim import replay
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_phases, make_train
 
@@ -52,11 +53,12 @@ def _run(cfg: MARLConfig):
 @pytest.fixture(scope="module")
 def runs():
     return {layout: _run(dataclasses.replace(CFG, layout=layout))
-            for layout in ("per_agent", "interleaved")}
+            for layout in ("per_agent", "interleaved", "packed")}
 
 
-def test_interleaved_layout_trains_exactly_like_per_agent(runs):
-    pa, il = runs["per_agent"], runs["interleaved"]
+@pytest.mark.parametrize("layout", ["interleaved", "packed"])
+def test_layout_trains_exactly_like_per_agent(runs, layout):
+    pa, il = runs["per_agent"], runs[layout]
     state, metrics = pa[0], pa[1]
     # Updates after steps 8, 10, ..., 30 (4 rows per step, 32 needed): 12 rounds.
     assert int(state.num_updates) == 12
@@ -66,8 +68,13 @@ def test_interleaved_layout_trains_exactly_like_per_agent(runs):
         np.testing.assert_array_equal(a, b)
     for a, b in zip(jax.tree.leaves(il[0].sampler), jax.tree.leaves(state.sampler), strict=True):
         np.testing.assert_array_equal(a, b)
-    # Same contents, transposed storage: per_agent [N, capacity, ...], interleaved [capacity, N].
-    for a, b in zip(il[0].buffers[0].data, state.buffers[0].data, strict=True):
+    # Same contents, transposed storage: per_agent [N, capacity, ...], interleaved [capacity, N],
+    # packed [capacity, R] (the interleaved fields flattened side by side).
+    stored = il[0].buffers[0].data
+    if layout == "packed":
+        ref = state.buffers[0].data  # per_agent: obs [N, capacity, O], action [N, capacity, A]
+        stored = replay.unpack_rows(stored, 3, ref.obs.shape[-1], ref.action.shape[-1])
+    for a, b in zip(stored, state.buffers[0].data, strict=True):
         np.testing.assert_array_equal(np.swapaxes(a, 0, 1), b)
     assert int(il[0].buffers[0].insert_pos) == int(state.buffers[0].insert_pos) == 120 % 96
     # The same indices, weights and batch drawn from the final states.

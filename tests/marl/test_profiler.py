@@ -66,3 +66,27 @@ def test_a_planted_slow_phase_shows_up_as_the_largest():
     assert max(share, key=share.get) == "target_update", share
     assert share["target_update"] > 0.5, share
     assert prof["update_round_fused"] is None  # not asked for
+
+
+def test_filled_state_in_every_layout():
+    """The profiler's full buffers: the packed rows hold the interleaved layout's random fields
+    side by side, the per-agent buffers the same shapes transposed; actions lie on the
+    simplex, ``done`` is 0."""
+    from jaxrl_pim import replay
+    from jaxrl_pim.marl.profiler import filled_state
+
+    cfg = dataclasses.replace(CFG, num_agents=2)
+    states = {layout: filled_state(dataclasses.replace(cfg, layout=layout),
+                                   jax.random.PRNGKey(3)).buffers[0]
+              for layout in ("per_agent", "interleaved", "packed")}
+    il = states["interleaved"]
+    assert int(il.size) == cfg.buffer_capacity and int(il.insert_pos) == 0
+    obs_dim, action_dim = il.data.obs.shape[-1], il.data.action.shape[-1]
+    packed = replay.unpack_rows(states["packed"].data, 2, obs_dim, action_dim)
+    for f, a, b, c in zip(replay.Transition._fields, il.data, states["per_agent"].data, packed,
+                          strict=True):
+        assert a.shape[:2] == (cfg.buffer_capacity, 2), f
+        assert np.swapaxes(np.asarray(b), 0, 1).shape == a.shape, f
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(c), err_msg=f)
+    np.testing.assert_allclose(np.asarray(il.data.action).sum(-1), 1.0, rtol=1e-5)
+    assert not np.asarray(il.data.done).any() and np.asarray(il.data.obs).std() > 0.5

@@ -33,7 +33,7 @@ from jaxrl_pim.replay import (
     sum_tree,
     uniform,
 )
-from jaxrl_pim.replay.buffers import gather_into
+from jaxrl_pim.replay.buffers import gather_into, gather_rows, packed_row_floats, unpack_rows
 from jaxrl_pim.testing import maddpg_numpy_sampler as ref
 
 N, OD, AD = 3, 4, 2  # agents, observation length, action length
@@ -135,6 +135,10 @@ def test_ring_writes_match_numpy_loop(layout, capacity, num_steps):
             want[f][t % capacity] = getattr(steps, f)[t]
     assert int(state.insert_pos) == num_steps % capacity
     assert int(state.size) == min(num_steps, capacity)
+    if layout == "packed":  # row t: step t's fields flattened and side by side
+        rows = np.concatenate([want[f].reshape(capacity, -1) for f in Transition._fields], 1)
+        np.testing.assert_array_equal(np.asarray(state.data), rows)
+        return
     for f in Transition._fields:
         got = np.asarray(getattr(state.data, f))
         if layout == "per_agent":  # [N, capacity, ...]
@@ -156,8 +160,30 @@ def test_multi_step_add_equals_sequential_adds(layout):
     multi = add(multi, _step(steps, 9))
     assert int(multi.insert_pos) == int(seq.insert_pos) == 4
     assert int(multi.size) == 6
-    for a, b in zip(multi.data, seq.data, strict=True):
+    for a, b in zip(jax.tree.leaves(multi.data), jax.tree.leaves(seq.data), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_packed_rows_gather_and_unpack():
+    """``gather_rows`` returns whole rows (a NumPy take of the stored rows); ``unpack_rows``
+    splits them into the fields ``gather`` returns; both reject what is not packed."""
+    capacity = 6
+    steps = _steps(np.random.default_rng(8), 9)
+    state = _filled("packed", capacity, steps)
+    idx = np.random.default_rng(9).integers(0, capacity, size=(N, 5)).astype(np.int32)
+    rows = gather_rows(state, idx)
+    assert rows.shape == (N, 5, packed_row_floats(N, OD, AD)) == (N, 5, N * (2 * OD + AD + 2))
+    np.testing.assert_array_equal(rows, np.take(np.asarray(state.data), idx, axis=0))
+    fields = unpack_rows(rows, N, OD, AD)
+    batch = _buffer("packed", capacity)[2](state, idx, time_major=True)
+    for a, b in zip(fields, batch, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # Row k holds step k + 3 (the ring wrapped once): its obs is that step's obs.
+    np.testing.assert_array_equal(unpack_rows(state.data, N, OD, AD).obs[0], steps.obs[6])
+    with pytest.raises(ValueError, match="have 36 floats; got a last axis of 35"):
+        unpack_rows(rows[..., 1:], N, OD, AD)
+    with pytest.raises(ValueError, match="needs a state of the 'packed' layout"):
+        gather_rows(_filled("interleaved", capacity, steps), idx)
 
 
 def test_gather_layouts_agree_and_match_original_sampler():
