@@ -1003,6 +1003,12 @@ def opponent_keys(rows: list[dict[str, Any]], copy_bw: float, suffix: str = "") 
         for n, t in sec.items()}
     out[f"packed_rows_round_speedup_vs_trainer_by_agents{suffix}"] = {
         str(n): _ratio(t["library_uniform"], t["library_packed_rows"]) for n, t in sec.items()}
+    # the packed layout's standalone round (whole rows, ``replay.gather_rows``) against the
+    # uniform opponents: what that layout gives a host-driven round; not the trainer's path
+    for name, opp in (("vectorized_numpy", "numpy_vectorized"),
+                      ("flashbax_uniform", "flashbax_uniform")):
+        out[f"packed_layout_round_speedup_vs_{name}_by_agents{suffix}"] = {
+            str(n): _ratio(t[opp], t["library_packed_rows"]) for n, t in sec.items()}
     vals = [(v, TARGET_VS_NUMPY if "numpy" in k else TARGET_VS_FLASHBAX)
             for k, d in out.items() if k.endswith(f"_by_agents{suffix}")
             and k.startswith("sampler_speedup") for v in d.values()]
@@ -1208,7 +1214,7 @@ def memory_markdown(rep: dict[str, Any]) -> list[str]:
         return lines
     names = list(next(iter(mem.values()))["targets"])
     lines += [
-        "Buffer size vs memory (float32; `4 N (2 O + 7)` B per row in either layout). Largest "
+        "Buffer size vs memory (float32; `4 N (2 O + 7)` B per row in every layout). Largest "
         "capacity in rows: memory / row bytes (buffer alone), and with this benchmark's "
         "working set, priority trees and (CPU) the NumPy baseline's objects.", "",
         "| N | obs | bytes/row | 1e6 rows GB | " + " | ".join(

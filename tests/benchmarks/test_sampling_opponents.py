@@ -144,6 +144,12 @@ def test_one_thread_pass_writes_every_opponent_key(smoke_run) -> None:
                     "uniform_3", "sampler_speedup_vs_flashbax_prioritized_3"):
             assert summ[key + suffix] > 0, key + suffix
         assert summ["sampler_speedup_vs_flashbax_uniform_24" + suffix] is None  # N = 3 only
+        # the packed layout's round against the same opponents: their time over its time
+        sec = data["results"]["one_thread" if suffix else "per_agents"]
+        r3 = (sec["per_agents"] if suffix else sec)[0]
+        best_numpy = min(r3["numpy_vectorized_seconds"], r3["numpy_vectorized_packed_seconds"])
+        assert summ["packed_layout_round_speedup_vs_vectorized_numpy_by_agents" + suffix][
+            "3"] == pytest.approx(best_numpy / r3["library_packed_rows_seconds"])
     assert "sampler_speedup_vs_original_24" in summ
     assert "sampler_speedup_vs_numpy_24" not in summ
     md = (out / "marl_sampling_smoke.md").read_text()
