@@ -57,11 +57,11 @@ class MARLConfig:
       episode_length: steps per episode (25).
       sampling_mode: ``"faithful"`` (own indices per agent) or ``"fast"`` (shared indices).
       sampler: ``"uniform"``, ``"neighbor"``, ``"prioritized"`` or ``"info_prioritized"``.
-      layout: replay layout, ``"interleaved"`` (one row per time step holding all agents;
-        the default: faster end to end at 3 and 12 agents and level at 6 and 24, in
-        ``benchmarks/results/cpu/marl_e2e.json``), ``"per_agent"`` (N ring buffers, the
-        original's) or ``"packed"`` (every field of a time step in one row: one whole-row
-        gather); the maths is the same.
+      layout: replay layout, ``"interleaved"`` (one row per time step holding all agents,
+        one array per field; the default: the fastest layout end to end at 3, 12 and 24
+        agents in ``benchmarks/results/cpu/marl_e2e.json``), ``"per_agent"`` (N ring
+        buffers, the original's) or ``"packed"`` (every field of a time step in one row: one
+        whole-row gather, the faster standalone round at small N); the maths is the same.
       buffer_capacity: transitions (time steps) kept per team buffer (1e6), at most
         ``replay.MAX_CAPACITY``.
       batch_size: transitions per agent per update (1,024).
