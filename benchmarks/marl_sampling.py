@@ -308,16 +308,13 @@ def _hash_fill(shape: tuple[int, ...], salt: int) -> jax.Array:
 
 
 def random_state(layout: str, capacity: int, n: int, salt: int) -> BufferState:
-    """A full buffer (``size = capacity``, ``insert_pos = 0``) of pseudo-random float32 data."""
-    o = obs_dim(n)
-    shapes = {"obs": (n, o), "action": (n, ACTION_DIM), "reward": (n,), "next_obs": (n, o),
-              "done": (n,)}
-    arrays = {}
-    for i, (name, shape) in enumerate(shapes.items()):
-        full = (n, capacity, *shape[1:]) if layout == "per_agent" else (capacity, *shape)
-        arrays[name] = _hash_fill(full, salt + i)
-    state = BufferState(Transition(**arrays), jnp.int32(0), jnp.int32(capacity))
-    return jax.block_until_ready(state)
+    """A full buffer (``size = capacity``, ``insert_pos = 0``) of pseudo-random float32 data in
+    ``layout``'s own arrays (the shapes of the library buffer's ``init``; array ``i`` hashed
+    with ``salt + i``)."""
+    buffer = make_buffer(layout, capacity, n, obs_dim(n), ACTION_DIM)
+    leaves, tree = jax.tree.flatten(jax.eval_shape(buffer.init).data)
+    data = jax.tree.unflatten(tree, [_hash_fill(a.shape, salt + i) for i, a in enumerate(leaves)])
+    return jax.block_until_ready(BufferState(data, jnp.int32(0), jnp.int32(capacity)))
 
 
 def sampler_state(name: str, capacity: int, key: jax.Array):
@@ -448,26 +445,26 @@ class VectorizedNumpy:
 def packed_round(num_agents: int, batch: int):
     """The library's ``packed`` layout's standalone uniform faithful round: the trainer's
     index draw (``num_agents`` uniform index sets), then :func:`jaxrl_pim.replay.gather_rows`
-    (one whole-row gather) written into the previous round's donated batch ``[N, B, R]``.
-    ``fn(rows, key, out)`` takes the layout's data ``rows [C, R]`` (a full buffer). Not the
-    trainer's path: the trainer's default layout keeps one array per field, and with the
-    packed layout its ``Buffer.gather`` slices the rows into fields, which XLA fuses into the
-    learner (``benchmarks/marl_e2e.py`` times that end to end)."""
+    (one whole-row gather) written into the previous round's donated batch ``[N, B, R]``;
+    ``fn(bstate, key, out)`` with a ``packed``-layout state. Not the trainer's path: the
+    trainer's default layout keeps one array per field, and with the packed layout its
+    ``Buffer.gather`` slices the rows into fields, which XLA fuses into the learner
+    (``benchmarks/marl_e2e.py`` times that end to end)."""
     sampler = uniform()
 
-    def fn(rows, key, out):
-        size = jnp.int32(rows.shape[0])
-        idx, _ = faithful_draw(sampler, (), key, size, jnp.int32(0), num_agents, batch)
-        state = BufferState(data=rows, insert_pos=jnp.int32(0), size=size)
-        return out.at[...].set(gather_rows(state, idx))
+    def fn(bstate, key, out):
+        idx, _ = faithful_draw(sampler, (), key, bstate.size, bstate.insert_pos, num_agents,
+                               batch)
+        return out.at[...].set(gather_rows(bstate, idx))
 
     return jax.jit(fn, donate_argnums=2)
 
 
-def time_packed(rows: jax.Array, n: int, args, rkey: jax.Array) -> dict[str, Any]:
-    """Alternating rounds over one packed-row buffer ``[C, R]`` that both sides share: the
-    vectorised NumPy sampler (``np.take`` of whole rows into a preallocated ``[N, B, R]``
-    batch) and :func:`packed_round`; the rounds of each and the best."""
+def time_packed(bstate: BufferState, n: int, args, rkey: jax.Array) -> dict[str, Any]:
+    """Alternating rounds over one ``packed``-layout buffer (rows ``[C, R]``) that both sides
+    share: the vectorised NumPy sampler (``np.take`` of whole rows into a preallocated
+    ``[N, B, R]`` batch) and :func:`packed_round`; the rounds of each and the best."""
+    rows = bstate.data
     host = np.asarray(rows)  # on a CPU a view of the JAX buffer
     vec = VectorizedNumpy({"rows": host}, args.batch, args.seed, num_agents=n)
     fn = packed_round(n, args.batch)
@@ -475,13 +472,13 @@ def time_packed(rows: jax.Array, n: int, args, rkey: jax.Array) -> dict[str, Any
                                                   args.repeats + 2))
     out = jnp.zeros((n, args.batch, rows.shape[1]), rows.dtype)
     for k in keys[:2]:  # compile, first donation; the NumPy batch's first touch
-        out = jax.block_until_ready(fn(rows, k, out))
+        out = jax.block_until_ready(fn(bstate, k, out))
         vec()
     numpy_s, jax_s = [], []
     for k in keys[2:]:
         numpy_s.append(_timed(vec))
         t0 = time.perf_counter()
-        out = jax.block_until_ready(fn(rows, k, out))
+        out = jax.block_until_ready(fn(bstate, k, out))
         jax_s.append(time.perf_counter() - t0)
     return {"packed_row_floats": int(rows.shape[1]),
             "numpy_vectorized_packed_seconds_by_round": numpy_s,
@@ -753,13 +750,12 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
         res["flashbax_seconds"] = time_flashbax(data, n, args, rkey, prio)
     del data
     gc.collect()
-    # --- packed rows [C, R] (built after the interleaved buffer is gone; same capacity).
+    # --- packed layout [C, R] (built after the interleaved buffer is gone; same capacity).
     with timer.phase("fill"):
-        rows = jax.block_until_ready(
-            _hash_fill((capacity, row_bytes(n) // 4), salt=args.seed * 16 + n + 8))
+        bstate = random_state("packed", capacity, n, salt=args.seed * 16 + n + 8)
     with timer.phase("packed_rounds"):
-        res.update(time_packed(rows, n, args, rkey))
-    del rows
+        res.update(time_packed(bstate, n, args, rkey))
+    del bstate
     gc.collect()
     # --- per-agent layout (built after the interleaved buffer is gone).
     with timer.phase("fill"):

@@ -68,14 +68,14 @@ def filled_state(config: MARLConfig, key: jax.Array, phases: Phases | None = Non
     prioritized = config.sampler in ("prioritized", "info_prioritized")
     update_priorities = make_sampler(config).update_priorities
     teams = tuple(make_env(config)[0].teams)
+    packed = config.layout == "packed"
 
     def fill(key):
         state = phases.rollout.init(key)
         buffers = []
-        for ti, s in enumerate(state.buffers):
+        for ti, (s, team) in enumerate(zip(state.buffers, teams, strict=True)):
             kk = jax.random.fold_in(key, 100 + ti)
-            packed = config.layout == "packed"
-            team = teams[ti]
+            # the packed layout is filled field by field too (its rows' fields), then packed
             fields = replay.unpack_rows(s.data, team.num_agents, team.obs_dim,
                                         team.action_dim) if packed else s.data
             data = []
@@ -87,10 +87,7 @@ def filled_state(config: MARLConfig, key: jax.Array, phases: Phases | None = Non
                     data.append(jnp.zeros_like(arr))
                 else:
                     data.append(jax.random.normal(k, arr.shape, arr.dtype))
-            if packed:  # the fields' rows side by side, as ``add`` writes them
-                data = jnp.concatenate([d.reshape(cap, -1) for d in data], axis=-1)
-            else:
-                data = type(s.data)(*data)
+            data = replay.pack_rows(replay.Transition(*data)) if packed else type(s.data)(*data)
             buffers.append(s._replace(data=data,
                                       size=jnp.asarray(cap, jnp.int32),
                                       insert_pos=jnp.zeros((), jnp.int32)))

@@ -34,6 +34,7 @@ from jaxrl_pim.replay.buffers import (
     gather_into,
     gather_rows,
     make_buffer,
+    pack_rows,
     packed_row_floats,
     unpack_rows,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "make_buffer",
     "make_ring_buffer",
     "neighbor",
+    "pack_rows",
     "packed_row_floats",
     "prioritized",
     "state_from_priorities",

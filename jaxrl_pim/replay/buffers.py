@@ -116,6 +116,14 @@ def unpack_rows(rows: Array, num_agents: int, obs_dim: int, action_dim: int) -> 
     return Transition(*out)
 
 
+def pack_rows(fields: Transition) -> Array:
+    """Fields with leading axes ``[T]`` (``obs [T, N, O]``, ``action [T, N, A]``, ...) as the
+    ``packed`` layout's rows ``[T, R]``: each field flattened, side by side in field order;
+    the inverse of :func:`unpack_rows`."""
+    steps = fields[0].shape[0]
+    return jnp.concatenate([jnp.reshape(f, (steps, -1)) for f in fields], axis=-1)
+
+
 def gather_rows(state: BufferState, indices: Array) -> Array:
     """Whole packed rows at ``indices`` (``[B]`` -> ``[B, R]``, ``[N, B]`` -> ``[N, B, R]``)
     of a ``packed``-layout state: one gather, no split into fields. For host-driven rounds
@@ -212,9 +220,10 @@ def make_buffer(
         new_pos = (state.insert_pos + num_steps) % capacity
         new_size = jnp.minimum(state.size + num_steps, capacity).astype(jnp.int32)
         if packed:
-            row = jnp.concatenate([f.reshape(num_steps, -1) for f in fields], axis=-1)
-            return BufferState(data=state.data.at[rows].set(row), insert_pos=new_pos,
-                               size=new_size)
+            if one_step:
+                fields = [f[None] for f in fields]
+            return BufferState(data=state.data.at[rows].set(pack_rows(Transition(*fields))),
+                               insert_pos=new_pos, size=new_size)
         new = {}
         for name, value, old in zip(_FIELDS, fields, state.data, strict=True):
             if one_step:

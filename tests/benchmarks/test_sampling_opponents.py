@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl_pim.replay import Transition, make_buffer
+from jaxrl_pim.replay import BufferState, Transition, make_buffer
 from tests.support import bench
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +80,8 @@ def test_packed_row_rounds_return_whole_rows(script: dict) -> None:
     np.testing.assert_array_equal(got, np.concatenate(
         [np.asarray(getattr(want, f)).reshape(N, B, -1) for f in Transition._fields], axis=2))
     fn = script["packed_round"](N, B)
-    out = fn(jnp.asarray(rows), jax.random.key(5), jnp.zeros((N, B, rows.shape[1])))
+    packed = BufferState(jnp.asarray(rows), jnp.int32(0), jnp.int32(C))
+    out = fn(packed, jax.random.key(5), jnp.zeros((N, B, rows.shape[1])))
     drawn = np.asarray(out[:, :, 0]).astype(int)  # the library's own draws
     np.testing.assert_array_equal(np.asarray(out), rows[drawn])
     assert len({tuple(r) for r in drawn}) == N  # one index set per agent

@@ -33,7 +33,13 @@ from jaxrl_pim.replay import (
     sum_tree,
     uniform,
 )
-from jaxrl_pim.replay.buffers import gather_into, gather_rows, packed_row_floats, unpack_rows
+from jaxrl_pim.replay.buffers import (
+    gather_into,
+    gather_rows,
+    pack_rows,
+    packed_row_floats,
+    unpack_rows,
+)
 from jaxrl_pim.testing import maddpg_numpy_sampler as ref
 
 N, OD, AD = 3, 4, 2  # agents, observation length, action length
@@ -180,6 +186,7 @@ def test_packed_rows_gather_and_unpack():
         np.testing.assert_array_equal(a, b)
     # Row k holds step k + 3 (the ring wrapped once): its obs is that step's obs.
     np.testing.assert_array_equal(unpack_rows(state.data, N, OD, AD).obs[0], steps.obs[6])
+    np.testing.assert_array_equal(pack_rows(unpack_rows(state.data, N, OD, AD)), state.data)
     with pytest.raises(ValueError, match="have 36 floats; got a last axis of 35"):
         unpack_rows(rows[..., 1:], N, OD, AD)
     with pytest.raises(ValueError, match="needs a state of the 'packed' layout"):
