@@ -84,14 +84,56 @@ def _is_output(path: str) -> bool:
     return path.endswith(".md") or path.startswith(OUTPUT_PREFIXES)
 
 
+#: Environment variables that carry the source state of a copied working tree into a run on
+#: a machine where ``git`` cannot be asked (the GPU suite's device run): the commit the copy
+#: was taken at (40 hex digits) and the paths that differed from it, comma-separated (empty:
+#: none). Set by ``benchmarks/gpu_prepare.sh`` on the development machine.
+SOURCE_COMMIT_ENV = "JAXRL_PIM_SOURCE_COMMIT"
+SOURCE_DIRTY_ENV = "JAXRL_PIM_SOURCE_DIRTY"
+
+
+def passed_in_source_state(target: Path | None = None) -> dict[str, Any] | None:
+    """The source state set in :data:`SOURCE_COMMIT_ENV` / :data:`SOURCE_DIRTY_ENV`, as
+    :func:`git_state` returns it (plus ``source: "passed in"``), or None when unset.
+
+    Raises ValueError for a commit that is not 40 hex digits, so a run never records a
+    malformed commit."""
+    commit = os.environ.get(SOURCE_COMMIT_ENV, "").strip()
+    if not commit:
+        return None
+    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        raise ValueError(f"{SOURCE_COMMIT_ENV}={commit!r} is not a 40-hex-digit commit")
+    listed = os.environ.get(SOURCE_DIRTY_ENV, "")
+    changed = [p for p in listed.split(",") if p.strip() and not _is_output(p.strip())]
+    committed = None
+    if target is not None and target.is_file():
+        committed = not any(target.as_posix().endswith("/" + p.strip()) for p in changed)
+    return {"commit": commit, "dirty": bool(changed), "dirty_paths": changed[:50],
+            "path_committed": committed, "source": "passed in"}
+
+
+def project_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding ``pyproject.toml`` (None if none)."""
+    for folder in (start, *start.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return None
+
+
 def git_state(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The git commit of the checkout holding ``path`` (a file or folder; default the
     current folder), whether tracked code differs from that commit (``dirty``; changed
     paths in ``dirty_paths``, at most 50; results files under ``benchmarks/results/`` and
     Markdown docs do not count, so publishing one result after another keeps the tree
     clean) and, when ``path`` is a file, whether that file is tracked and unchanged
-    (``path_committed``). Every value is None outside a git checkout."""
+    (``path_committed``). Every value is None outside a git checkout.
+
+    When :data:`SOURCE_COMMIT_ENV` is set (a copy of a checkout run where git is not
+    asked), the state passed in is returned instead (:func:`passed_in_source_state`)."""
     target = Path(path or ".").resolve()
+    passed = passed_in_source_state(target)
+    if passed is not None:
+        return passed
     folder = target if target.is_dir() else target.parent
     commit = _git(["rev-parse", "HEAD"], folder)
     if commit is None:
@@ -129,6 +171,8 @@ class RunRecord:
         if script is not None and script.suffix == ".py" and script.exists():
             git = git_state(script)
             root = _git(["rev-parse", "--show-toplevel"], script.resolve().parent)
+            if git.get("source") == "passed in":
+                root = str(project_root(script.resolve().parent) or "") or None
             shown = script.resolve()
             if root:
                 shown = shown.relative_to(Path(root).resolve())
@@ -154,7 +198,8 @@ class RunRecord:
 
     def as_dict(self) -> dict[str, Any]:
         """The record as JSON values (``command``, ``script``, ``git_commit``, ``git_dirty``
-        and ``git_dirty_paths``, ``script_committed``, ``start_utc``, ``end_utc``,
+        and ``git_dirty_paths``, ``script_committed``, ``git_state_source`` (``git``, or
+        ``passed in`` through :data:`SOURCE_COMMIT_ENV`), ``start_utc``, ``end_utc``,
         ``load_average_start`` / ``_end`` as the 1, 5 and 15 minute averages)."""
         return {
             "command": self.command,
@@ -163,6 +208,7 @@ class RunRecord:
             "git_dirty": self.git["dirty"],
             "git_dirty_paths": self.git.get("dirty_paths"),
             "script_committed": self.git["path_committed"],
+            "git_state_source": self.git.get("source", "git"),
             "start_utc": self.start_utc,
             "end_utc": self.end_utc,
             "load_average_start": self.load_average_start,
@@ -357,7 +403,7 @@ def write_results(
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` atomically (temp file + rename); returns the path."""
+    """Write ``text`` atomically (:func:`atomic_save`); returns the path."""
 
     def writer(tmp: str) -> None:
         Path(tmp).write_text(text)
@@ -366,38 +412,72 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 
 def write_json(path: str | os.PathLike[str], data: Any) -> Path:
-    """Write ``data`` as indented JSON atomically (temp file + rename); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write ``data`` as indented JSON atomically (:func:`atomic_save`); returns the path."""
+    text = json.dumps(to_jsonable(data), indent=2) + "\n"  # before the file is touched
+    return write_text(path, text)
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux tells it (``/proc``)."""
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(to_jsonable(data), fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)  # elsewhere: read by setting it back at once
+    os.umask(old)
+    return old
 
 
-def atomic_save(path: str | os.PathLike[str], writer: Any) -> Path:
-    """Call ``writer(tmp_path)`` and rename the result onto ``path``; nothing is lost on error.
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (best effort: some file systems refuse it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
-    The temporary name keeps ``path``'s suffix so writers such as ``np.save`` do not append one.
+
+def atomic_save(path: str | os.PathLike[str], writer: Callable[[str], Any]) -> Path:
+    """Call ``writer(tmp_path)`` and rename the result onto ``path``: the one way the library
+    writes a file (reports, tables, datasets, figures, animations).
+
+    The temporary file lies in ``path``'s folder (so the rename is atomic) and keeps
+    ``path``'s suffix (writers such as ``np.save`` or a GIF writer go by it); it is flushed
+    to disk (fsync) before the rename and the folder after it. The file gets the permissions
+    of the file it replaces, or for a new file those the umask gives (``0o666 & ~umask``, as
+    ``open`` would), not the ``0o600`` of a temporary file. An error or an interrupt in
+    ``writer`` (or anywhere before the rename) removes the temporary file and leaves
+    ``path`` as it was. Returns ``path``.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{str(path)!r} is a folder, not a file")
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
     os.close(fd)
     try:
         writer(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    _fsync_dir(path.parent)
     return path
 
 

@@ -19,7 +19,13 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from jaxrl_pim.cli._common import STOP_GRACE_S, Stopped, report_stop, stop_on_signals
+from jaxrl_pim.cli._common import (
+    STOP_GRACE_S,
+    CommandParser,
+    Stopped,
+    report_stop,
+    stop_on_signals,
+)
 from jaxrl_pim.xla_env import apply_cpu_workarounds
 
 Registrar = Callable[[argparse._SubParsersAction], None]
@@ -74,13 +80,13 @@ def build_parser(command: str | None = None, full: bool = True) -> argparse.Argu
     default) every other command is registered fully too, otherwise it appears only by name
     and summary (enough to parse and to list, without importing its module).
     """
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="jaxrl-pim",
         description="Memory-bound RL workloads on accelerators with JAX. "
         "Run 'jaxrl-pim COMMAND --help' for a command's options.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     done: set[Registrar] = set()
     for name, (_, register) in COMMANDS.items():
         if (full or name == command) and register not in done:

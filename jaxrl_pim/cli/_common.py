@@ -1,5 +1,7 @@
-"""What every ``jaxrl-pim`` command shares: the help formatter, the check of the checkpoint
-options, when to show a progress bar, and stopping on SIGTERM / Ctrl-C at any stage.
+"""What every ``jaxrl-pim`` command shares: the parser and help formatter, the check of the
+checkpoint options and of every output path (before any work), config errors in the
+command's own flag names, when to show a progress bar, and stopping on SIGTERM / Ctrl-C at
+any stage.
 
 Imports nothing heavier than the standard library, so registering a command's options costs
 no jax import.
@@ -10,12 +12,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, NoReturn, TextIO
 
 #: Seconds after SIGTERM or Ctrl-C before the watchdog ends a process whose main thread has
 #: not stopped: an XLA computation or a blocking call does not return to Python (where the
@@ -35,6 +38,122 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class CommandParser(argparse.ArgumentParser):
+    """The parser of ``jaxrl-pim`` and of each command: an option it does not know is reported
+    as ``unrecognized arguments: --name`` even where argparse would first take the option's
+    value for a sub-command (``marl --checkpoint-dir X`` is not ``invalid choice: 'X'``)."""
+
+    _seen: Sequence[str] = ()
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> Any:
+        self._seen = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def unknown_options(self, args: Sequence[str]) -> list[str]:
+        """The option names among ``args`` that this parser does not take (before ``--``
+        and before a sub-command's name; an unambiguous prefix of an option is known)."""
+        choices: set[str] = set()
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                choices.update(action.choices)
+        known = list(self._option_string_actions)
+        out = []
+        for arg in args:
+            if arg == "--" or arg in choices:
+                break
+            if not arg.startswith("-") or len(arg) < 2 or re.fullmatch(r"-[\d.e+-]+", arg):
+                continue
+            name = arg.split("=", 1)[0]
+            if name in known or (self.allow_abbrev and name.startswith("--") and any(
+                    k.startswith(name) for k in known)):
+                continue
+            out.append(name)
+        return out
+
+    def error(self, message: str) -> NoReturn:
+        if "invalid choice" in message:
+            unknown = self.unknown_options(self._seen)
+            if unknown:
+                message = f"unrecognized arguments: {' '.join(unknown)}"
+        super().error(message)
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path`` or its nearest ancestor that exists."""
+    here = path
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    return here
+
+
+def _check_parents(path: Path, flag: str) -> None:
+    """The folders above ``path`` can hold it: the nearest existing one is a folder and
+    writable (the missing ones below it are created)."""
+    above = _nearest_existing(path.parent if path.parent != path else path)
+    if not above.is_dir():
+        raise ValueError(f"{flag} {path}: {above} is a file, not a folder")
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {path}: the folder {above} is not writable")
+
+
+def check_output_file(path: str | os.PathLike[str] | None, flag: str) -> None:
+    """Refuses (ValueError, one line naming ``flag``) an output file path that cannot be
+    written: a folder where the file is wanted, a parent that is a file, a folder that is not
+    writable. None (the option not given) passes. Called before any work, so a bad path never
+    costs a run's results."""
+    if path is None:
+        return
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{flag} {path}: is a folder; give a file name")
+    _check_parents(path, flag)
+
+
+def check_output_folder(path: str | os.PathLike[str] | None, flag: str) -> None:
+    """Refuses (ValueError, one line naming ``flag``) an output folder that cannot be used:
+    a file at its path, a parent that is a file, a folder (or the nearest existing one above
+    it) that is not writable. None passes."""
+    if path is None:
+        return
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"{flag} {path}: is a file, not a folder")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ValueError(f"{flag} {path}: the folder is not writable")
+        return
+    _check_parents(path, flag)
+
+
+def check_outputs(args: argparse.Namespace, *, files: Mapping[str, str] = {},  # noqa: B006
+                  folders: Mapping[str, str] = {}) -> None:  # noqa: B006
+    """Checks every output path of a command before any work: ``files`` and ``folders`` map
+    a flag (``--json``) to the attribute of ``args`` that holds its value (``json``)."""
+    for flag, attr in files.items():
+        check_output_file(getattr(args, attr, None), flag)
+    for flag, attr in folders.items():
+        check_output_folder(getattr(args, attr, None), flag)
+
+
+def in_flag_names(message: str, flags: Mapping[str, str]) -> str:
+    """``message`` with each config field named by the flag the user typed: ``flags`` maps a
+    field (``num_episodes``) to its flag (``--episodes``); whole words only."""
+    for field, flag in flags.items():
+        message = re.sub(rf"(?<![\w-]){re.escape(field)}(?!\w)", flag, message)
+    return message
+
+
+@contextlib.contextmanager
+def flag_names(flags: Mapping[str, str]) -> Iterator[None]:
+    """Re-raises a ValueError of the block (a config's check) with its fields named by the
+    command's flags (:func:`in_flag_names`)."""
+    try:
+        yield
+    except ValueError as err:
+        raise ValueError(in_flag_names(str(err), flags)) from None
+
+
 def add_checkpoint_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
                              folder: str, unit: str, period: str, resume: str) -> None:
     """Adds ``--checkpoint DIR``, ``--checkpoint-every UNIT`` and ``--resume``, the checkpoint
@@ -47,8 +166,10 @@ def add_checkpoint_arguments(parser: argparse.ArgumentParser | argparse._Argumen
 
 
 def check_checkpoint_arguments(args: argparse.Namespace) -> None:
-    """Refuses ``--resume`` or ``--checkpoint-every`` without ``--checkpoint DIR``, and a period
-    below 1: the one check of the checkpoint options every training command takes."""
+    """Refuses ``--resume`` or ``--checkpoint-every`` without ``--checkpoint DIR``, a period
+    below 1, and a ``--checkpoint`` path that cannot be a writable folder
+    (:func:`check_output_folder`): the one check of the checkpoint options every training
+    command takes."""
     if args.checkpoint is None:
         if args.resume:
             raise ValueError("--resume needs --checkpoint DIR (the folder to resume from)")
@@ -59,6 +180,7 @@ def check_checkpoint_arguments(args: argparse.Namespace) -> None:
     if args.resume and args.checkpoint is not None and not Path(args.checkpoint).is_dir():
         raise ValueError(f"--resume: the checkpoint folder {args.checkpoint} does not exist "
                          "(drop --resume to start a new run there)")
+    check_output_folder(args.checkpoint, "--checkpoint")
 
 
 def show_progress(flag: bool | None, *streams: TextIO) -> bool:

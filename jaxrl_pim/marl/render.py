@@ -5,7 +5,8 @@
 every agent, landmark, prey and obstacle a circle of its true radius in world units (equal
 axis scales), agents coloured by team (spread agents and predators blue, prey green),
 landmarks light grey, obstacles dark grey. The animation is written with matplotlib's Pillow
-writer.
+writer to a temporary file renamed onto the target (:func:`jaxrl_pim.report.atomic_save`),
+so an interrupted render leaves an earlier GIF at that path as it was.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from jaxrl_pim.report import atomic_save
 
 __all__ = ["TEAM_COLOURS", "render_gif"]
 
@@ -93,7 +96,8 @@ def render_gif(episodes: Sequence[dict[str, Any]], path: str | Path, *,
         return changed
 
     anim = FuncAnimation(fig, draw, frames=frames, blit=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    anim.save(str(path), writer=PillowWriter(fps=fps), dpi=dpi)
-    plt.close(fig)
+    try:  # a temporary file renamed onto path: an interrupted render keeps the old GIF
+        atomic_save(path, lambda tmp: anim.save(tmp, writer=PillowWriter(fps=fps), dpi=dpi))
+    finally:
+        plt.close(fig)
     return path
