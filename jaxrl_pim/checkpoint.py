@@ -9,9 +9,18 @@ so a run killed at any moment leaves the previous checkpoints intact and never a
 one that :meth:`Checkpoints.latest` would return. Saves are synchronous (the call returns
 when the checkpoint is on disk).
 
+Beside each checkpoint a file list (``<step>/files.json``: every file's size and CRC-32,
+written after the checkpoint is complete) lets a restore verify the step before reading it: a
+file truncated, deleted or rewritten since is reported as :class:`Damaged`, naming the folder
+and the file. :func:`restore_latest` then falls back to the newest older step that restores and
+verifies, says so in one line, and never deletes the damaged step. Arrays with no elements
+(a zero-size leaf, which orbax refuses to write) are stored as a one-element placeholder and
+come back with the template's shape.
+
 The meta record carries a ``fingerprint`` (e.g. the run's config as JSON values): restoring
 into a run whose fingerprint differs raises ValueError naming the first differing field, so
-a checkpoint of one configuration is never loaded into another. Restoring needs a
+a checkpoint of one configuration is never loaded into another, and one of another kind of
+run (tabular, MARL, ActorQ: :func:`run_kind`) is named as such. Restoring needs a
 ``template`` (the pytree structure with shapes and dtypes, e.g. ``jax.eval_shape(init,
 key)``), against which every leaf is checked.
 
@@ -35,7 +44,7 @@ host: segments end at multiples of the checkpoint period ``every`` and at the ru
 (so a run and its resumption run the same segments), and after each segment the run is
 saved as checkpoint ``<units done>`` of a :class:`~jaxrl_pim.checkpoint.Checkpoints` folder.
 :func:`restore_latest` is the other half: it refuses a folder that already holds
-checkpoints unless the run resumes, and otherwise reads the newest one.
+checkpoints unless the run resumes, and otherwise reads the newest one that is intact.
 
 What a checkpoint must match is :func:`fingerprint` (the config as JSON values, minus the
 fields that may change on resume, plus what else identifies the run: seed, data, layout);
@@ -55,9 +64,12 @@ Example (any trainer; here a counter)::
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
+import sys
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -111,6 +123,56 @@ def _first_difference(saved: Any, want: Any, path: str = "") -> str | None:
 
 # listings retried when a concurrent writer prunes a step mid-listing (see Checkpoints.steps)
 _LIST_ATTEMPTS = 5
+
+#: The file list written beside each checkpoint (sizes and CRC-32 of every file of the step).
+FILES = "files.json"
+
+# A config field that only one kind of run's fingerprint holds -> that kind's name.
+_KIND_MARKERS = (("num_states", "tabular"), ("sampling_mode", "MARL"),
+                 ("actor_update_period", "ActorQ"))
+
+
+def run_kind(fingerprint: Any) -> str | None:
+    """The kind of run a fingerprint belongs to (``"tabular"``, ``"MARL"``, ``"ActorQ"``), read
+    from its ``config`` fields; None when it is not one of the package's runs."""
+    fields = fingerprint.get("config") if isinstance(fingerprint, dict) else None
+    if isinstance(fields, dict):
+        for field, kind in _KIND_MARKERS:
+            if field in fields:
+                return kind
+    return None
+
+
+class Damaged(ValueError):
+    """A checkpoint step that cannot be read back as written: ``step``, ``folder`` (the run's
+    checkpoint folder), ``file`` (the damaged file, relative to the step) and ``reason``."""
+
+    def __init__(self, folder: Path, step: int, file: str, reason: str) -> None:
+        self.folder, self.step, self.file, self.reason = folder, step, file, reason
+        super().__init__(f"checkpoint {step} in {str(folder)!r} is damaged: {step}/{file}: "
+                         f"{reason}")
+
+
+def _crc32(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 22):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _is_empty(x: Any) -> bool:
+    return int(np.prod(np.shape(x), dtype=np.int64)) == 0
+
+
+def _placeholder(dtype: Any) -> np.ndarray:
+    """What a zero-size leaf is stored as (orbax writes no empty arrays): one zero."""
+    return np.zeros((1,), dtype)
 
 
 class Checkpoints:
@@ -169,9 +231,83 @@ class Checkpoints:
         if step is None or step not in self.steps():
             raise FileNotFoundError(f"no checkpoint {'' if step is None else step} in "
                                     f"{str(self.directory)!r}")
-        record = self._manager.restore(step, args=self._ocp.args.Composite(
-            meta=self._ocp.args.JsonRestore())).meta
+        record = self._read_record(step)
         return {"fingerprint": record.get("fingerprint"), "meta": record.get("meta", {})}
+
+    def _read_record(self, step: int) -> dict[str, Any]:
+        """Checkpoint ``step``'s JSON record, its files verified first (:class:`Damaged`)."""
+        self.verify(step, under="meta/")
+        try:
+            record = self._manager.restore(step, args=self._ocp.args.Composite(
+                meta=self._ocp.args.JsonRestore())).meta
+        except Exception as err:  # orbax and the JSON reader raise many kinds
+            raise Damaged(self.directory, step, "meta/metadata", _first_line(err)) from None
+        if not isinstance(record, dict):
+            raise Damaged(self.directory, step, "meta/metadata",
+                          f"holds {type(record).__name__}, not a record")
+        return record
+
+    def verify(self, step: int, under: str = "") -> None:
+        """Check checkpoint ``step``'s files (those whose path starts with ``under``) against
+        the file list written with it: raises :class:`Damaged` naming the first file that is
+        missing, of another size, or whose CRC-32 differs. A step without a file list (a
+        save killed before it was written, or an older checkpoint) passes unverified."""
+        step_dir = self.directory / str(step)
+        try:
+            listed = json.loads((step_dir / FILES).read_text())["files"]
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise Damaged(self.directory, step, FILES, _first_line(err)) from None
+        for name, (size, crc) in sorted(listed.items()):
+            if not name.startswith(under):
+                continue
+            path = step_dir / name
+            try:
+                actual = path.stat().st_size
+            except FileNotFoundError:
+                raise Damaged(self.directory, step, name, "missing") from None
+            if actual != size:
+                raise Damaged(self.directory, step, name,
+                              f"{actual} bytes, {size} were written")
+            if _crc32(path) != crc:
+                raise Damaged(self.directory, step, name,
+                              "its contents changed since it was written (CRC-32)")
+
+    def _write_file_list(self, step: int) -> None:
+        """Record the size and CRC-32 of every file of the complete step ``step``."""
+        from jaxrl_pim.report import write_json
+
+        step_dir = self.directory / str(step)
+        files = {str(p.relative_to(step_dir)): [p.stat().st_size, _crc32(p)]
+                 for p in sorted(step_dir.rglob("*")) if p.is_file() and p.name != FILES}
+        write_json(step_dir / FILES, {"files": files})
+
+    def check_record(self, step: int | None = None) -> None:
+        """Refuse (ValueError) a folder whose checkpoint ``step`` (default the newest whose
+        record reads) belongs to another kind of run or another configuration, before any
+        work; nothing when the folder holds no checkpoint."""
+        steps = self.steps() if step is None else [step]
+        for candidate in reversed(steps):
+            try:
+                record = self._read_record(candidate)
+            except Damaged:
+                if step is not None or candidate == steps[0]:
+                    raise
+                continue
+            self._check_fingerprint(candidate, record)
+            return
+
+    def _check_fingerprint(self, step: int, record: dict[str, Any]) -> None:
+        saved = record.get("fingerprint")
+        saved_kind, this_kind = run_kind(saved), run_kind(_json(self.fingerprint))
+        if saved_kind is not None and this_kind is not None and saved_kind != this_kind:
+            raise ValueError(f"{str(self.directory)!r} holds a {saved_kind} run's checkpoints, "
+                             f"not a {this_kind} run's: choose another folder")
+        diff = _first_difference(saved, _json(self.fingerprint))
+        if diff is not None:
+            raise ValueError(f"checkpoint {str(self.directory / str(step))!r} belongs to "
+                             f"another run configuration ({diff})")
 
     def save(self, step: int, state: Any, meta: dict[str, Any] | None = None) -> Path:
         """Write ``state`` as checkpoint ``step`` (atomically; returns when it is on disk)
@@ -180,10 +316,20 @@ class Checkpoints:
         step = check_int("step", step, 0)
         ocp = self._ocp
         record = {"fingerprint": self.fingerprint, "meta": meta or {}}
-        self._manager.save(step, args=ocp.args.Composite(
-            state=ocp.args.StandardSave(_to_storable(state)), meta=ocp.args.JsonSave(record)),
-            force=True)
-        self._manager.wait_until_finished()
+        storable = jax.tree.map(lambda x: _placeholder(x.dtype) if _is_empty(x) else x,
+                                _to_storable(state))
+        try:
+            self._manager.save(step, args=ocp.args.Composite(
+                state=ocp.args.StandardSave(storable), meta=ocp.args.JsonSave(record)),
+                force=True)
+            self._manager.wait_until_finished()
+        except BaseException:
+            if jax.process_index() == 0:  # orbax leaves its temporary folder behind
+                for tmp in self.directory.glob(f"{step}.orbax-checkpoint-tmp*"):
+                    shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if jax.process_index() == 0:
+            self._write_file_list(step)
         self._drop_old()
         return self.directory / str(step)
 
@@ -203,38 +349,50 @@ class Checkpoints:
             shutil.rmtree(stale, ignore_errors=True)
         self._manager.reload()
 
-    def restore(self, template: Any, step: int | None = None) -> tuple[Any, dict[str, Any]]:
+    def restore(self, template: Any, step: int | None = None, *,
+                check: bool = True) -> tuple[Any, dict[str, Any]]:
         """Read checkpoint ``step`` (default the newest) into the structure of ``template``.
 
-        Returns ``(state, meta)``. Raises FileNotFoundError when there is no checkpoint and
-        ValueError when the fingerprint or a leaf's shape / dtype does not match.
+        Returns ``(state, meta)``. Raises FileNotFoundError when there is no checkpoint,
+        :class:`Damaged` (a ValueError naming the folder and the file) when a file of the
+        step is missing, truncated or rewritten, and ValueError when the run's kind, the
+        fingerprint (unless ``check`` is False: the caller has read the record itself) or a
+        leaf's shape / dtype does not match.
         """
         ocp = self._ocp
         step = self.latest() if step is None else step
         if step is None or step not in self.steps():
             raise FileNotFoundError(f"no checkpoint {'' if step is None else step} in "
                                     f"{str(self.directory)!r}")
-        record = self._manager.restore(step, args=ocp.args.Composite(
-            meta=ocp.args.JsonRestore())).meta
-        diff = _first_difference(record.get("fingerprint"), _json(self.fingerprint))
-        if diff is not None:
-            raise ValueError(f"checkpoint {str(self.directory / str(step))!r} belongs to "
-                             f"another run configuration ({diff})")
+        record = self._read_record(step)
+        if check:
+            self._check_fingerprint(step, record)
+        self.verify(step)
         abstract = jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct(np.shape(x), jax.numpy.result_type(x)),
+            lambda x: jax.ShapeDtypeStruct((1,) if _is_empty(x) else np.shape(x),
+                                           jax.numpy.result_type(x)),
             _to_storable(template))
+        verified = (self.directory / str(step) / FILES).is_file()
         try:
             state = self._manager.restore(step, args=ocp.args.Composite(
                 state=ocp.args.StandardRestore(abstract))).state
         except (ValueError, KeyError) as err:
             raise ValueError(f"checkpoint {str(self.directory / str(step))!r} does not match "
-                             f"this run's state: {str(err).splitlines()[0]}") from None
+                             f"this run's state: {_first_line(err)}") from None
+        except Exception as err:  # a file orbax could not read: the step is damaged
+            if verified:
+                raise
+            raise Damaged(self.directory, step, _damaged_file(self.directory / str(step), err),
+                          _first_line(err)) from None
         leaves_t, treedef = jax.tree.flatten(template)
         leaves = jax.tree.leaves(state)
         if len(leaves) != len(leaves_t):
             raise ValueError(f"checkpoint holds {len(leaves)} arrays, expected {len(leaves_t)}")
         out = []
         for i, (x, t) in enumerate(zip(leaves, leaves_t, strict=True)):
+            if _is_empty(t):  # stored as a placeholder
+                x = jax.numpy.zeros(jax.eval_shape(jax.random.key_data, t).shape
+                                    if _is_key(t) else np.shape(t), x.dtype)
             if _is_key(t):
                 x = jax.random.wrap_key_data(x, impl=_key_impl(t))
             if tuple(np.shape(x)) != tuple(np.shape(t)) or x.dtype != t.dtype:
@@ -254,10 +412,17 @@ class Checkpoints:
         self.close()
 
 
+def _damaged_file(step_dir: Path, err: BaseException) -> str:
+    """The file of ``step_dir`` that an orbax error names (relative), else its state folder."""
+    text = str(err)
+    for path in sorted(step_dir.rglob("*"), key=lambda p: -len(str(p))):
+        if str(path) in text or (path.is_file() and path.name in text and len(path.name) > 8):
+            return str(path.relative_to(step_dir))
+    return "state/"
+
+
 def _json(value: Any) -> Any:
     """``value`` as it reads back from JSON (tuples -> lists, NumPy scalars -> Python)."""
-    import json
-
     from jaxrl_pim.report import to_jsonable
 
     return json.loads(json.dumps(to_jsonable(value)))
@@ -341,14 +506,17 @@ class Restored(NamedTuple):
 
 
 def restore_latest(checkpoints: Any, template: Callable[[int], Any], *, resume: bool,
-                   unit: str = "step") -> Restored | None:
+                   unit: str = "step", warn: Callable[[str], None] | None = None,
+                   ) -> Restored | None:
     """The newest checkpoint of ``checkpoints`` to resume from, or None to start afresh.
 
     None when ``checkpoints`` is None or holds no checkpoint. A folder that holds one is
     refused (ValueError) unless ``resume``, so a run never overwrites another's; a checkpoint
     of another run (the folder's fingerprint) or of other shapes is refused by
-    :meth:`~jaxrl_pim.checkpoint.Checkpoints.restore`. ``template(step)`` gives the pytree
-    structure (shapes and dtypes) of checkpoint ``step``; ``unit`` names a step in messages.
+    :meth:`~jaxrl_pim.checkpoint.Checkpoints.restore`. The newest step that restores and
+    verifies is used (:func:`restore_newest`: a damaged newer one is named in one line to
+    ``warn`` and left in place). ``template(step)`` gives the pytree structure (shapes and
+    dtypes) of checkpoint ``step``; ``unit`` names a step in messages.
     """
     newest = None if checkpoints is None else checkpoints.latest()
     if newest is None:
@@ -357,8 +525,46 @@ def restore_latest(checkpoints: Any, template: Callable[[int], Any], *, resume: 
         raise ValueError(
             f"{str(checkpoints.directory)!r} already holds checkpoints (newest after {unit} "
             f"{newest}): resume from it (--resume) or choose an empty folder")
-    tree, meta = checkpoints.restore(template(newest), newest)
-    return Restored(newest, tree, meta)
+    return restore_newest(checkpoints, template, warn=warn)
+
+
+def _warn_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def restore_newest(checkpoints: Any, template: Callable[[int], Any], *,
+                   warn: Callable[[str], None] | None = None,
+                   check: bool = True) -> Restored:
+    """The newest checkpoint of ``checkpoints`` that restores and verifies.
+
+    Steps are tried newest first; a :class:`Damaged` one (a file missing, truncated or
+    rewritten) is passed over, never deleted, and ``warn`` (default: stderr) gets one line
+    naming it and the step used instead. A checkpoint of another run or of other shapes
+    is refused at once (ValueError), as is a folder whose every step is damaged (the
+    newest one's error, saying none is intact). ``template(step)`` gives the structure to
+    read step ``step`` into (it may read :meth:`Checkpoints.record` itself, which raises
+    :class:`Damaged` too); ``check`` as in :meth:`Checkpoints.restore`. FileNotFoundError
+    when the folder holds no checkpoint.
+    """
+    steps = checkpoints.steps()
+    if not steps:
+        raise FileNotFoundError(f"no checkpoint in {str(checkpoints.directory)!r}")
+    damaged: list[Damaged] = []
+    for step in reversed(steps):
+        try:
+            tree, meta = checkpoints.restore(template(step), step, check=check)
+        except Damaged as err:
+            damaged.append(err)
+            continue
+        if damaged:
+            (warn or _warn_stderr)(
+                "warning: " + "; ".join(f"{e} (left in place)" for e in damaged)
+                + f"; using checkpoint {step}, the newest intact one")
+        return Restored(step, tree, meta)
+    newest = damaged[0]
+    raise Damaged(newest.folder, newest.step, newest.file,
+                  f"{newest.reason}; no older checkpoint is intact either"
+                  if len(damaged) > 1 else newest.reason)
 
 
 class Finished(NamedTuple):
