@@ -91,21 +91,24 @@ def starting_state(
     """The state a run starts from and its learning curve so far ``[episodes, num_teams]``.
 
     Without ``checkpoints`` (or in an empty folder) a fresh state from ``key``. With
-    ``resume`` the folder's newest checkpoint; without it a folder that already holds
+    ``resume`` the folder's newest checkpoint that restores and verifies (a damaged newer one
+    is named in one line on stderr and left in place); without it a folder that already holds
     checkpoints is refused (ValueError, :func:`jaxrl_pim.checkpoint.restore_latest`), so a run
-    never silently overwrites another's. A checkpoint of another configuration (the folder's
-    fingerprint), or one past ``config.num_episodes``, is refused too.
+    never silently overwrites another's. A checkpoint of another kind of run or another
+    configuration (the folder's fingerprint), or one past ``config.num_episodes``, is refused
+    too.
     """
-    newest = None if checkpoints is None or not resume else checkpoints.latest()
-    if newest is not None and newest > config.num_episodes:
-        raise ValueError(
-            f"num_episodes ({config.num_episodes}) is below the checkpoint's episode count "
-            f"({newest}) in {str(checkpoints.directory)!r}; pass a larger total")
+    if checkpoints is not None and resume:
+        checkpoints.check_record()  # another kind of run or configuration: before any work
     restored = driver.restore_latest(checkpoints, lambda step: template(config, step, algorithm),
-                                   resume=resume, unit="episode")
+                                     resume=resume, unit="episode")
     if restored is None:
         state = jax.jit(make_init(config, algorithm))(key)
         return state, np.zeros((0, _num_teams(config)), np.float32)
+    if restored.step > config.num_episodes:
+        raise ValueError(
+            f"num_episodes ({config.num_episodes}) is below the checkpoint's episode count "
+            f"({restored.step}) in {str(checkpoints.directory)!r}; pass a larger total")
     state = restored.tree["state"]
     if int(state.episode) != restored.step:
         raise ValueError(f"checkpoint {restored.step} of {str(checkpoints.directory)!r} holds "

@@ -114,41 +114,48 @@ def config_from_fingerprint(fingerprint: Any, episodes: int = 0) -> MARLConfig:
 
 
 def load_policies(checkpoint_dir: str | Path, *, env: str | None = None) -> Policies:
-    """The actors of the newest checkpoint in ``checkpoint_dir`` (a MARL run folder).
+    """The actors of the newest intact checkpoint in ``checkpoint_dir`` (a MARL run folder;
+    a damaged newer step is named in one line on stderr and passed over).
 
     ``env`` (optional, e.g. ``"spread"`` or ``"jaxmarl:MPE_simple_spread_v3"``): the world
     the caller expects; a checkpoint of another world is refused. Raises ValueError (one
     line) for a folder without a checkpoint, a checkpoint that is not a MARL run's, or one
     of another world.
     """
-    from jaxrl_pim.checkpoint import Checkpoints
+    from jaxrl_pim.checkpoint import Checkpoints, restore_newest, run_kind
 
     folder = Path(checkpoint_dir)
     if not folder.is_dir():
         raise ValueError(f"{str(folder)!r} is not a folder (expected a MARL run's "
                          "--checkpoint folder)")
-    reader = Checkpoints(folder)
-    try:
-        step = reader.latest()
-        if step is None:
+    found: dict[str, Any] = {}
+
+    def template(step: int) -> dict[str, Any]:
+        record = reader.record(step)  # Damaged (the step is passed over) when unreadable
+        kind = run_kind(record["fingerprint"])
+        if kind not in (None, "MARL"):
+            raise ValueError(f"{str(folder)!r} holds a {kind} run's checkpoints, not a MARL "
+                             "run's")
+        try:
+            config = config_from_fingerprint(record["fingerprint"], step)
+        except ValueError as err:
+            raise ValueError(f"{str(folder)!r}: {err}") from None
+        if env is not None and env != config.env:
+            raise ValueError(f"{str(folder)!r} holds a checkpoint of env {config.env!r}, not "
+                             f"{env!r}")
+        found.update(config=config, teams=make_env(config)[0].teams)
+        return {"state": jax.eval_shape(make_init(config), jax.random.PRNGKey(0)),
+                "episode_return": jax.ShapeDtypeStruct((step, len(found["teams"])),
+                                                       np.float32)}
+
+    # the newest step that restores and verifies (a damaged newer one is named on stderr)
+    with Checkpoints(folder) as reader:
+        if reader.latest() is None:
             raise ValueError(f"{str(folder)!r} holds no checkpoint (expected a MARL run's "
                              "--checkpoint folder)")
-        record = reader.record(step)
-    finally:
-        reader.close()
-    try:
-        config = config_from_fingerprint(record["fingerprint"], step)
-    except ValueError as err:
-        raise ValueError(f"{str(folder)!r}: {err}") from None
-    if env is not None and env != config.env:
-        raise ValueError(f"{str(folder)!r} holds a checkpoint of env {config.env!r}, not "
-                         f"{env!r}")
-    state_t = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
-    teams = make_env(config)[0].teams
-    template = {"state": state_t,
-                "episode_return": jax.ShapeDtypeStruct((step, len(teams)), np.float32)}
-    with Checkpoints(folder, fingerprint=record["fingerprint"]) as ckpt:
-        restored, _ = ckpt.restore(template, step)
+        step, tree, _ = restore_newest(reader, template, check=False)
+    config, teams = found["config"], found["teams"]
+    restored = tree
     params = tuple(t.actor for t in restored["state"].teams)
     act, greedy = make_act(config)
     return Policies(config=config, teams=tuple(teams), params=params,
