@@ -37,6 +37,8 @@ from jaxrl_pim import report
 from jaxrl_pim.cli._common import (
     add_checkpoint_arguments,
     check_checkpoint_arguments,
+    check_outputs,
+    flag_names,
     show_progress,
 )
 from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
@@ -48,6 +50,12 @@ from jaxrl_pim.marl.trainer import make_env, make_init
 from jaxrl_pim.progress import RichProgress
 
 _DEFAULTS = MARLConfig()
+
+#: MARLConfig fields -> the flags that set them (errors name what the user typed).
+FLAGS = {"num_episodes": "--episodes", "num_envs": "--num-envs", "batch_size": "--batch-size",
+         "buffer_capacity": "--capacity", "learning_starts": "--learning-starts",
+         "update_every": "--update-every", "num_agents": "--agents", "num_prey": "--prey",
+         "num_obstacles": "--obstacles", "sampling_mode": "--sampling-mode"}
 
 
 def _presets() -> str:
@@ -167,8 +175,12 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
     """``jaxrl-pim marl evaluate``: load, evaluate, print, optionally render."""
     from jaxrl_pim.marl.policies import evaluate, load_policies, rollout_positions
 
+    # every cheap check before the checkpoint is read and the episodes compiled
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes} (evaluation episodes)")
     if args.render is not None and not args.render.lower().endswith(".gif"):
         raise ValueError(f"--render writes a GIF: {args.render!r} does not end in .gif")
+    check_outputs(args, files={"--json": "json", "--render": "render"})
     try:
         pol = load_policies(args.checkpoint)
         key = jax.random.PRNGKey(args.seed)
@@ -205,6 +217,16 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
     """The run's config from the parsed options (the world options resolved)."""
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (the run's total)")
+    if args.batch_size > args.capacity:
+        raise ValueError(f"--batch-size ({args.batch_size}) must be <= --capacity "
+                         f"({args.capacity}), the replay rows it draws from")
+    if args.learning_starts > args.capacity:
+        raise ValueError(f"--learning-starts ({args.learning_starts}) must be <= --capacity "
+                         f"({args.capacity})")
+    if args.env.startswith("jaxmarl:") and args.env.removeprefix("jaxmarl:") not in \
+            JAXMARL_SUPPORTED:
+        raise ValueError(f"--env {args.env} is not supported; JaxMARL environments: "
+                         + ", ".join(f"jaxmarl:{n}" for n in JAXMARL_SUPPORTED))
     if args.env != "tag":
         if args.env != "spread" and args.agents is not None:
             raise ValueError(f"--agents does not apply to {args.env} (its size is the JaxMARL "
@@ -230,6 +252,12 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
             require_jaxmarl()
         except ImportError as err:  # one line, naming the extra
             raise ValueError(str(err)) from None
+    with flag_names(FLAGS):
+        return _config(args, agents, prey, obstacles)
+
+
+def _config(args: argparse.Namespace, agents: int | None, prey: int | None,
+            obstacles: int | None) -> MARLConfig:
     return MARLConfig(
         algo=args.algo, env=args.env,
         num_agents=_DEFAULTS.num_agents if agents is None else agents, num_prey=prey,
@@ -259,10 +287,13 @@ def _open_checkpoints(args: argparse.Namespace, config: MARLConfig) -> Any:
 def run(args: argparse.Namespace) -> int:
     """Plan, train (in checkpointed segments with ``--checkpoint``), print a one-line summary,
     optionally write the report."""
+    check_outputs(args, files={"--json": "json"})  # before any work (--checkpoint: below)
+    check_checkpoint_arguments(args)
     config = config_from_args(args)
     checkpoints = _open_checkpoints(args, config)
     try:
-        return _run(args, config, checkpoints)
+        with flag_names(FLAGS):
+            return _run(args, config, checkpoints)
     finally:
         if checkpoints is not None:
             checkpoints.close()
