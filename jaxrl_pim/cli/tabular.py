@@ -41,6 +41,8 @@ from jaxrl_pim.cli._common import (
     HelpFormatter,
     add_checkpoint_arguments,
     check_checkpoint_arguments,
+    check_outputs,
+    flag_names,
     show_progress,
 )
 from jaxrl_pim.distributed import describe_lost_peer
@@ -61,6 +63,9 @@ from jaxrl_pim.tabular.trainer import ALGOS, RNGS, TabularConfig
 ENVS = ("frozenlake", "taxi", "cliffwalking")
 PROG = "jaxrl-pim tabular"
 DEFAULT_ENV = "frozenlake"
+#: TabularConfig fields -> the flags that set them (errors name what the user typed).
+FLAGS = {"num_cores": "--cores", "sync_period": "--sync-period", "num_episodes": "--episodes",
+         "num_states": "--num-states", "num_actions": "--num-actions"}
 
 
 def register(subparsers: Any) -> None:
@@ -209,20 +214,24 @@ def _fingerprint(config: TabularConfig, args: argparse.Namespace, env_name: str 
 
 def main(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
+    # the cheap checks and every output path first: a bad one never costs a run's results
+    if args.eval_episodes < 1:
+        raise ValueError(f"--eval-episodes must be >= 1, got {args.eval_episodes}")
+    _positive("--transitions", args.transitions)
+    check_checkpoint_arguments(args)
+    check_outputs(args, files={"--json": "json", "--save-q": "save_q"})
     procs = launch.initialize_from_args(args, PROG)  # before any jax work
     console = Console(stderr=True)
     env_name, env, env_params, model, num_states, num_actions, terminal = _mdp(args)
     independent = args.agents is not None
-    config = TabularConfig(
-        num_states=num_states, num_actions=num_actions, algo=args.algo,
-        sampling=args.sampling, dtype=args.dtype,
-        num_cores=args.agents if independent else args.cores,
-        sync_period=args.sync_period, num_episodes=args.episodes, rng=args.rng,
-        independent=independent,
-    )
-    if args.eval_episodes < 1:
-        raise ValueError(f"--eval-episodes must be >= 1, got {args.eval_episodes}")
-    check_checkpoint_arguments(args)
+    with flag_names(dict(FLAGS, num_cores="--agents" if independent else "--cores")):
+        config = TabularConfig(
+            num_states=num_states, num_actions=num_actions, algo=args.algo,
+            sampling=args.sampling, dtype=args.dtype,
+            num_cores=args.agents if independent else args.cores,
+            sync_period=args.sync_period, num_episodes=args.episodes, rng=args.rng,
+            independent=independent,
+        )
     key = jax.random.key(args.seed)
     k_data, k_train, k_eval = jax.random.split(key, 3)
     t0 = time.perf_counter()
@@ -257,6 +266,12 @@ def main(args: argparse.Namespace) -> int:
 
         checkpoints = Checkpoints(args.checkpoint, keep=3,
                                   fingerprint=_fingerprint(config, args, env_name))
+        if args.resume:  # another kind of run or configuration: refused before any line
+            try:
+                checkpoints.check_record()
+            except BaseException:
+                checkpoints.close()
+                raise
     if procs.is_main:
         _print_size(config, dataset_rows, checkpoints, args)
     if procs.count > 1:
