@@ -38,9 +38,16 @@ from jaxrl_pim.cli._common import (
     HelpFormatter,
     add_checkpoint_arguments,
     check_checkpoint_arguments,
+    check_outputs,
+    flag_names,
     show_progress,
 )
 from jaxrl_pim.progress import RichProgress
+
+#: ActorQ config fields -> the flags that set them (errors name what the user typed).
+FLAGS = {"num_actors": "--actors", "envs_per_actor": "--envs-per-actor",
+         "actor_update_period": "--actor-update-period", "total_steps": "--steps",
+         "hidden_sizes": "--hidden", "env_name": "--env", "actor_compute": "--actor-compute"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -139,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from jaxrl_pim.report import make_report, write_json
 
     check_checkpoint_arguments(args)
+    check_outputs(args, files={"--json": "json"})  # before any work
     if args.ray_address is not None and args.mode != "ray":
         raise ValueError("--ray-address needs --mode ray")
     if args.ray_address is not None:
@@ -154,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
         overrides["hidden_sizes"] = tuple(args.hidden)
     precisions = list(dict.fromkeys(args.precision))
     # the report's config carries the first precision; results hold one run per precision
-    config = default_config(args.algo, args.env, precision=precisions[0], **overrides)
+    with flag_names(FLAGS):
+        config = default_config(args.algo, args.env, precision=precisions[0], **overrides)
     energy = EnergyTracker(enabled=args.energy, country_iso_code=args.country)
 
     def progress(p: str):
@@ -162,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             return contextlib.nullcontext(None)
         return RichProgress(f"actorq {config.algo} {config.env_name} {p} ({args.mode})")
 
-    with energy:
+    with energy, flag_names(FLAGS):
         result = compare_precisions(config, precisions, args.mode, args.seed, progress,
                                     ray_address=args.ray_address,
                                     checkpoint_dir=args.checkpoint,

@@ -18,7 +18,12 @@ import argparse
 import sys
 from typing import Any
 
-from jaxrl_pim.cli._common import HelpFormatter
+from jaxrl_pim.cli._common import HelpFormatter, check_outputs, flag_names
+
+#: Study config fields -> the flags that set them (errors name what the user typed).
+FLAGS = {"num_seeds": "--seeds", "eval_episodes": "--episodes",
+         "timesteps_scale": "--timesteps-scale", "delay_fraction": "--delay",
+         "include_biases": "--no-biases", "per_channel": "--per-channel"}
 
 
 def _log(msg: str) -> None:
@@ -108,12 +113,14 @@ def run_ptq_command(args: argparse.Namespace) -> int:
     from jaxrl_pim.studies.gap import gap_ablation_tasks, run_gap_ablation
     from jaxrl_pim.studies.ptq import PTQConfig, run_ptq
 
-    config = PTQConfig(
-        tasks=tuple(args.tasks), num_seeds=args.seeds, eval_episodes=args.episodes,
-        bits=tuple(args.bits), scheme=args.scheme, per_channel=args.per_channel,
-        include_biases=not args.no_biases, timesteps_scale=args.timesteps_scale,
-        seed=args.seed,
-    )
+    check_outputs(args, files={"--json": "json"})  # before any work
+    with flag_names(FLAGS):
+        config = PTQConfig(
+            tasks=tuple(args.tasks), num_seeds=args.seeds, eval_episodes=args.episodes,
+            bits=tuple(args.bits), scheme=args.scheme, per_channel=args.per_channel,
+            include_biases=not args.no_biases, timesteps_scale=args.timesteps_scale,
+            seed=args.seed,
+        )
     results: dict[str, Any] = {}
     timing: dict[str, Any] = {}
     results["ptq"], timing["ptq"] = run_ptq(config, log=_log)
@@ -137,11 +144,13 @@ def run_qat_command(args: argparse.Namespace) -> int:
     from jaxrl_pim.studies import report
     from jaxrl_pim.studies.qat import QATStudyConfig, run_qat
 
-    config = QATStudyConfig(
-        tasks=tuple(args.tasks), bits=tuple(args.bits), delay_fraction=args.delay,
-        num_seeds=args.seeds, eval_episodes=args.episodes,
-        timesteps_scale=args.timesteps_scale, seed=args.seed,
-    )
+    check_outputs(args, files={"--json": "json"})  # before any work
+    with flag_names(FLAGS):
+        config = QATStudyConfig(
+            tasks=tuple(args.tasks), bits=tuple(args.bits), delay_fraction=args.delay,
+            num_seeds=args.seeds, eval_episodes=args.episodes,
+            timesteps_scale=args.timesteps_scale, seed=args.seed,
+        )
     results: dict[str, Any] = {}
     timing: dict[str, Any] = {}
     results["qat"], timing["qat"] = run_qat(config, log=_log)
