@@ -1,58 +1,69 @@
-"""Every accelerator number from one call: the GPU sections of the benchmarks in one run.
+"""Every accelerator number from one lease-sized call: the GPU parts of the benchmarks, by priority.
 
-    python benchmarks/gpu_suite.py --out DIR              # on one H100 / H200: ~25 minutes
-    python benchmarks/gpu_suite.py --out DIR --publish    # also into benchmarks/results/<device>/
-    python benchmarks/gpu_suite.py --smoke --out DIR      # any host, test sizes (the test suite)
+    python benchmarks/gpu_suite.py --archive DIR          # on one H100 / H200: at most 8 minutes
+    python benchmarks/gpu_suite.py --plan                 # the plan and its estimates, any host
+    python benchmarks/gpu_suite.py --smoke --archive DIR  # any host, test sizes (the rehearsal)
+    python benchmarks/gpu_suite.py --unpack ARCHIVE       # on the development machine: file it
 
-Sections, each one benchmark script in its own subprocess, in this order:
+The call is made for a borrowed machine: a bare GPU host, one command of at most 10 minutes,
+at most 8 files back. ``benchmarks/gpu_prepare.sh`` prints the one command that installs the
+wheels the device lacks and runs this suite there (docs/guide/reproduce-a-benchmark.md).
 
-=================  ======================  ==================================================
-section            script                  what it measures on the device
-=================  ======================  ==================================================
-``tabular``        ``tabular_gpu.py``      the lane kernels at full sizes (12 FrozenLake
-                                           variants at 2,000 lanes, 2,000 independent agents,
-                                           Taxi, strong scaling, ns per dependent step against
-                                           the floor estimate) and the lanes-per-program x
-                                           prefetch-depth sweep that picks the device's best
-                                           settings
-``marl_e2e``       ``marl_gpu.py``         MADDPG spread-3 / tag-3 over the 60,000-episode
-                                           schedule (if it fits its budget), time per 1,000
-                                           episodes at N = 6-48 per layout and sampling mode
-``marl_profile``   ``marl_profile.py``     phase shares at 3-48 agents, 1e6-row buffers
-``marl_sampling``  ``marl_sampling.py``    the samplers (faithful and fast, per layout) and
-                                           their bytes against the measured copy bandwidth
-``quant``          ``quant_inference.py``  actor inference fp32 / bf16 / fp16 / int8 at the
-                                           ActorQ sizes, batch 1 / 64 / 1,024; the broadcast
-=================  ======================  ==================================================
+Parts, each one benchmark script in its own subprocess, in priority order (what the call
+reaches first is what matters most):
 
-The plan (each section's estimated time and its time budget) is printed first. Each section
-runs with ``--out DIR`` (``--quick`` / ``--smoke`` passed on) under its budget, and with the
-script's ``--budget-s`` at a share of it, so the script stops starting new work and writes
-its file in time (the headline parts run first); one that fails or still runs out of time
-is stopped, recorded with its error, and the next one runs. Every
-results file goes into ``DIR``, with the section logs under ``DIR/logs/``; the suite's own
-file ``gpu_suite[_quick|_smoke].json`` records the device, the plan and what each section
-did and took. With ``--publish`` the results files (``.json``, ``.md``, plots) of the
-sections that completed, and the suite's file, are then copied into
-``benchmarks/results/<device>/``; the suite refuses to publish from a host without a GPU or
-TPU (numbers of a CPU are never filed as an accelerator's), and ``--smoke`` never publishes.
+====  ==================  ==================================================================
+tier  part                what it measures on the device (script and options)
+====  ==================  ==================================================================
+1     ``tabular``         FrozenLake 2,000 lanes, the 12 variants (worst and median), 2,000
+                          independent agents, ns per dependent step against the floor
+                          estimate (``tabular_gpu.py --sections frozenlake multiagent``)
+2     ``marl_e2e``        MADDPG seconds per 1,000 episodes on the paper's schedule at N = 3,
+                          24, 48 spread, default layout, faithful sampling, 1e6-row buffers
+                          where memory allows (``marl_gpu.py --parts scaling``)
+2     ``marl_profile``    MADDPG phase shares at 48 agents (``marl_profile.py --sizes 48``)
+3     ``marl_sampling``   the sampler round at N = 24 against the device's measured copy
+                          bandwidth (``marl_sampling.py --agents 24``)
+4     ``quant``           actor inference fp32 / bf16 / int8 at batch 1 and 1,024 at the
+                          ActorQ sizes (``quant_inference.py``)
+5     ``tabular_sweep``   lanes per program x prefetch depth (``tabular_gpu_sweep.json``)
+5     ``marl_schedule``   the 60k-episode spread-3 schedule (``marl_gpu_schedule.json``)
+====  ==================  ==================================================================
 
-Budgets (seconds, full sizes) add up to 24 minutes so the call ends within 25 on one H100 /
-H200; ``--budget SECTION=SECONDS`` changes one, ``--sections`` runs a subset. The suite itself
-uses only ``jax.default_backend``, ``jax.devices`` and ``Device.memory_stats`` (present in jax
-0.10 and 0.11) and passes no version-specific option to its scripts; it has been run on jax
-0.10.2 (``--smoke``, CPU).
+One deadline governs the call (``--deadline-s``, 480 s at full sizes, compiles included). A
+part starts only when its estimate fits the time left (otherwise it is recorded as skipped);
+it runs with its script's ``--budget-s`` at a share of its time, so the script stops starting
+new work and writes its file in time, and it is stopped at the deadline if it is still
+running. Each part writes into a folder of its own; only a part that ended cleanly has its
+files filed, so nothing half-written is ever filed.
+
+Everything comes back: at the end, at the deadline and on SIGTERM the suite writes its own
+file (``gpu_suite[_quick|_smoke].json``: device, plan, what each part did and took), packs
+the filed results (``benchmarks/results/<device>/``) and the logs into one archive under
+``--archive`` and prints a summary table to stdout. At most :data:`MAX_RETURNED_FILES` files
+land in ``--archive`` (:func:`returned_file_problems`).
+
+The estimates are estimates (``estimate_s``, seconds on one H100 / H200) until a GPU run's
+``seconds_by_part`` replaces them. The suite refuses to file CPU numbers as accelerator
+numbers: ``--publish`` and ``--unpack`` take only accelerator folders, and ``--smoke`` files
+are never filed. It uses only ``jax.default_backend``, ``jax.devices`` and
+``Device.memory_stats`` (jax 0.10 and 0.11). Provenance does not need ``git`` on the device:
+the commit and the changed paths are passed in (``JAXRL_PIM_SOURCE_COMMIT``,
+``JAXRL_PIM_SOURCE_DIRTY``; :func:`jaxrl_pim.report.passed_in_source_state`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from pathlib import Path
@@ -60,42 +71,82 @@ from typing import Any, NamedTuple
 
 import harness
 
-#: The whole call must end within this many seconds on one H100 / H200 (issue target).
-TARGET_S = 25 * 60
+#: Seconds of one full call on one H100 / H200, compiles included (the lease's command limit
+#: is 10 minutes; the rest is the install and the machine's own start).
+DEADLINE_S = {"full": 480.0, "quick": 480.0, "smoke": 240.0}
+#: Seconds kept back from the deadline to write the suite's file and pack the archive.
+RESERVE_S = 15.0
+#: The device tool returns at most this many files from ``--archive``, named in these
+#: characters, at most this many folders down.
+MAX_RETURNED_FILES = 8
+RETURNED_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+MAX_RETURNED_DEPTH = 2
 ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
+MODE_SUFFIX = {"full": "", "quick": "_quick", "smoke": "_smoke"}
 
 
-class Section(NamedTuple):
-    """One section: the script it runs and its estimated time / budget per mode (seconds)."""
+class Part(NamedTuple):
+    """One part: its tier, the script it runs with which options, and its time.
+
+    ``estimate_s`` is the estimated wall time per mode (seconds, compile included);
+    ``budget_share`` is the share of the part's time passed to the script as ``--budget-s``
+    (None: the script takes none); ``args`` are options beyond ``--out`` and the size flag,
+    per mode."""
 
     name: str
+    tier: int
     script: str
     stem: str
+    args: dict[str, list[str]]
     estimate_s: dict[str, float]
-    budget_s: dict[str, float]
+    budget_share: float | None
     doc: str
 
 
-SECTIONS: tuple[Section, ...] = (
-    Section("tabular", "tabular_gpu.py", "tabular_gpu",
-            {"full": 330, "quick": 120, "smoke": 40}, {"full": 400, "quick": 200, "smoke": 240},
-            "lane kernels, ns per dependent step vs floor, lanes x prefetch sweep"),
-    Section("marl_e2e", "marl_gpu.py", "marl_gpu",
-            {"full": 360, "quick": 150, "smoke": 60}, {"full": 400, "quick": 200, "smoke": 240},
-            "MADDPG 60k-episode schedule; s per 1,000 episodes at N = 6-48"),
-    Section("marl_profile", "marl_profile.py", "marl_profile",
-            {"full": 240, "quick": 90, "smoke": 40}, {"full": 280, "quick": 150, "smoke": 240},
-            "MADDPG phase shares, 3-48 agents, 1e6-row buffers"),
-    Section("marl_sampling", "marl_sampling.py", "marl_sampling",
-            {"full": 200, "quick": 90, "smoke": 30}, {"full": 240, "quick": 150, "smoke": 240},
-            "samplers per layout and mode, bytes vs copy bandwidth"),
-    Section("quant", "quant_inference.py", "quant_inference",
-            {"full": 60, "quick": 40, "smoke": 30}, {"full": 120, "quick": 90, "smoke": 240},
-            "actor inference fp32 / bf16 / fp16 / int8, broadcast"),
+def _same(args: list[str]) -> dict[str, list[str]]:
+    return {"full": args, "quick": args, "smoke": args}
+
+
+PARTS: tuple[Part, ...] = (
+    Part("tabular", 1, "tabular_gpu.py", "tabular_gpu",
+         _same(["--sections", "frozenlake", "multiagent"]),
+         {"full": 110, "quick": 60, "smoke": 20}, 0.8,
+         "FrozenLake 2,000 lanes x 12 variants, 2,000 agents, ns per step vs floor"),
+    Part("marl_e2e", 2, "marl_gpu.py", "marl_gpu",
+         {"full": ["--parts", "scaling", "--agents", "3", "24", "48", "--layouts",
+                   "interleaved", "--modes", "faithful"],
+          "quick": ["--parts", "scaling", "--agents", "3", "24", "--layouts", "interleaved",
+                    "--modes", "faithful"],
+          "smoke": ["--parts", "scaling", "--agents", "3"]},
+         {"full": 90, "quick": 60, "smoke": 20}, 0.8,
+         "MADDPG s per 1,000 episodes, spread N = 3, 24, 48, default layout, faithful"),
+    Part("marl_profile", 2, "marl_profile.py", "marl_profile",
+         {"full": ["--sizes", "48"], "quick": ["--sizes", "24"], "smoke": []},
+         {"full": 50, "quick": 40, "smoke": 20}, 0.8,
+         "MADDPG phase shares at 48 agents, 1e6-row buffers where they fit"),
+    Part("marl_sampling", 3, "marl_sampling.py", "marl_sampling",
+         {"full": ["--agents", "24"], "quick": ["--agents", "24"], "smoke": []},
+         {"full": 45, "quick": 40, "smoke": 20}, 0.6,
+         "the sampler round at N = 24 against the measured copy bandwidth"),
+    Part("quant", 4, "quant_inference.py", "quant_inference",
+         {"full": ["--precisions", "fp32", "bf16", "int8", "--batches", "1", "1024"],
+          "quick": ["--precisions", "fp32", "bf16", "int8", "--batches", "1", "1024"],
+          "smoke": ["--precisions", "fp32", "int8"]},
+         {"full": 30, "quick": 30, "smoke": 15}, None,
+         "actor inference fp32 / bf16 / int8, batch 1 and 1,024"),
+    Part("tabular_sweep", 5, "tabular_gpu.py", "tabular_gpu_sweep",
+         _same(["--sections", "sweep", "--file-tag", "sweep"]),
+         {"full": 60, "quick": 40, "smoke": 20}, 0.8,
+         "lanes per program x prefetch depth (the device's best settings)"),
+    Part("marl_schedule", 5, "marl_gpu.py", "marl_gpu_schedule",
+         _same(["--parts", "schedule", "--schedule-envs", "spread", "--file-tag", "schedule"]),
+         {"full": 60, "quick": 40, "smoke": 20}, 0.85,
+         "MADDPG spread-3 over the 60,000-episode schedule"),
 )
-BY_NAME = {s.name: s for s in SECTIONS}
-#: Seconds the suite itself needs around the sections (device probe, writing, copying).
-OVERHEAD_S = 60
+BY_NAME = {p.name: p for p in PARTS}
+#: Seconds the suite itself needs around the parts (device probe, writing, packing): an
+#: estimate, like the parts'.
+OVERHEAD_S = 30
 
 PROBE = """
 import json, jax
@@ -106,10 +157,27 @@ print(json.dumps({"backend": jax.default_backend(), "device_kind": d.device_kind
                   "bytes_limit": stats.get("bytes_limit")}))
 """
 
+#: Summary keys shown in the closing table, per part (regular expressions over the part's
+#: summary keys).
+HEADLINE_KEYS: dict[str, str] = {
+    "tabular": r"^gpu_(frozenlake_2000_lanes_s(_median)?|multiagent_2000_s"
+               r"|frozenlake_ns_per_dependent_step_worst|frozenlake_worst_over_floor_estimate)$",
+    "marl_e2e": r"^spread\d+_interleaved_faithful_s_per_1000_episodes$",
+    "marl_profile": r"^estimated_sampling_share_",
+    "marl_sampling": r"_fraction_of_copy_bw_24$",
+    "quant": r"^(int8|bf16)_speedup_vs_fp32_paper_b\d+$",
+    "tabular_sweep": r"^sweep_best_(lanes_per_block|prefetch)$",
+    "marl_schedule": r"^spread3_(schedule_s|s_per_1000_episodes_full_schedule)$",
+}
+
+
+class Interrupted(Exception):
+    """SIGTERM reached the suite: pack what finished and stop."""
+
 
 def probe_device(env: dict[str, str], timeout_s: float = 300) -> dict[str, Any]:
     """Backend, device kind and count, jax version and the memory limit, from a subprocess
-    (the suite's own process holds no device memory while the sections run)."""
+    (the suite's own process holds no device memory while the parts run)."""
     proc = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
                           text=True, timeout=timeout_s)
     if proc.returncode != 0:
@@ -117,40 +185,41 @@ def probe_device(env: dict[str, str], timeout_s: float = 300) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def section_args(section: Section, mode: str, device: dict[str, Any], budget_s: float
-                 ) -> list[str]:
-    """Command-line options of a section's script beyond ``--out`` and the size flag."""
-    # No new piece of work starts after this share of the budget, so each script writes its
-    # file before the suite stops it (the pieces are whole sections, configurations or agent
-    # counts, so the headroom is larger where one piece is long).
-    share = {"tabular": 0.75, "marl_e2e": 0.85, "marl_profile": 0.8, "marl_sampling": 0.6,
-             "quant": None}[section.name]
-    args = [] if share is None else ["--budget-s", f"{share * budget_s:.0f}"]
-    if section.name == "marl_profile" and mode != "smoke":
-        args += ["--sizes", "3", "6", "12", "24", "48"] if mode == "full" else []
-        if device.get("bytes_limit"):
-            # the profiler holds the state and a filled copy: a third of the device each
-            args += ["--budget-gib", f"{0.3 * device['bytes_limit'] / 2**30:.1f}"]
+def part_args(part: Part, mode: str, device: dict[str, Any], budget_s: float) -> list[str]:
+    """Options of a part's script beyond ``--out`` and the size flag; ``budget_s`` is the
+    time the part may take (seconds)."""
+    args = list(part.args[mode])
+    if part.budget_share is not None:
+        args += ["--budget-s", f"{max(1.0, part.budget_share * budget_s):.0f}"]
+    if part.name == "marl_profile" and mode != "smoke" and device.get("bytes_limit"):
+        # the profiler holds the state and a filled copy: a third of the device each
+        args += ["--budget-gib", f"{0.3 * device['bytes_limit'] / 2**30:.1f}"]
     return args
 
 
-def plan(mode: str, names: list[str], budgets: dict[str, float]) -> list[dict[str, Any]]:
-    """The sections to run with their estimated time and budget (seconds)."""
-    return [{"section": n, "script": f"benchmarks/{BY_NAME[n].script}",
-             "estimate_s": BY_NAME[n].estimate_s[mode], "budget_s": budgets[n],
+def plan(mode: str, names: list[str], estimates: dict[str, float]) -> list[dict[str, Any]]:
+    """The parts to run, in priority order, with their tier and estimated time (seconds)."""
+    return [{"part": n, "tier": BY_NAME[n].tier, "script": f"benchmarks/{BY_NAME[n].script}",
+             "stem": BY_NAME[n].stem + MODE_SUFFIX[mode], "estimate_s": estimates[n],
              "measures": BY_NAME[n].doc} for n in names]
 
 
-def print_plan(rows: list[dict[str, Any]], mode: str, device: dict[str, Any]) -> None:
+def plan_total_s(rows: list[dict[str, Any]]) -> float:
+    """The plan's estimated seconds: every part and the suite's own overhead."""
+    return sum(r["estimate_s"] for r in rows) + OVERHEAD_S
+
+
+def print_plan(rows: list[dict[str, Any]], mode: str, device: dict[str, Any],
+               deadline_s: float) -> None:
     """The plan, before anything runs."""
     print(f"GPU suite plan ({mode} sizes) on {device['backend']}: {device['device_count']} x "
-          f"{device['device_kind']} (jax {device['jax']})", flush=True)
+          f"{device['device_kind']} (jax {device['jax']}); deadline {deadline_s:.0f} s",
+          flush=True)
     for r in rows:
-        print(f"  {r['section']:<14} {r['script']:<32} ~{r['estimate_s'] / 60:4.1f} min "
-              f"(budget {r['budget_s'] / 60:4.1f} min): {r['measures']}", flush=True)
-    total = sum(r["estimate_s"] for r in rows)
-    limit = sum(r["budget_s"] for r in rows) + OVERHEAD_S
-    print(f"  estimated {total / 60:.1f} min, at most {limit / 60:.1f} min", flush=True)
+        print(f"  tier {r['tier']} {r['part']:<14} {r['script']:<30} "
+              f"~{r['estimate_s']:4.0f} s (estimate): {r['measures']}", flush=True)
+    print(f"  estimated {plan_total_s(rows):.0f} s with {OVERHEAD_S} s of overhead "
+          f"(estimates, not measurements)", flush=True)
 
 
 def _pump(stream: Any, log: Any, prefix: str) -> None:
@@ -161,12 +230,27 @@ def _pump(stream: Any, log: Any, prefix: str) -> None:
         sys.stdout.flush()
 
 
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM to the process group, SIGKILL after 10 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def run_section(cmd: list[str], env: dict[str, str], budget_s: float, log_path: Path,
                 name: str) -> dict[str, Any]:
-    """Run one section's command under its budget; ``{status, returncode, seconds, error}``.
+    """Run one part's command for at most ``budget_s`` seconds; ``{status, returncode,
+    seconds, error}`` with status ``ok``, ``failed``, ``stopped at the deadline`` or (when
+    SIGTERM interrupts the suite: :class:`Interrupted` is re-raised after the part is
+    stopped and its row filled into ``Interrupted.args[0]``) ``interrupted``.
 
-    Past the budget the section's process group (the process this function started and its
-    children) is sent SIGTERM, then SIGKILL after 10 s."""
+    A part past its time has its process group (the process started here and its children)
+    sent SIGTERM, then SIGKILL after 10 s."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with log_path.open("w") as log:
@@ -176,20 +260,22 @@ def run_section(cmd: list[str], env: dict[str, str], budget_s: float, log_path: 
         pump.start()
         timed_out = False
         try:
-            proc.wait(timeout=budget_s)
+            proc.wait(timeout=max(budget_s, 0.1))
         except subprocess.TimeoutExpired:
             timed_out = True
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            _stop(proc)
+        except Interrupted:
+            _stop(proc)
+            pump.join(timeout=10)
+            raise Interrupted({"status": "interrupted", "returncode": proc.returncode,
+                               "seconds": time.perf_counter() - t0,
+                               "error": "the suite received SIGTERM while it ran"}) from None
         pump.join(timeout=10)
     seconds = time.perf_counter() - t0
     out: dict[str, Any] = {"returncode": proc.returncode, "seconds": seconds, "error": None}
     if timed_out:
-        out.update(status="timed out", error=f"stopped after its budget of {budget_s:.0f} s")
+        out.update(status="stopped at the deadline",
+                   error=f"stopped after the {budget_s:.0f} s left to it")
     elif proc.returncode != 0:
         tail = [ln for ln in log_path.read_text().splitlines() if ln.strip()][-3:]
         out.update(status="failed", error=f"exit status {proc.returncode}: "
@@ -200,88 +286,287 @@ def run_section(cmd: list[str], env: dict[str, str], budget_s: float, log_path: 
 
 
 def section_files(folder: Path, stem: str) -> list[Path]:
-    """A section's results files in ``folder``: ``<stem>.json``, its ``.md`` and plots
-    (not the ``.partial`` file a run cut short leaves)."""
+    """A part's results files in ``folder``: ``<stem>.json``, its ``.md`` and plots (not the
+    ``.partial`` file a run cut short leaves)."""
     return sorted(p for p in folder.iterdir()
                   if p.is_file() and ".partial" not in p.name
                   and (p.stem == stem or (p.suffix == ".png" and p.stem.startswith(stem + "_"))))
 
 
+def headline(path: Path, part: str) -> dict[str, Any]:
+    """The summary keys of the part's results file that :data:`HEADLINE_KEYS` names."""
+    try:
+        summary = json.loads(path.read_text()).get("summary", {})
+    except (OSError, ValueError):
+        return {}
+    pattern = re.compile(HEADLINE_KEYS.get(part, "(?!)"))
+    return {k: v for k, v in summary.items() if pattern.search(k)
+            and isinstance(v, int | float | str | bool | type(None))}
+
+
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
-    """What ran, how long each section took and whether the call fit 25 minutes."""
+    """What ran, how long each part took against its estimate, and whether the call kept its
+    deadline; the tier-1 and other headline keys as the parts' files hold them."""
     res, cfg = report["results"], report["config"]
-    rows = res["sections"]
+    rows = res["parts"]
     total = res["total_s"]
-    return {
+    out: dict[str, Any] = {
         "device": res["device"]["device_kind"],
         "backend": res["device"]["backend"],
         "mode": cfg["mode"],
         "total_s": total,
-        "within_25_min": total <= TARGET_S,
-        "seconds_by_section": {r["section"]: r["seconds"] for r in rows},
-        "sections_ok": [r["section"] for r in rows if r["status"] == "ok"],
-        "sections_not_ok": {r["section"]: r["error"] for r in rows if r["status"] != "ok"},
+        "deadline_s": cfg["deadline_s"],
+        "within_deadline": total <= cfg["deadline_s"],
+        "plan_estimate_s": cfg["plan_estimate_s"],
+        "seconds_by_part": {r["part"]: r.get("seconds") for r in rows},
+        "parts_ok": [r["part"] for r in rows if r["status"] == "ok"],
+        "parts_not_ok": {r["part"]: f"{r['status']}: {r.get('error') or ''}".rstrip(": ")
+                         for r in rows if r["status"] != "ok"},
+        "interrupted": res["interrupted"],
     }
+    for r in rows:
+        out.update(r.get("headline") or {})
+    return out
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, float):
+        return f"{x:.3g}"
+    return str(x)
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    """The plan against what each section did."""
+    """The plan against what each part did, and the headline numbers."""
     res, cfg = report["results"], report["config"]
     dev = res["device"]
     lines = [f"Device: {dev['backend']}, {dev['device_count']} x {dev['device_kind']} (jax "
              f"{dev['jax']}); {cfg['mode']} sizes; whole call {res['total_s']:.0f} s "
-             f"(target {TARGET_S} s).", "",
-             "| section | script | estimated s | budget s | took s | status | results file |",
+             f"(deadline {cfg['deadline_s']:.0f} s; the plan's estimate "
+             f"{cfg['plan_estimate_s']:.0f} s).", "",
+             "| tier | part | script | estimated s | took s | status | results file |",
              "|---|---|---|---|---|---|---|"]
-    for r in res["sections"]:
+    for r in res["parts"]:
         status = r["status"] + (f": {r['error'][:100]}" if r.get("error") else "")
-        files = ", ".join(f"`{f}`" for f in r["files"] if f.endswith(".json"))
-        lines.append(f"| {r['section']} | `{r['script']}` | {r['estimate_s']:.0f} | "
-                     f"{r['budget_s']:.0f} | {r['seconds']:.1f} | {status} | {files} |")
+        files = ", ".join(f"`{f}`" for f in r.get("files", []) if f.endswith(".json"))
+        took = "" if r.get("seconds") is None else f"{r['seconds']:.1f}"
+        lines.append(f"| {r['tier']} | {r['part']} | `{r['script']}` | {r['estimate_s']:.0f} | "
+                     f"{took} | {status} | {files} |")
+    heads = [(r["part"], k, v) for r in res["parts"] for k, v in (r.get("headline") or {}).items()]
+    if heads:
+        lines += ["", "| part | summary key | value |", "|---|---|---|"]
+        lines += [f"| {p} | `{k}` | {_fmt(v)} |" for p, k, v in heads]
     return "\n".join(lines) + "\n"
 
 
-def _budget_overrides(items: list[str]) -> dict[str, float]:
+def returned_file_problems(folder: Path) -> list[str]:
+    """What the device tool would not bring back from ``folder``: more than
+    :data:`MAX_RETURNED_FILES` files, a name outside letters, digits, ``.``, ``_`` and ``-``,
+    a file more than :data:`MAX_RETURNED_DEPTH` folders down, or anything but a plain file
+    or folder."""
+    out, files = [], []
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        if any(not RETURNED_NAME.match(part) for part in rel.parts):
+            out.append(f"{rel}: a name outside [A-Za-z0-9._-]")
+        if p.is_symlink() or not (p.is_file() or p.is_dir()):
+            out.append(f"{rel}: not a plain file or folder")
+        elif p.is_file():
+            files.append(rel)
+            if len(rel.parts) - 1 > MAX_RETURNED_DEPTH:
+                out.append(f"{rel}: more than {MAX_RETURNED_DEPTH} folders down")
+    if len(files) > MAX_RETURNED_FILES:
+        out.append(f"{len(files)} files, more than {MAX_RETURNED_FILES}")
+    return out
+
+
+def pack(out: Path, archive_dir: Path, device_folder: str, stem: str, table: str) -> Path:
+    """One archive ``<stem>-<device>.tar.gz`` in ``archive_dir`` holding the filed results
+    (``benchmarks/results/<device>/``) and the logs under ``out``, and the summary table
+    beside it (``<stem>-<device>.md``): two files."""
+    archive_dir.mkdir(parents=True, exist_ok=True)
+    path = archive_dir / f"{stem}-{device_folder}.tar.gz"
+    tmp = path.with_name(path.name + ".tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for sub in ("benchmarks", "logs"):
+            if (out / sub).exists():
+                tar.add(out / sub, arcname=sub)
+    os.replace(tmp, path)
+    path.with_name(f"{stem}-{device_folder}.md").write_text(table)
+    return path
+
+
+def unpack(archive: Path, root: Path = harness.ROOT) -> list[Path]:
+    """File a returned archive's results into ``root/benchmarks/results/<device>/`` exactly as
+    the device wrote them (bytes unchanged; files of the same name are replaced). Refuses
+    (ValueError) members outside ``benchmarks/results/<device>/``, a ``cpu`` folder and
+    ``_smoke`` files: only an accelerator's full or quick results are filed."""
+    written = []
+    with tarfile.open(archive, "r:gz") as tar:
+        members = [m for m in tar.getmembers() if m.isfile()]
+        chosen = []
+        for m in members:
+            parts = Path(m.name).parts
+            if parts[:1] == ("logs",):
+                continue
+            if (len(parts) != 4 or parts[:2] != ("benchmarks", "results") or ".." in parts
+                    or not RETURNED_NAME.match(parts[2]) or not RETURNED_NAME.match(parts[3])):
+                raise ValueError(f"{archive}: member {m.name!r} is not a results file under "
+                                 "benchmarks/results/<device>/")
+            if parts[2] == "cpu":
+                raise ValueError(f"{archive}: holds CPU results ({m.name}); the GPU suite "
+                                 "files only accelerator numbers")
+            if "_smoke" in parts[3]:
+                raise ValueError(f"{archive}: holds a --smoke file ({m.name}); test sizes "
+                                 "are never filed")
+            chosen.append((m, root.joinpath(*parts)))
+        if not chosen:
+            raise ValueError(f"{archive}: no results files under benchmarks/results/<device>/")
+        for m, dest in chosen:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            data = tar.extractfile(m)
+            assert data is not None
+            tmp = dest.with_name(dest.name + ".tmp")
+            tmp.write_bytes(data.read())
+            os.replace(tmp, dest)
+            written.append(dest)
+    return written
+
+
+def _overrides(items: list[str], flag: str) -> dict[str, float]:
     out = {}
     for item in items:
         name, _, value = item.partition("=")
-        if name not in BY_NAME or not value:
-            raise SystemExit(f"--budget takes SECTION=SECONDS with SECTION one of "
-                             f"{', '.join(BY_NAME)}; got {item!r}")
-        out[name] = float(value)
-        if out[name] <= 0:
-            raise SystemExit(f"--budget {item}: seconds must be > 0")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if name not in BY_NAME or seconds <= 0:
+            raise SystemExit(f"{flag} takes PART=SECONDS with PART one of "
+                             f"{', '.join(BY_NAME)} and SECONDS > 0; got {item!r}")
+        out[name] = seconds
     return out
 
 
 def parser() -> argparse.ArgumentParser:
-    """The suite's options (``--out`` and ``--publish`` go together here)."""
+    """The suite's options."""
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true",
-                      help="every section at --quick sizes (files *_quick.*; default: off)")
+                      help="every part at --quick sizes (files *_quick.*; default: off)")
     size.add_argument("--smoke", action="store_true",
-                      help="every section at --smoke sizes: seconds each, any host, numbers "
-                           "meaningless, never published (default: off)")
+                      help="every part at --smoke sizes: seconds each, any host, numbers "
+                           "meaningless, never filed (default: off)")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="folder for every results file and log (default: a fresh folder "
-                        "out/gpu_suite-<UTC time>/ that git ignores)")
+                   help="working folder for every results file and log (default: a fresh "
+                        "folder out/gpu_suite-<UTC time>/ that git ignores)")
+    p.add_argument("--archive", type=Path, default=None, metavar="DIR",
+                   help="also pack the filed results and logs into one archive here, with "
+                        "the summary table beside it: two files (on the device: $OUT; "
+                        "default: no archive)")
     p.add_argument("--publish", action="store_true",
-                   help="also copy the results files into benchmarks/results/<device>/ "
-                        "(refused on a host without a GPU / TPU; default: off)")
-    p.add_argument("--sections", nargs="+", choices=list(BY_NAME), default=list(BY_NAME),
-                   help="sections to run, in the suite's order (default: all)")
-    p.add_argument("--budget", action="append", default=[], metavar="SECTION=SECONDS",
-                   help="time budget of one section (repeatable; default: the plan's)")
+                   help="also copy the filed results into benchmarks/results/<device>/ of "
+                        "this checkout (refused on a host without a GPU / TPU; default: off)")
+    p.add_argument("--parts", nargs="+", choices=list(BY_NAME), default=list(BY_NAME),
+                   help="parts to run, in the suite's order (default: all)")
+    p.add_argument("--deadline-s", type=float, default=None,
+                   help="seconds the whole call may take, compiles included (default: 480; "
+                        "--smoke 240)")
+    p.add_argument("--estimate", action="append", default=[], metavar="PART=SECONDS",
+                   help="the estimated time of one part (repeatable; default: the plan's)")
+    p.add_argument("--budget", action="append", default=[], metavar="PART=SECONDS",
+                   help="stop one part after SECONDS even when the deadline is further "
+                        "(repeatable; default: only the deadline stops a part)")
     p.add_argument("--plan", action="store_true",
                    help="print the plan and exit (default: off)")
+    p.add_argument("--unpack", type=Path, default=None, metavar="ARCHIVE",
+                   help="file a returned archive into benchmarks/results/<device>/ unchanged "
+                        "and exit")
     return p
 
 
+class _Deadline:
+    """Seconds left before the call's deadline, less the packing reserve."""
+
+    def __init__(self, seconds: float) -> None:
+        self.t0, self.seconds = time.perf_counter(), seconds
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def left(self) -> float:
+        return self.seconds - RESERVE_S - self.elapsed()
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Interrupted({})
+
+
+def run_parts(rows: list[dict[str, Any]], mode: str, device: dict[str, Any], env: dict[str, str],
+              out: Path, staged: Path, deadline: _Deadline,
+              budgets: dict[str, float] | None = None) -> bool:
+    """Run the planned parts in order under the deadline (and a part's own budget in
+    ``budgets``, seconds), filling each row; True when SIGTERM interrupted the run."""
+    budgets = budgets or {}
+    size_flag = {"full": [], "quick": ["--quick"], "smoke": ["--smoke"]}[mode]
+    here = Path(__file__).resolve().parent
+    for i, row in enumerate(rows):
+        part = BY_NAME[row["part"]]
+        left = deadline.left()
+        row.update(files=[], headline={}, seconds=None)
+        if row["estimate_s"] > left:
+            row.update(status="skipped", error=f"estimated {row['estimate_s']:.0f} s, "
+                       f"{max(left, 0):.0f} s left before the deadline")
+            print(f"== {part.name}: skipped ({row['error']})", flush=True)
+            continue
+        work = out / "work" / part.name
+        work.mkdir(parents=True, exist_ok=True)
+        limit = min(left, budgets.get(part.name, left))
+        cmd = [sys.executable, str(here / part.script), *size_flag, "--out", str(work),
+               *part_args(part, mode, device, min(limit, 2 * row["estimate_s"]))]
+        row["command"] = " ".join(["python", f"benchmarks/{part.script}", *cmd[2:]])
+        print(f"== {part.name} (tier {part.tier}, {left:.0f} s left): {row['command']}",
+              flush=True)
+        try:
+            row.update(run_section(cmd, env, limit, out / "logs" / f"{part.name}.log",
+                                   part.name))
+            if row["status"] == "stopped at the deadline" and limit < left:
+                row.update(status="stopped at its budget",
+                           error=f"stopped after its --budget of {limit:.0f} s")
+        except Interrupted as stop:
+            row.update(stop.args[0] if stop.args and stop.args[0] else
+                       {"status": "interrupted", "error": "SIGTERM"})
+            for later in rows[i + 1:]:
+                later.update(status="not started", error="the suite received SIGTERM",
+                             files=[], headline={}, seconds=None)
+            return True
+        if row["status"] == "ok":
+            for p in section_files(work, row["stem"]):
+                shutil.copy2(p, staged / p.name)
+                row["files"].append(p.name)
+            row["headline"] = headline(staged / f"{row['stem']}.json", part.name)
+            if not row["files"]:
+                row.update(status="failed", error="ended without writing its results file")
+        print(f"== {part.name}: {row['status']} in {row['seconds']:.0f} s "
+              f"(estimated {row['estimate_s']:.0f} s)", flush=True)
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Probe the device, print the plan, run the sections, write and (maybe) publish."""
+    """Probe the device, print the plan, run the parts, write, pack and (maybe) publish."""
     args = parser().parse_args(argv)
+    if args.unpack is not None:
+        try:
+            written = unpack(args.unpack)
+        except (OSError, ValueError, tarfile.TarError) as err:
+            print(f"gpu_suite --unpack: {err}", file=sys.stderr)
+            return 2
+        for p in written:
+            print(f"filed {p.relative_to(harness.ROOT)}")
+        print("now: python benchmarks/make_docs.py, then commit these files unchanged")
+        return 0
     from jaxrl_pim import report
 
     run = report.RunRecord(None if argv is None else [__file__, *argv])
@@ -289,6 +574,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke and args.publish:
         print("--smoke results are never published", file=sys.stderr)
         return 2
+    deadline_s = args.deadline_s or DEADLINE_S[mode]
+    if deadline_s <= RESERVE_S:
+        print(f"--deadline-s must exceed the {RESERVE_S:.0f} s kept to pack the results",
+              file=sys.stderr)
+        return 2
+    deadline = _Deadline(deadline_s)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     env = dict(os.environ)
     env.setdefault("MPLBACKEND", "Agg")
     device = probe_device(env)
@@ -297,64 +589,63 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refusing to publish: this host's backend is {device['backend']!r}, not a GPU "
               "or TPU (CPU numbers are never filed as accelerator numbers)", file=sys.stderr)
         return 2
-    if args.publish:
-        state = report.git_state(harness.ROOT / "benchmarks")
-        if state["dirty"] or state["commit"] is None:
-            print("warning: publishing from uncommitted code or outside a git checkout: "
-                  "make_docs.py --check will reject these results files; commit first",
-                  file=sys.stderr, flush=True)
-    names = [s.name for s in SECTIONS if s.name in args.sections]
-    budgets = {s.name: s.budget_s[mode] for s in SECTIONS}
-    budgets.update(_budget_overrides(args.budget))
-    rows = plan(mode, names, budgets)
-    print_plan(rows, mode, device)
+    names = [p.name for p in PARTS if p.name in args.parts]
+    estimates = {p.name: p.estimate_s[mode] for p in PARTS}
+    estimates.update(_overrides(args.estimate, "--estimate"))
+    _overrides(args.budget, "--budget")  # checked before anything runs
+    rows = plan(mode, names, estimates)
+    print_plan(rows, mode, device, deadline_s)
     if args.plan:
         return 0
     if not accelerator and mode != "smoke":
         print("the GPU suite runs at full or --quick sizes only on a GPU / TPU; on this host "
               "use --smoke", file=sys.stderr)
         return 2
-    stem = {"full": "gpu_suite", "quick": "gpu_suite_quick", "smoke": "gpu_suite_smoke"}[mode]
+    stem = "gpu_suite" + MODE_SUFFIX[mode]
     out = args.out or harness.SCRATCH / f"gpu_suite-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     out = Path(out).resolve()
-    path = out / f"{stem}.json"
+    folder = harness.device_dir(device["backend"], device["device_kind"])
+    staged = out / "benchmarks" / "results" / folder
+    path = staged / f"{stem}.json"
     if path.exists():
         print(f"{path} exists; choose another --out folder", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
-    size_flag = {"full": [], "quick": ["--quick"], "smoke": ["--smoke"]}[mode]
-    here = Path(__file__).resolve().parent
-    t_all = time.perf_counter()
-    for row in rows:
-        section = BY_NAME[row["section"]]
-        cmd = [sys.executable, str(here / section.script), *size_flag, "--out", str(out),
-               *section_args(section, mode, device, row["budget_s"])]
-        row["command"] = " ".join(["python", f"benchmarks/{section.script}", *cmd[2:]])
-        print(f"== {section.name}: {row['command']}", flush=True)
-        row.update(run_section(cmd, env, row["budget_s"], out / "logs" / f"{section.name}.log",
-                               section.name))
-        stem_s = section.stem + {"full": "", "quick": "_quick", "smoke": "_smoke"}[mode]
-        row["files"] = [p.name for p in section_files(out, stem_s)]
-        print(f"== {section.name}: {row['status']} in {row['seconds']:.0f} s "
-              f"(estimated {row['estimate_s']:.0f} s)", flush=True)
-    total = time.perf_counter() - t_all
-    config = {"mode": mode, "sections": names, "budgets_s": budgets, "target_s": TARGET_S,
-              "publish": args.publish}
-    results = {"device": device, "sections": rows, "total_s": total}
+    staged.mkdir(parents=True, exist_ok=True)
+    interrupted = False
+    try:
+        interrupted = run_parts(rows, mode, device, env, out, staged, deadline,
+                                _overrides(args.budget, "--budget"))
+    except Interrupted:  # between parts
+        interrupted = True
+        for r in rows:
+            r.setdefault("status", "not started")
+            r.setdefault("error", "the suite received SIGTERM")
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # writing and packing finish
+    total = deadline.elapsed()
+    config = {"mode": mode, "parts": names, "estimates_s": estimates,
+              "budgets_s": _overrides(args.budget, "--budget"),
+              "plan_estimate_s": plan_total_s(rows), "deadline_s": deadline_s,
+              "reserve_s": RESERVE_S, "publish": args.publish}
+    results = {"device": device, "parts": rows, "total_s": total, "interrupted": interrupted}
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # the record's jax
     stored = harness.write(path, run=run, config=config, results=results,
                            timing_s={"total": total}, summarize=summarize,
                            markdown=render_markdown)
-    print(render_markdown(stored))
+    table = render_markdown(stored)
+    print(table, flush=True)
+    if args.archive is not None:
+        archive = pack(out, args.archive.resolve(), folder, stem, table)
+        problems = returned_file_problems(args.archive.resolve())
+        print(f"packed {archive}" + ("" if not problems else
+                                     "; the device tool would not return: " + "; ".join(problems)),
+              flush=True)
     if args.publish:
-        dest = harness.RESULTS / harness.device_dir(device["backend"], device["device_kind"])
+        dest = harness.RESULTS / folder
         dest.mkdir(parents=True, exist_ok=True)
-        copied = [p for r in rows if r["status"] == "ok" for p in map(out.joinpath, r["files"])]
-        copied += [path, path.with_suffix(".md")]
-        for p in copied:
+        for p in sorted(staged.iterdir()):
             shutil.copy2(p, dest / p.name)
-        print(f"published {len(copied)} files into {dest}; run python benchmarks/make_docs.py "
-              "and commit them", flush=True)
+        print(f"published {len(list(staged.iterdir()))} files into {dest}; run python "
+              "benchmarks/make_docs.py and commit them", flush=True)
     return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 

@@ -85,9 +85,21 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
     return p
 
 
+def add_file_tag(p: argparse.ArgumentParser, tags: tuple[str, ...]) -> None:
+    """``--file-tag TAG``: name the results file ``<name>_<TAG>[_quick].json``, for a second
+    invocation of one script with other parts selected (the GPU suite runs a script's
+    headline parts and, if time is left, its optional parts as separate files). The script
+    lists its tags in a module-level ``FILE_TAGS`` so ``make_docs.py --check`` accepts the
+    name."""
+    p.add_argument("--file-tag", choices=tags, default=None,
+                   help="write <name>_<TAG>.json instead of <name>.json (default: none)")
+
+
 def output_path(args: argparse.Namespace, name: str) -> Path:
-    """Where ``<name>[_quick].json`` goes under the convention above; refuses (ValueError)
-    to overwrite an existing file unless ``--publish`` was given."""
+    """Where ``<name>[_<file tag>][_quick].json`` goes under the convention above; refuses
+    (ValueError) to overwrite an existing file unless ``--publish`` was given."""
+    if getattr(args, "file_tag", None):
+        name = f"{name}_{args.file_tag}"
     stem = name
     if getattr(args, "quick", False):
         stem = f"{name}_quick"

@@ -272,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=None,
                    help="precisions of the inference table (default: all; int8_qwix only "
                         "when qwix is installed)")
+    p.add_argument("--batches", nargs="+", type=int, default=None,
+                   help="batch sizes of the inference table (default: 1 64 1024; --quick "
+                        "1 1024; --smoke 1)")
     args = p.parse_args(argv)
 
     from jaxrl_pim.xla_env import apply_cpu_workarounds
@@ -282,6 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     run = report.RunRecord(None if argv is None else [__file__, *argv])
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     size = SIZES[mode]
+    if args.batches:
+        if min(args.batches) < 1:
+            raise SystemExit(f"--batches must be >= 1; got {args.batches}")
+        size = {**size, "batches": list(args.batches)}
     precisions = list(args.precisions or PRECISIONS)
     if args.precisions is None:
         try:

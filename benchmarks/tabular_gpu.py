@@ -70,6 +70,9 @@ VARIANTS = [f"{a}-{s}-{d}" for a, s, d in itertools.product(("q", "sarsa"),
                                                              ("seq", "ran", "str"),
                                                              ("fp32", "int32"))]
 SECTIONS = ("frozenlake", "compare", "multiagent", "taxi", "scaling", "sweep")
+#: ``--file-tag``: the GPU suite files the sweep, run last if time is left, as
+#: ``tabular_gpu_sweep.json`` (``--sections sweep --file-tag sweep``).
+FILE_TAGS = ("sweep",)
 ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
 
 #: Published PIM time for 2,000 independent agents (10,000 FrozenLake rows each, 2,000
@@ -637,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=None,
                    help="seconds after which no further section starts (skipped sections "
                         "are named in the file; default: none)")
+    harness.add_file_tag(p, FILE_TAGS)
     args = p.parse_args(argv)
 
     from jaxrl_pim.xla_env import apply_cpu_workarounds

@@ -1,12 +1,18 @@
-"""The GPU suite (``benchmarks/gpu_suite.py``) on a CPU host: its plan fits 25 minutes, a
-smoke run writes every file into one folder and survives a section that runs out of time,
-a failing section is recorded with its error, and CPU numbers are never published."""
+"""The GPU suite (``benchmarks/gpu_suite.py``) and its device call (``gpu_prepare.sh``) on a
+CPU host: the plan fits the lease, the rehearsal through the prepared command (wheels in a
+``--target`` folder, the project on ``PYTHONPATH``) keeps its deadline and returns at most 8
+files, SIGTERM still packs the archive, a failing part is recorded with its error, and CPU
+numbers are never filed as accelerator numbers."""
 
 from __future__ import annotations
 
+import io
 import json
+import signal
 import subprocess
 import sys
+import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -22,30 +28,38 @@ def _suite():
     return make_docs.load_script(SUITE)
 
 
-def test_full_plan_fits_25_minutes_and_names_real_scripts() -> None:
+def test_plan_fits_the_lease_in_priority_order_and_names_real_scripts() -> None:
     suite = _suite()
-    full = sum(s.budget_s["full"] for s in suite.SECTIONS) + suite.OVERHEAD_S
-    assert full <= suite.TARGET_S == 25 * 60
-    for s in suite.SECTIONS:
-        assert (ROOT / "benchmarks" / s.script).is_file(), s.script
+    rows = suite.plan("full", list(suite.BY_NAME), {p.name: p.estimate_s["full"]
+                                                    for p in suite.PARTS})
+    # the whole plan, tier 5 included, by the suite's own estimates
+    assert suite.plan_total_s(rows) <= suite.DEADLINE_S["full"] == 480
+    assert [p.tier for p in suite.PARTS] == sorted(p.tier for p in suite.PARTS)
+    assert suite.PARTS[0].name == "tabular" and suite.PARTS[0].tier == 1
+    assert suite.PARTS[0].args["full"] == ["--sections", "frozenlake", "multiagent"]
+    for p in suite.PARTS:
+        assert (ROOT / "benchmarks" / p.script).is_file(), p.script
+        assert p.stem.startswith(Path(p.script).stem)
         for mode in ("full", "quick", "smoke"):
-            assert 0 < s.estimate_s[mode] <= s.budget_s[mode], (s.name, mode)
-    # every benchmark with a GPU section is in the suite
-    assert {s.script for s in suite.SECTIONS} == {
-        "tabular_gpu.py", "marl_gpu.py", "marl_profile.py", "marl_sampling.py",
-        "quant_inference.py"}
+            assert 0 < p.estimate_s[mode] < suite.DEADLINE_S[mode], (p.name, mode)
+    # a tagged second file of a script is a name make_docs accepts
+    for p in suite.PARTS:
+        if p.stem != Path(p.script).stem:
+            tag = p.stem.removeprefix(Path(p.script).stem + "_")
+            assert tag in make_docs.load_script(ROOT / "benchmarks" / p.script).FILE_TAGS
+            assert p.args["full"][-2:] == ["--file-tag", tag]
 
 
-def test_a_failing_section_is_recorded_with_its_error(tmp_path: Path) -> None:
+def test_a_failing_part_is_recorded_with_its_error(tmp_path: Path) -> None:
     suite = _suite()
     cmd = [sys.executable, "-c", "import sys; print('compile failed: boom'); sys.exit(3)"]
     row = suite.run_section(cmd, script_env(), 60, tmp_path / "logs" / "x.log", "x")
     assert row["status"] == "failed" and row["returncode"] == 3
     assert "exit status 3" in row["error"] and "boom" in row["error"]
     assert "boom" in (tmp_path / "logs" / "x.log").read_text()
-    ok = suite.run_section([sys.executable, "-c", "print('fine')"], script_env(), 60,
-                           tmp_path / "logs" / "y.log", "y")
-    assert ok["status"] == "ok" and ok["error"] is None and ok["seconds"] > 0
+    slow = suite.run_section([sys.executable, "-c", "import time; time.sleep(30)"],
+                             script_env(), 0.5, tmp_path / "logs" / "y.log", "y")
+    assert slow["status"] == "stopped at the deadline" and slow["seconds"] < 15
 
 
 def test_section_files_leave_out_partial_files_and_other_stems(tmp_path: Path) -> None:
@@ -58,31 +72,169 @@ def test_section_files_leave_out_partial_files_and_other_stems(tmp_path: Path) -
         "marl_profile.json", "marl_profile.md", "marl_profile.png"]
 
 
-@pytest.mark.xdist_group(bench.group("gpu_suite"))  # its quant section is quant_inference's
-def test_smoke_run_writes_every_file_in_one_folder_and_survives_a_timeout(smoke_run) -> None:
-    # python benchmarks/gpu_suite.py --smoke --out DIR --sections marl_e2e quant
-    #     --budget marl_e2e=2 (tests.support.bench.SUITE_OPTIONS)
-    proc = smoke_run("gpu_suite")
-    out = proc.out
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    lines = proc.stdout.splitlines()
-    first_run = next(i for i, ln in enumerate(lines) if ln.startswith("== "))
-    head = "\n".join(lines[:first_run])
-    assert head.startswith("GPU suite plan (smoke sizes)")
-    assert "marl_gpu.py" in head and "quant_inference.py" in head and "budget" in head
-    assert sorted(p.name for p in out.glob("*.json")) == ["gpu_suite_smoke.json",
-                                                           "quant_inference_smoke.json"]
-    for path in out.glob("*.json"):
+def test_returned_file_problems_name_every_limit(tmp_path: Path) -> None:
+    suite = _suite()
+    ok = tmp_path / "ok"
+    (ok / "a" / "b").mkdir(parents=True)
+    (ok / "a" / "b" / "deep_enough.json").write_text("{}")
+    (ok / "gpu_suite-h200.tar.gz").write_text("x")
+    assert suite.returned_file_problems(ok) == []
+    bad = tmp_path / "bad"
+    (bad / "a" / "b" / "c").mkdir(parents=True)
+    (bad / "a" / "b" / "c" / "too_deep.json").write_text("{}")
+    (bad / "with space.md").write_text("x")
+    for i in range(8):
+        (bad / f"f{i}.json").write_text("{}")
+    problems = suite.returned_file_problems(bad)
+    assert any("more than 2 folders down" in p for p in problems)
+    assert any("with space.md" in p and "[A-Za-z0-9._-]" in p for p in problems)
+    assert any("10 files, more than 8" in p for p in problems)
+
+
+@pytest.mark.xdist_group(bench.group("gpu_suite"))  # its quant part is quant_inference's
+def test_rehearsal_through_the_prepared_command(smoke_run) -> None:
+    run = smoke_run("gpu_suite")
+    assert run.prepared, run.stderr[-3000:]
+    # the prepared command and wheels fit the device call
+    assert len(run.prepared) < 2000
+    assert "--no-index --no-deps" in run.prepared and "--target" in run.prepared
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+    assert f"JAXRL_PIM_SOURCE_COMMIT={head}" in run.prepared
+    wheels = sorted(p.name.split("-")[0] for p in run.wheels.glob("*.whl"))
+    assert wheels == ["farama_notifications", "flashbax", "gymnasium", "gymnax", "qwix"]
+    assert sum(p.stat().st_size for p in run.wheels.iterdir()) < 64 * 2**20
+    # the installed wheels are what the suite's processes import (PYTHONPATH first)
+    where = subprocess.run([sys.executable, "-c", "import gymnax, flashbax; "
+                            "print(gymnax.__file__); print(flashbax.__file__)"],
+                           env={**script_env(), "PYTHONPATH": str(run.site)},
+                           capture_output=True, text=True, timeout=120)
+    assert all(line.startswith(str(run.site)) for line in where.stdout.split()), where
+    # quant finished, marl_schedule did not: exit status 1, and everything came back
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    suite = _suite()
+    assert suite.returned_file_problems(run.returned) == []
+    assert sorted(p.name for p in run.returned.iterdir()) == [
+        "gpu_suite_smoke-cpu.md", "gpu_suite_smoke-cpu.tar.gz"]
+    with tarfile.open(run.returned / "gpu_suite_smoke-cpu.tar.gz") as tar:
+        names = set(tar.getnames())
+        record = json.load(tar.extractfile("benchmarks/results/cpu/gpu_suite_smoke.json"))
+    assert {"benchmarks/results/cpu/gpu_suite_smoke.json",
+            "benchmarks/results/cpu/gpu_suite_smoke.md",
+            "benchmarks/results/cpu/quant_inference_smoke.json",
+            "benchmarks/results/cpu/quant_inference_smoke.md",
+            "logs/quant.log"} <= names
+    # the part stopped early files nothing, its log is kept
+    assert not any(n.startswith("benchmarks/results/cpu/marl_gpu") for n in names)
+    assert "logs/marl_schedule.log" in names
+    rows = {r["part"]: r for r in record["results"]["parts"]}
+    assert rows["quant"]["status"] == "ok"
+    assert rows["marl_schedule"]["status"] == "stopped at its budget"
+    assert 2 <= rows["marl_schedule"]["seconds"] < 20
+    assert record["summary"]["parts_ok"] == ["quant"]
+    assert record["summary"]["within_deadline"] is True
+    system = record["system"]
+    assert system["git_state_source"] == "passed in" and system["git_commit"] == head
+    assert system["script"] == "benchmarks/gpu_suite.py"
+    # the summary table printed to stdout names every part
+    assert "| 4 | quant |" in run.stdout and "| 5 | marl_schedule |" in run.stdout
+    staged = run.out / "benchmarks" / "results" / "cpu"
+    for path in staged.glob("*.json"):
         assert make_docs.check_results_file(path, ROOT, committed=False) == [], path.name
-    data = json.loads((out / "gpu_suite_smoke.json").read_text())
-    rows = {r["section"]: r for r in data["results"]["sections"]}
-    assert rows["marl_e2e"]["status"] == "timed out"
-    assert 2 <= rows["marl_e2e"]["seconds"] < 30
-    assert rows["quant"]["status"] == "ok" and rows["quant"]["seconds"] > 0
-    assert rows["quant"]["files"] == ["quant_inference_smoke.json", "quant_inference_smoke.md"]
-    assert data["summary"]["sections_ok"] == ["quant"]
-    assert "budget of 2 s" in data["summary"]["sections_not_ok"]["marl_e2e"]
-    assert (out / "logs" / "quant.log").read_text().strip()
+    # the step back refuses CPU numbers
+    back = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_prepare.sh"), "unpack",
+                           str(run.returned / "gpu_suite_smoke-cpu.tar.gz")],
+                          cwd=ROOT, env=script_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert back.returncode == 2 and "holds CPU results" in back.stderr, back.stderr
+
+
+def test_sigterm_still_packs_the_archive(tmp_path: Path) -> None:
+    returned = tmp_path / "returned"
+    proc = subprocess.Popen(
+        [sys.executable, str(SUITE), "--smoke", "--parts", "tabular", "--out",
+         str(tmp_path / "out"), "--archive", str(returned)],
+        cwd=tmp_path, env=script_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("== tabular (tier 1"):
+                break
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, "".join(lines) + rest
+    with tarfile.open(returned / "gpu_suite_smoke-cpu.tar.gz") as tar:
+        record = json.load(tar.extractfile("benchmarks/results/cpu/gpu_suite_smoke.json"))
+        assert "logs/tabular.log" in tar.getnames()
+    assert record["results"]["interrupted"] is True
+    assert record["results"]["parts"][0]["status"] == "interrupted"
+    assert "interrupted" in (returned / "gpu_suite_smoke-cpu.md").read_text()
+
+
+def test_a_deadline_of_a_few_seconds_still_returns_the_archive(tmp_path: Path) -> None:
+    # 16 s less the 15 s kept for packing: no part fits, each is recorded as skipped
+    returned = tmp_path / "returned"
+    proc = subprocess.run([sys.executable, str(SUITE), "--smoke", "--parts", "quant",
+                           "--deadline-s", "16", "--out", str(tmp_path / "out"),
+                           "--archive", str(returned)], cwd=tmp_path, env=script_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    with tarfile.open(returned / "gpu_suite_smoke-cpu.tar.gz") as tar:
+        record = json.load(tar.extractfile("benchmarks/results/cpu/gpu_suite_smoke.json"))
+    (row,) = record["results"]["parts"]
+    assert row["status"] == "skipped" and "left before the deadline" in row["error"]
+    assert record["summary"]["within_deadline"] is True and record["results"]["total_s"] <= 16
+
+
+def _archive(path: Path, members: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_unpack_files_accelerator_results_unchanged_and_refuses_the_rest(
+        tmp_path: Path) -> None:
+    suite = _suite()
+    data = b'{"summary": {"x": 1.2345678901234567}}\n'
+    good = _archive(tmp_path / "good.tar.gz", {
+        "benchmarks/results/h200/tabular_gpu.json": data,
+        "benchmarks/results/h200/tabular_gpu.md": b"| a |\n",
+        "logs/tabular.log": b"log\n"})
+    written = suite.unpack(good, tmp_path / "repo")
+    assert sorted(p.name for p in written) == ["tabular_gpu.json", "tabular_gpu.md"]
+    assert (tmp_path / "repo/benchmarks/results/h200/tabular_gpu.json").read_bytes() == data
+    assert not (tmp_path / "repo" / "logs").exists()
+    for name, message in (("benchmarks/results/cpu/x.json", "CPU results"),
+                          ("benchmarks/results/h200/x_smoke.json", "--smoke file"),
+                          ("benchmarks/results/../../x.json", "not a results file"),
+                          ("elsewhere/x.json", "not a results file")):
+        bad = _archive(tmp_path / "bad.tar.gz", {name: b"{}"})
+        with pytest.raises(ValueError, match=message.replace("-", r"\-")):
+            suite.unpack(bad, tmp_path / "repo2")
+        assert not (tmp_path / "repo2").exists()
+
+
+def test_parts_the_call_did_not_reach_are_not_expected(tmp_path: Path) -> None:
+    (tmp_path / "benchmarks" / "results" / "h200").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "expected_results.txt").write_text(
+        "gpu/gpu_suite.json\ngpu/tabular_gpu_sweep.json\n")
+    record = {"results": {"parts": [{"part": "tabular_sweep", "stem": "tabular_gpu_sweep",
+                                     "status": "skipped"}]}}
+    suite_file = tmp_path / "benchmarks" / "results" / "h200" / "gpu_suite.json"
+    suite_file.write_text(json.dumps(record))
+    assert make_docs.expected_problems(tmp_path) == []
+    record["results"]["parts"][0]["status"] = "ok"
+    suite_file.write_text(json.dumps(record))
+    assert [p for p in make_docs.expected_problems(tmp_path) if "tabular_gpu_sweep" in p]
 
 
 def test_cpu_numbers_are_never_published(tmp_path: Path) -> None:
@@ -102,7 +254,8 @@ def test_cpu_numbers_are_never_published(tmp_path: Path) -> None:
                           cwd=tmp_path, env=script_env(), capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and not out.exists()
-    assert "plan (full sizes)" in proc.stdout and "at most 25.0 min" in proc.stdout
+    assert "plan (full sizes)" in proc.stdout and "deadline 480 s" in proc.stdout
+    assert "(estimates, not measurements)" in proc.stdout
     assert sorted(p.relative_to(results) for p in results.rglob("*")) == before
 
 

@@ -507,3 +507,27 @@ def test_git_state_counts_code_not_results_or_docs(tmp_path: Path) -> None:
     state = report.git_state(tmp_path / "a.py")
     assert state["dirty"] is True and state["dirty_paths"] == ["a.py"]
     assert state["path_committed"] is False
+
+
+def test_source_state_passed_in_where_git_is_not_asked(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # a copied working tree without .git (the GPU suite's device run): the commit and the
+    # changed paths come from the environment, and the script is named from the project root
+    (tmp_path / "pyproject.toml").write_text("")
+    script = tmp_path / "benchmarks" / "b.py"
+    script.parent.mkdir()
+    script.write_text("1\n")
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setenv(report.SOURCE_COMMIT_ENV, commit)
+    monkeypatch.setenv(report.SOURCE_DIRTY_ENV, "docs/x.md,benchmarks/results/cpu/r.json")
+    run = report.RunRecord([str(script), "--smoke"]).as_dict()
+    assert (run["git_commit"], run["git_dirty"], run["script_committed"]) == (commit, False, True)
+    assert run["git_state_source"] == "passed in"
+    assert run["script"] == "benchmarks/b.py" and run["command"] == "python benchmarks/b.py --smoke"
+    monkeypatch.setenv(report.SOURCE_DIRTY_ENV, "benchmarks/b.py")
+    state = report.git_state(script)
+    assert state["dirty"] is True and state["dirty_paths"] == ["benchmarks/b.py"]
+    assert state["path_committed"] is False
+    monkeypatch.setenv(report.SOURCE_COMMIT_ENV, "HEAD")
+    with pytest.raises(ValueError, match="not a 40-hex-digit commit"):
+        report.git_state(script)

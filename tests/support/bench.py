@@ -37,11 +37,14 @@ SMOKE_OPTIONS: dict[str, tuple[str, ...]] = {
     # tests/benchmarks/test_sampling_opponents.py checks the one-thread pass's keys
     "marl_sampling": ("--one-thread",),
 }
-#: the GPU suite's smoke run of tests/benchmarks/test_gpu_suite.py: one section runs out of
-#: its 2-second budget, the other (quant) completes
+#: the GPU suite's smoke run of tests/benchmarks/test_gpu_suite.py, the rehearsal of the
+#: device call: through ``benchmarks/gpu_prepare.sh``'s printed command (wheels installed with
+#: ``--target``, the project on ``PYTHONPATH``); ``quant`` completes, ``marl_schedule`` is
+#: stopped after a 2-second budget (its compile alone takes longer)
 SUITE = "gpu_suite"
-SUITE_OPTIONS = ("--sections", "marl_e2e", "quant", "--budget", "marl_e2e=2")
-#: script -> the suite's section that runs its smoke command
+SUITE_ARGS = ("--smoke", "--parts", "quant", "marl_schedule", "--budget", "marl_schedule=2",
+              "--deadline-s", "200")
+#: script -> the suite's part that runs its smoke command
 IN_SUITE = {"quant_inference": "quant"}
 
 
@@ -88,23 +91,59 @@ def run_smoke(stem: str, folder: Path, runs: dict[str, SmokeRun]) -> SmokeRun:
         return runs[stem]
     if stem in IN_SUITE:
         suite = run_smoke(SUITE, folder.parent / SUITE, runs)
-        section = IN_SUITE[stem]
-        own = folder / "out"  # the section's own files (the suite's folder holds them all)
+        part = IN_SUITE[stem]
+        own = folder / "out"  # the part's own files (the suite's folder holds them all)
         own.mkdir(parents=True)
-        record = suite.out / f"{SUITE}_smoke.json"
+        staged = suite.out / "benchmarks" / "results" / "cpu"
+        record = staged / f"{SUITE}_smoke.json"
         if not record.exists():  # the suite itself failed: its output says why
             run = SmokeRun(stem, suite.command, suite.returncode or 1, suite.stdout,
                            suite.stderr, own)
         else:
-            rows = json.loads(record.read_text())["results"]["sections"]
-            row = next(r for r in rows if r["section"] == section)
+            rows = json.loads(record.read_text())["results"]["parts"]
+            row = next(r for r in rows if r["part"] == part)
             for name in row["files"]:
-                shutil.copy2(suite.out / name, own / name)
-            log = suite.out / "logs" / f"{section}.log"
+                shutil.copy2(staged / name, own / name)
+            log = suite.out / "logs" / f"{part}.log"
             run = SmokeRun(stem, row["command"].split(), row["returncode"],
                            log.read_text() if log.exists() else "", row["error"] or "", own)
+    elif stem == SUITE:
+        run = rehearse(folder)
     else:
-        options = SUITE_OPTIONS if stem == SUITE else SMOKE_OPTIONS.get(stem, ())
-        run = _run(stem, options, folder)
+        run = _run(stem, SMOKE_OPTIONS.get(stem, ()), folder)
     runs[stem] = run
     return run
+
+
+@dataclass(frozen=True)
+class Rehearsal(SmokeRun):
+    """The GPU suite's smoke run through the prepared device command: also the command
+    ``gpu_prepare.sh`` printed, its wheel folder and the folder standing for ``$OUT``."""
+
+    prepared: str = ""
+    wheels: Path = Path()
+    site: Path = Path()
+    returned: Path = Path()
+
+
+def rehearse(folder: Path) -> Rehearsal:
+    """Run ``benchmarks/gpu_prepare.sh`` (wheels into ``folder/whl``) and then the command it
+    prints, as the device would (from the repository root, ``$OUT`` = ``folder/returned``),
+    with the suite at :data:`SUITE_ARGS` and its working folder ``folder/out``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wheels, site, returned, out = (folder / n for n in ("whl", "site", "returned", "out"))
+    returned.mkdir()
+    args = " ".join([*SUITE_ARGS, "--out", str(out)])
+    prep = subprocess.run(["bash", str(BENCHMARKS / "gpu_prepare.sh"), "--dest", str(wheels),
+                           "--site", str(site), "--timeout-s", "120", "--suite-args", args],
+                          cwd=folder, env=script_env(), capture_output=True, text=True,
+                          timeout=300)
+    if prep.returncode != 0:
+        return Rehearsal(SUITE, ["bash", "gpu_prepare.sh"], prep.returncode, prep.stdout,
+                         prep.stderr, out)
+    command = prep.stdout.strip().splitlines()[-1]
+    env = {**script_env(), "OUT": str(returned)}
+    proc = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=SMOKE_TIMEOUT_S)
+    return Rehearsal(SUITE, ["bash", "-c", command], proc.returncode, proc.stdout,
+                     prep.stderr + proc.stderr, out, command, wheels, site, returned)
