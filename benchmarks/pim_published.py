@@ -90,6 +90,20 @@ TIME_BREAKDOWN: dict[str, Any] = {
     "largest_transfer_in_share_workload": "Q-STR-INT32, FrozenLake",
 }
 
+EXTRA: dict[str, Any] = {
+    "source": SOURCE + "; figures beyond the headline, read against the paper's text",
+    "sarsa_int32_over_fp32_speedup_on_pim": 4.73,  # SARSA-SEQ, FrozenLake
+    # FP32 PIM over the CPU-V1 baseline (no absolute CPU time is published for these)
+    "fp32_over_cpu_v1": {"frozenlake_q_seq": 1.84, "frozenlake_sarsa_seq": 2.08,
+                         "frozenlake_q_ran": 1.96, "taxi_q_seq": 0.64},
+    "taxi_over_frozenlake_data": 47.0,  # "47x": 3,000 vs 64 table entries
+    "taxi_transfers": "negligible",
+    "pim_frequency_hz": 425e6,  # "2,524 PIM cores running at 425 MHz"
+    "pim_cores": 2524,
+    "table1_system_gops": 1088,
+    "table1_system_bandwidth_gb_s": 2145,
+}
+
 PUBLISHED: dict[str, dict[str, Any]] = {
     "headline": HEADLINE,
     "hardware": HARDWARE,
@@ -97,4 +111,5 @@ PUBLISHED: dict[str, dict[str, Any]] = {
     "multi_agent": MULTI_AGENT,
     "quality": QUALITY,
     "time_breakdown": TIME_BREAKDOWN,
+    "extra": EXTRA,
 }

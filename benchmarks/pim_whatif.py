@@ -2,16 +2,18 @@
 would go on other PIM configurations, and the crossover points.
 
 A computation, not a timing. Sweeps, each from the paper's workload (2,000 episodes, sync
-period 50; FrozenLake 16 x 4 with 1M transitions, Taxi 500 x 6 with 5M) on the ``upmem``
-preset unless it says otherwise:
+period 50; FrozenLake 16 x 4 with 1M transitions, Taxi 500 x 6 with 5M) on the ``swiftrl``
+preset (SwiftRL's own machine: 2,524 DPUs at 425 MHz, serial dataset copies, the fp32 update
+promoted to double) unless it says otherwise:
 
-* ``dpus``: FrozenLake Q-SEQ-INT32 with one lane per DPU, 125 .. 2,560 DPUs and beyond
+* ``dpus``: FrozenLake Q-SEQ-INT32 with one lane per DPU, 125 .. 2,524 DPUs and beyond
   (5,120, 10,240: the preset with more DPUs);
 * ``tasklets``: 1 .. 24 tasklets per DPU splitting each core's updates (SwiftRL uses 1),
   FrozenLake and Taxi Q-SEQ-INT32 on 2,000 DPUs;
 * ``sync_period``: Taxi Q-SEQ-INT32, 1 .. 2,000 episodes per sync round;
 * ``variants``: the 12 {Q, SARSA} x {SEQ, RAN, STR} x {FP32, INT32} variants on FrozenLake
-  (2,000 DPUs) on every preset (``upmem``, ``upmem-v1b``, ``hbm-pim``, ``ideal``), each
+  (2,000 DPUs) on every preset (``swiftrl``, ``upmem``, ``upmem-v1b``, ``hbm-pim``,
+  ``ideal``), each
   next to the CPU time of the same work measured in the published
   ``benchmarks/results/cpu/tabular_scaling.json`` (its ``numba`` section: the fastest CPU
   implementation measured there for that variant on 2,000 lanes and 1M FrozenLake rows --
@@ -38,11 +40,12 @@ from typing import Any
 import harness
 
 SCALING = Path("benchmarks/results/cpu/tabular_scaling.json")
-DPUS = [125, 250, 500, 1000, 2000, 2560, 5120, 10240]
+DPUS = [125, 250, 500, 1000, 2000, 2524, 5120, 10240]
 TASKLETS = [1, 2, 4, 8, 11, 12, 16, 24]
 PERIODS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2000]
 STATES = [64, 256, 1024, 2048, 2049, 3968, 3969, 16384, 65536]  # WRAM edges: 16, 1 tasklets
 PHASES = ("transfer_in", "kernel", "sync", "transfer_out")
+SYSTEM_ORDER = ("swiftrl", "upmem", "upmem-v1b", "hbm-pim", "ideal")
 
 
 def _record(sweep: str, x: Any, w: Any, rows: int, system: Any, **extra: Any) -> dict:
@@ -73,22 +76,23 @@ def cpu_rates(root: Path) -> dict[str, Any]:
 
 def sweeps(cpu: dict[str, Any]) -> list[dict[str, Any]]:
     """Every record of the study."""
-    from jaxrl_pim.pim import SYSTEMS, UPMEM, Workload
+    from jaxrl_pim.pim import SWIFTRL as BASE
+    from jaxrl_pim.pim import SYSTEMS, Workload
 
     fl, taxi = dict(num_states=16, num_actions=4), dict(num_states=500, num_actions=6)
     out = []
     for n in DPUS:
-        system = dataclasses.replace(UPMEM, num_dpus=n) if n > UPMEM.num_dpus else UPMEM
+        system = dataclasses.replace(BASE, num_dpus=n) if n > BASE.num_dpus else BASE
         out.append(_record("dpus", n, Workload(**fl, dtype="int32", num_cores=n),
                            1_000_000, system))
     for env, rows in (("frozenlake", 1_000_000), ("taxi", 5_000_000)):
         shape = fl if env == "frozenlake" else taxi
         for t in TASKLETS:
             out.append(_record("tasklets", t, Workload(**shape, dtype="int32"), rows,
-                               dataclasses.replace(UPMEM, tasklets=t), env=env))
+                               dataclasses.replace(BASE, tasklets=t), env=env))
     for tau in PERIODS:
         out.append(_record("sync_period", tau, Workload(**taxi, dtype="int32",
-                                                        sync_period=tau), 5_000_000, UPMEM))
+                                                        sync_period=tau), 5_000_000, BASE))
     for system in SYSTEMS.values():
         for algo in ("q", "sarsa"):
             for sampling in ("seq", "ran", "str"):
@@ -106,7 +110,7 @@ def sweeps(cpu: dict[str, Any]) -> list[dict[str, Any]]:
     for t in (1, 16):
         for s in STATES:
             out.append(_record("table_size", s, Workload(s, 4, dtype="int32"), 1_000_000,
-                               dataclasses.replace(UPMEM, tasklets=t)))
+                               dataclasses.replace(BASE, tasklets=t)))
     return out
 
 
@@ -122,11 +126,9 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     periods = sweep("sync_period")
     dominated = [r["x"] for r in periods if r["sync"] > r["kernel"]]
     out["sync_exceeds_kernel_for_periods_up_to"] = max(dominated) if dominated else None
-    k = periods[0]
-    w = k["work"]  # continuous crossover: rounds * bytes / rate = kernel
-    rate = w["sync_rounds"] * w["sync_bytes_per_round"] / k["sync"]
+    k = periods[0]  # continuous crossover: (episodes / period) * seconds per round = kernel
     out["sync_equals_kernel_at_period"] = (
-        k["workload"]["num_episodes"] * w["sync_bytes_per_round"] / rate / k["kernel"])
+        k["workload"]["num_episodes"] * k["work"]["sync_s_per_round"] / k["kernel"])
     for t in (1, 16):
         fits = [r["x"] for r in sweep("table_size", tasklets=t) if r["work"]["table_in_wram"]]
         out[f"wram_largest_table_states_x4_tasklets_{t}"] = max(fits)
@@ -144,9 +146,9 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
                  if (a["kernel"] - b["kernel"]) / a["kernel"] >= 0.01]
         out[f"tasklets_last_useful_{env}"] = max(gains) if gains else 1
     dp = {r["x"]: r for r in sweep("dpus")}
-    out["dpus_speedup_125_to_2560"] = dp[125]["total"] / dp[2560]["total"]
-    out["dpus_speedup_2560_to_10240"] = dp[2560]["total"] / dp[10240]["total"]
-    for system in ("upmem", "upmem-v1b", "hbm-pim", "ideal"):
+    out["dpus_speedup_125_to_2524"] = dp[125]["total"] / dp[2524]["total"]
+    out["dpus_speedup_2524_to_10240"] = dp[2524]["total"] / dp[10240]["total"]
+    for system in SYSTEM_ORDER:
         sp = [r["speedup_over_cpu"] for r in sweep("variants", system=system)
               if r["speedup_over_cpu"] is not None]
         out[f"speedup_over_cpu_median_{system}"] = sorted(sp)[len(sp) // 2]
@@ -174,7 +176,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {r['x']} | " + " | ".join(cells) + " |")
         return lines
 
-    out = ["DPUs (FrozenLake Q-SEQ-INT32, one lane per DPU, `upmem`):", ""]
+    out = ["DPUs (FrozenLake Q-SEQ-INT32, one lane per DPU, `swiftrl`):", ""]
     out += table("DPUs", [r for r in recs if r["sweep"] == "dpus"])
     for env in ("frozenlake", "taxi"):
         out += ["", f"Tasklets per DPU ({env} Q-SEQ-INT32, 2,000 DPUs):", ""]
@@ -182,7 +184,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                      [r for r in recs if r["sweep"] == "tasklets" and r.get("env") == env])
     out += ["", "Sync period (Taxi Q-SEQ-INT32, 2,000 DPUs):", ""]
     out += table("sync period", [r for r in recs if r["sweep"] == "sync_period"])
-    for system in ("upmem", "upmem-v1b", "hbm-pim", "ideal"):
+    for system in SYSTEM_ORDER:
         out += ["", f"Variants on `{system}` (FrozenLake, 2,000 DPUs) next to the fastest "
                 f"measured CPU run of the same work ({report['results']['cpu']['file']}; "
                 "the projection is the model's, the CPU time measured; GPU not measured):", ""]
@@ -217,7 +219,7 @@ def plots(report: dict[str, Any], stem: Path) -> None:
             ax.bar(xs, vals, bottom=bottom, label=p, color=colors[p])
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("projected seconds (upmem)")
+        ax.set_ylabel("projected seconds (swiftrl)")
         ax.tick_params(axis="x", rotation=45)
     axes[0].set_title("FrozenLake Q-SEQ-INT32")
     axes[1].set_title("Taxi Q-SEQ-INT32, 2,000 DPUs")
@@ -226,16 +228,16 @@ def plots(report: dict[str, Any], stem: Path) -> None:
     fig.savefig(f"{stem}_breakdown.png", dpi=110)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(11, 4))
-    systems = ("upmem", "upmem-v1b", "hbm-pim", "ideal")
-    variants = [r["x"] for r in recs if r["sweep"] == "variants" and r["system"] == "upmem"]
-    width = 0.2
+    systems = SYSTEM_ORDER
+    variants = [r["x"] for r in recs if r["sweep"] == "variants" and r["system"] == "swiftrl"]
+    width = 0.16
     for i, system in enumerate(systems):
         sp = [r["speedup_over_cpu"] for r in recs
               if r["sweep"] == "variants" and r["system"] == system]
         ax.bar([j + i * width for j in range(len(variants))], sp, width, label=system)
     ax.axhline(1.0, color="black", lw=0.8)
     ax.set_yscale("log")
-    ax.set_xticks([j + 1.5 * width for j in range(len(variants))], variants, rotation=45,
+    ax.set_xticks([j + 2 * width for j in range(len(variants))], variants, rotation=45,
                   ha="right")
     ax.set_ylabel("speed-up over the measured CPU run")
     ax.set_title("FrozenLake, 2,000 lanes, 2,000 episodes: projected PIM vs measured CPU "

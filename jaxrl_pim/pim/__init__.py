@@ -1,37 +1,46 @@
 """What a tabular run would cost on processing-in-memory hardware: a counted-work cost model.
 
 :func:`estimate` takes the same :class:`~jaxrl_pim.tabular.TabularConfig` the trainer runs
-(or a :class:`Workload` with its fields), the dataset's row count and a :class:`PIMSystem`,
-and returns a :class:`PIMEstimate` with SwiftRL's time breakdown (``transfer_in``,
-``kernel``, ``sync``, ``transfer_out``, ``total``, seconds). Pure host code: importing it
+(or a :class:`Workload` with its fields), the dataset's row count and a :class:`PIMSystem`
+(``pim.SWIFTRL`` for SwiftRL's own machine), and returns a :class:`PIMEstimate` with
+SwiftRL's time breakdown (``transfer_in``, ``kernel``, ``sync``, ``transfer_out``,
+``total``, seconds). Pure host code: importing it
 loads no JAX.
 
 * :mod:`.model`: the model (operation costs, cycles and DMA per update, the breakdown) and
   :func:`side_by_side`, a measured-vs-projected table; its docstring states every equation
   and what is not modelled.
-* :mod:`.presets`: ``UPMEM`` (the SwiftRL system), ``UPMEM_V1B``, ``HBM_PIM`` and ``IDEAL``,
-  every parameter's source in :data:`SOURCES`, and :func:`calibrate` (two parameters, each
-  on one published figure).
+* :mod:`.presets`: ``SWIFTRL`` (SwiftRL's machine and host code as published: 2,524 DPUs
+  at 425 MHz, serial per-DPU dataset copies, the fp32 update promoted to double),
+  ``UPMEM`` (the generic system PrIM characterised), ``UPMEM_V1B``, ``HBM_PIM`` and
+  ``IDEAL``, every parameter's source in :data:`SOURCES`, and :func:`calibrate` (three
+  parameters, each on one published figure).
 
 See docs/pim.md for the validation against the published figures and the what-if study.
 """
 
 from jaxrl_pim.pim.model import (
     ENTRY_BYTES,
+    LITERAL_PRECISIONS,
     PHASES,
     ROW_BYTES,
     SYSTEM_NAMES,
+    TRANSFER_MODES,
+    TRANSFER_PHASES,
     UPMEM_OPS,
     OpCosts,
     PIMEstimate,
     PIMSystem,
+    Transfer,
     Workload,
     cycles_per_update,
+    dma_cycles,
     dma_per_update,
     estimate,
     lanes_per_dpu,
     side_by_side,
     table_in_wram,
+    transfer_seconds,
     update_instructions,
 )
 from jaxrl_pim.pim.presets import (
@@ -40,11 +49,13 @@ from jaxrl_pim.pim.presets import (
     HBM_PIM,
     IDEAL,
     SOURCES,
+    SWIFTRL,
     SYSTEMS,
     UPMEM,
     UPMEM_V1B,
     calibrate,
     get_system,
+    with_host_latency,
 )
 
 __all__ = [
@@ -53,25 +64,33 @@ __all__ = [
     "ENTRY_BYTES",
     "HBM_PIM",
     "IDEAL",
+    "LITERAL_PRECISIONS",
     "PHASES",
     "ROW_BYTES",
     "SOURCES",
+    "SWIFTRL",
     "SYSTEMS",
     "SYSTEM_NAMES",
+    "TRANSFER_MODES",
+    "TRANSFER_PHASES",
     "UPMEM",
     "UPMEM_OPS",
     "UPMEM_V1B",
     "OpCosts",
     "PIMEstimate",
     "PIMSystem",
+    "Transfer",
     "Workload",
     "calibrate",
     "cycles_per_update",
+    "dma_cycles",
     "dma_per_update",
     "estimate",
     "get_system",
     "lanes_per_dpu",
     "side_by_side",
     "table_in_wram",
+    "transfer_seconds",
     "update_instructions",
+    "with_host_latency",
 ]

@@ -1,10 +1,16 @@
 """The hardware presets of the PIM cost model, each parameter with its source
-(:data:`SOURCES`), and the calibration of the model's two free parameters on published SwiftRL
-figures (:func:`calibrate`, :data:`CALIBRATION_TARGETS`). Pure host code (no JAX)."""
+(:data:`SOURCES`), and the calibration of the model's three free parameters on published
+SwiftRL figures (:func:`calibrate`, :data:`CALIBRATION_TARGETS`). Pure host code (no JAX).
+
+``SWIFTRL`` is SwiftRL's own machine and software as published (2,524 DPUs at 425 MHz, the
+host copying the dataset to one DPU after another, unsuffixed C constants promoting the fp32
+update to double); ``UPMEM`` is the generic UPMEM system PrIM characterised (2,560 DPUs at
+350 MHz, the SDK's parallel and broadcast transfers, single-precision kernels)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -12,40 +18,87 @@ from jaxrl_pim.pim.model import (
     UPMEM_OPS,
     OpCosts,
     PIMSystem,
+    Transfer,
     Workload,
     estimate,
 )
 
+_PRIM = "PrIM (Gomez-Luna et al., IEEE Access 2022)"
+_AS_READ = "as read; not in text stored with the project: assumption until checked"
+_SWIFTRL = "SwiftRL (Gogineni et al., ISPASS 2024)"
+
 SOURCES: dict[str, dict[str, str]] = {
+    "swiftrl": {
+        "num_dpus": f"{_SWIFTRL}, evaluation setup: '2,524 PIM cores running at 425 MHz'",
+        "frequency_hz": f"{_SWIFTRL}, evaluation setup: 425 MHz (its section 2.2 says 450 MHz "
+                        "for the UPMEM part); Table 1's 2,145 GB/s over 2,524 DPUs = 0.85 "
+                        "GB/s per DPU = 2 bytes per cycle at 425 MHz agrees",
+        "max_tasklets": "UPMEM SDK user manual, 'DPU chip characteristics': <= 24 tasklets "
+                        "(v1A; SwiftRL does not say which model: assumption)",
+        "tasklets": "assumption: one tasklet per core, as the released SwiftRL kernel runs "
+                    "its loop whole in every tasklet (no split of the rows)",
+        "pipeline_depth": "UPMEM at Hot Chips 31 (AnandTech report) and PrIM: a 14-stage "
+                          "pipeline that needs 11 tasklets for one instruction per cycle; "
+                          f"{_SWIFTRL} Table 1: 1,088 GOPS over 2,524 DPUs = 1 operation per "
+                          "cycle per DPU at 425 MHz",
+        "wram_bytes": "UPMEM SDK user manual: WRAM <= 65,536 bytes (v1A: assumption)",
+        "mram_bytes": "UPMEM at Hot Chips 31, PrIM, SwiftRL: a 64 MB DRAM bank per DPU",
+        "dma_latency_cycles": f"{_PRIM}: MRAM read latency alpha = 77 cycles ({_AS_READ}; "
+                              "third-party notes quote the same figure)",
+        "dma_write_latency_cycles": f"{_PRIM}: MRAM write latency alpha = 61 cycles "
+                                    f"({_AS_READ})",
+        "dma_cycles_per_byte": f"{_PRIM}: beta = 0.5 cycles per byte ({_AS_READ}); "
+                               f"{_SWIFTRL} Table 1: 0.85 GB/s per DPU = 2 bytes per cycle "
+                               "at 425 MHz",
+        "dma_block_bytes": "UPMEM SDK mram_read / mram_write: at most 2,048 bytes",
+        "dpus_per_rank": "UPMEM SDK and PrIM: 64 DPUs per rank (8 chips of 8 DPUs)",
+        "transfer_in": "serial, as the released SwiftRL host code copies each DPU's data "
+                       "one DPU at a time, one call per column (4 calls: s, a, r, s'; the "
+                       "single-agent host code is not released: assumption); rate: "
+                       f"{_PRIM} serial CPU-DPU, one DPU, 0.33 GB/s ({_AS_READ}); "
+                       "latency_s: calibrated on the FrozenLake transfer-in share (see "
+                       "pim.calibrate), one host-call latency for every phase",
+        "transfer_out": "parallel, as the released host code gathers the tables with one "
+                        f"set-wide copy; rate: {_PRIM} parallel DPU-CPU, one rank of 64 "
+                        f"DPUs, 4.74 GB/s ({_AS_READ}); latency: the calibrated host call",
+        "sync_gather": "as transfer_out (the tables gathered with one set-wide copy)",
+        "sync_broadcast": f"broadcast of the average; rate: {_PRIM} broadcast CPU-DPU, one "
+                          f"rank of 64 DPUs, 16.88 GB/s ({_AS_READ}); latency: the "
+                          "calibrated host call",
+        "host_average_s_per_entry": "calibrated: Taxi Q-SEQ-INT32 sync share at 2,000 cores "
+                                    f"({_SWIFTRL}); see pim.calibrate",
+        "ops": f"{_PRIM} arithmetic throughput (see UPMEM_OPS; {_AS_READ}); compares and "
+               "conversions: assumptions",
+        "literal_precision": "double: the released SwiftRL kernels write constants such as "
+                             "0.1 and 0.95 without an 'f' suffix, so C evaluates the fp32 "
+                             "update in double precision",
+        "update_overhead_instructions": "calibrated: 2,000 independent agents, about 88.7 s "
+                                        f"of kernel ({_SWIFTRL}); see pim.calibrate",
+    },
     "upmem": {
-        "num_dpus": "SwiftRL (Gogineni et al., ISPASS 2024): up to 2,560 PIM cores; PrIM "
-                    "(Gomez-Luna et al., IEEE Access 2022): 20 DIMMs, 2,560 DPUs",
+        "num_dpus": f"{_PRIM}: 20 DIMMs, 2,560 DPUs",
         "frequency_hz": "UPMEM SDK user manual, 'DPU chip characteristics': v1A 350 MHz",
         "max_tasklets": "UPMEM SDK user manual: v1A <= 24 tasklets",
-        "tasklets": "assumption: one tasklet per core, as SwiftRL's kernels are described "
-                    "in the project's issue 17 (not checked against the paper's text)",
+        "tasklets": "assumption: one tasklet per core, as SwiftRL runs",
         "pipeline_depth": "UPMEM at Hot Chips 31 (AnandTech report) and PrIM: a 14-stage "
                           "pipeline that needs 11 tasklets for one instruction per cycle",
         "wram_bytes": "UPMEM SDK user manual: v1A WRAM <= 65,536 bytes",
         "mram_bytes": "UPMEM at Hot Chips 31 and PrIM: a 64 MB DRAM bank per DPU",
-        "dma_latency_cycles": "PrIM: MRAM read latency alpha = 77 cycles (as read; not in "
-                              "text stored with the project: assumption until checked)",
-        "dma_cycles_per_byte": "PrIM: beta = 0.5 cycles per byte (as read; assumption "
-                               "until checked)",
+        "dma_latency_cycles": "as swiftrl",
+        "dma_write_latency_cycles": "as swiftrl",
+        "dma_cycles_per_byte": "as swiftrl",
         "dma_block_bytes": "UPMEM SDK mram_read / mram_write: at most 2,048 bytes",
-        "cpu_to_dpu_bytes_per_s": "PrIM: parallel CPU-DPU transfers into one rank of 64 "
-                                  "DPUs, 6.68 GB/s (as read; a third-party note stored with "
-                                  "the project quotes the same figure for 64 DPUs); applied "
-                                  "to the whole system: an assumption, as rank-level effects "
-                                  "are not modelled",
-        "dpu_to_cpu_bytes_per_s": "PrIM: parallel DPU-CPU transfers out of one rank of 64 "
-                                  "DPUs, 4.74 GB/s (as read; assumption until checked); "
-                                  "applied to the whole system",
-        "host_sync_bytes_per_s": "calibrated: Taxi Q-SEQ-INT32 sync share at 2,000 cores "
-                                 "(SwiftRL); see pim.calibrate",
-        "ops": "PrIM arithmetic throughput (see UPMEM_OPS; float compare an assumption)",
-        "update_overhead_instructions": "calibrated: 2,000 independent agents, about 88.7 s "
-                                        "(SwiftRL); see pim.calibrate",
+        "dpus_per_rank": "UPMEM SDK and PrIM: 64 DPUs per rank",
+        "transfer_in": f"parallel, the SDK's per-rank transfers; rate: {_PRIM} parallel "
+                       f"CPU-DPU, one rank of 64 DPUs, 6.68 GB/s ({_AS_READ}); latency: "
+                       "swiftrl's calibrated host call (assumption: the same host)",
+        "transfer_out": "parallel, as swiftrl",
+        "sync_gather": "parallel, as swiftrl",
+        "sync_broadcast": "broadcast, as swiftrl",
+        "host_average_s_per_entry": "swiftrl's calibrated value (assumption: the same host)",
+        "ops": f"{_PRIM} arithmetic throughput (see UPMEM_OPS)",
+        "literal_precision": "single: a kernel written with float constants",
+        "update_overhead_instructions": "swiftrl's calibrated value (the same kernel code)",
     },
     "upmem-v1b": {
         "frequency_hz": "UPMEM SDK user manual, 'DPU chip characteristics': v1B 400 MHz",
@@ -65,22 +118,27 @@ SOURCES: dict[str, dict[str, str]] = {
                       "in the DRAM banks",
         "mram_bytes": "assumption: the two 32 MiB banks a PCU serves",
         "dma_latency_cycles": "assumption: a bank access of about 46 ns at 300 MHz",
+        "dma_write_latency_cycles": "as dma_latency_cycles (assumption)",
         "dma_cycles_per_byte": "assumption: one 32-byte column per cycle",
         "dma_block_bytes": "assumption: a 256-byte burst (8 columns of 32 bytes)",
-        "cpu_to_dpu_bytes_per_s": "assumption: HBM2 Aquabolt, 1,024 pins x 2.4 Gb/s = "
-                                  "307.2 GB/s per cube (the host shares the PIM's bus)",
-        "dpu_to_cpu_bytes_per_s": "as cpu_to_dpu (assumption)",
-        "host_sync_bytes_per_s": "as cpu_to_dpu (assumption: a bound, no host overhead)",
+        "dpus_per_rank": "assumption: the cube's PCUs reached together",
+        "transfer_in": "parallel; assumption: HBM2 Aquabolt, 1,024 pins x 2.4 Gb/s = "
+                       "307.2 GB/s per cube (the host shares the PIM's bus), no call latency",
+        "transfer_out": "as transfer_in (assumption)",
+        "sync_gather": "as transfer_in (assumption)",
+        "sync_broadcast": "as transfer_in (assumption)",
+        "host_average_s_per_entry": "assumption: 0, a bound with no host overhead",
         "ops": "one instruction per operation: FP16 is native; the PCU has no integer unit, "
                "so int32 estimates are a bound as if it had (assumption)",
+        "literal_precision": "single (FP16 native; a bound)",
     },
     "ideal": {
-        "all": "a bound: UPMEM's cores and clock, transfers and DMA free, one instruction "
-               "per operation and per cycle, tables always in WRAM",
+        "all": "a bound: UPMEM's cores and clock, transfers, DMA and host averaging free, "
+               "one instruction per operation and per cycle, tables always in WRAM",
     },
 }
 
-# The published SwiftRL figures (ISPASS 2024) the two calibrated parameters are fitted to;
+# The published SwiftRL figures (ISPASS 2024) the three calibrated parameters are fitted to;
 # benchmarks/pim_published.py holds the same figures and benchmarks/pim_model.py checks that.
 CALIBRATION_TARGETS: dict[str, Any] = {
     "multi_agent_2000_agents_s": 1943.78 / 21.92,  # Xeon seconds / PIM speed-up
@@ -90,21 +148,49 @@ CALIBRATION_TARGETS: dict[str, Any] = {
     "taxi_q_seq_int32_sync_share": 0.2079,
     "taxi_workload": Workload(500, 6, "q", "seq", "int32", num_cores=2000),
     "taxi_rows": 5_000_000,
+    "frozenlake_q_str_int32_transfer_in_share": 0.2961,
+    "frozenlake_workload": Workload(16, 4, "q", "str", "int32", num_cores=2000),
+    "frozenlake_rows": 1_000_000,
 }
 
-_UPMEM_BASE = PIMSystem(
-    name="upmem", num_dpus=2560, frequency_hz=350e6, max_tasklets=24, tasklets=1,
+_HOST = Transfer("parallel", 0.0, 4.74e9)  # latency replaced by the calibrated host call
+_SWIFTRL_BASE = PIMSystem(
+    name="swiftrl", num_dpus=2524, frequency_hz=425e6, max_tasklets=24, tasklets=1,
     pipeline_depth=11, wram_bytes=65536, mram_bytes=64 * 2**20, dma_latency_cycles=77.0,
-    dma_cycles_per_byte=0.5, dma_block_bytes=2048, cpu_to_dpu_bytes_per_s=6.68e9,
-    dpu_to_cpu_bytes_per_s=4.74e9, host_sync_bytes_per_s=1.0, ops=UPMEM_OPS)
+    dma_write_latency_cycles=61.0, dma_cycles_per_byte=0.5, dma_block_bytes=2048,
+    dpus_per_rank=64, transfer_in=Transfer("serial", 0.0, 0.33e9, calls=4),
+    transfer_out=_HOST, sync_gather=_HOST, sync_broadcast=Transfer("broadcast", 0.0, 16.88e9),
+    host_average_s_per_entry=0.0, ops=UPMEM_OPS, literal_precision="double")
 
 
-def calibrate(base: PIMSystem = _UPMEM_BASE) -> dict[str, float]:
-    """Fit the two free parameters in closed form, each to one published figure
-    (:data:`CALIBRATION_TARGETS`): ``update_overhead_instructions`` so that 2,000
-    independent FrozenLake agents (Q-SEQ-INT32 assumed) take the published time, then
-    ``host_sync_bytes_per_s`` so that Taxi Q-SEQ-INT32 on 2,000 cores has the published
-    sync share. Needs ``base.tasklets == 1`` (time then linear in the overhead)."""
+def with_host_latency(system: PIMSystem, latency_s: float) -> PIMSystem:
+    """``system`` with every transfer phase's per-call latency set to ``latency_s``."""
+    return dataclasses.replace(system, **{
+        p: dataclasses.replace(getattr(system, p), latency_s=latency_s)
+        for p in ("transfer_in", "transfer_out", "sync_gather", "sync_broadcast")})
+
+
+def _root(f: Any, lo: float, hi: float) -> float:
+    """The zero of an affine function of one variable from two evaluations."""
+    flo, fhi = f(lo), f(hi)
+    return lo - flo * (hi - lo) / (fhi - flo)
+
+
+def calibrate(base: PIMSystem = _SWIFTRL_BASE, iterations: int = 60) -> dict[str, float]:
+    """Fit the three free parameters, each to one published figure
+    (:data:`CALIBRATION_TARGETS`):
+
+    * ``update_overhead_instructions`` so that 2,000 independent FrozenLake agents
+      (Q-SEQ-INT32 assumed) take the published kernel time (closed form: the kernel is
+      linear in it, and nothing else enters it);
+    * ``host_average_s_per_entry`` so that Taxi Q-SEQ-INT32 on 2,000 cores has the
+      published sync share;
+    * ``host_latency_s`` (every transfer's per-call latency) so that FrozenLake Q-STR-INT32
+      on 2,000 cores has the published transfer-in share.
+
+    The last two each enter the other's figure a little (both shares' totals hold every
+    phase), so they are solved in turn until they agree (each step an affine root). Needs
+    ``base.tasklets == 1`` (time then linear in the overhead)."""
     if base.tasklets != 1:
         raise ValueError("calibrate needs a one-tasklet system")
     t = CALIBRATION_TARGETS
@@ -112,36 +198,64 @@ def calibrate(base: PIMSystem = _UPMEM_BASE) -> dict[str, float]:
     est = estimate(t["multi_agent_workload"], t["multi_agent_rows"], zero)
     per_instruction_s = (est.work["updates_per_dpu"] * base.pipeline_depth
                          / base.frequency_hz)
-    overhead = (t["multi_agent_2000_agents_s"] - est.total) / per_instruction_s
-    fitted = dataclasses.replace(zero, update_overhead_instructions=overhead)
-    taxi = estimate(t["taxi_workload"], t["taxi_rows"], fitted)
-    share = t["taxi_q_seq_int32_sync_share"]
-    rest = taxi.transfer_in + taxi.kernel + taxi.transfer_out
-    sync_s = share / (1 - share) * rest
-    rate = taxi.work["sync_rounds"] * taxi.work["sync_bytes_per_round"] / sync_s
-    return {"update_overhead_instructions": overhead, "host_sync_bytes_per_s": rate}
+    overhead = (t["multi_agent_2000_agents_s"] - est.kernel) / per_instruction_s
+    sys_ = dataclasses.replace(zero, update_overhead_instructions=overhead)
+    h, lat = 0.0, 0.0
+
+    def gap(phase: str, name: str, avg: float, latency: float) -> float:
+        """The named figure's phase minus what its published share asks of it."""
+        system = dataclasses.replace(with_host_latency(sys_, latency),
+                                     host_average_s_per_entry=avg)
+        e = estimate(t[f"{name}_workload"], t[f"{name}_rows"], system)
+        share = t[{"sync": "taxi_q_seq_int32_sync_share",
+                   "transfer_in": "frozenlake_q_str_int32_transfer_in_share"}[phase]]
+        return getattr(e, phase) - share / (1 - share) * (e.total - getattr(e, phase))
+
+    for _ in range(iterations):
+        h = _root(functools.partial(gap, "sync", "taxi", latency=lat), 0.0, 1e-6)
+        lat = _root(functools.partial(gap, "transfer_in", "frozenlake", h), 0.0, 1e-3)
+    return {"update_overhead_instructions": overhead, "host_average_s_per_entry": h,
+            "host_latency_s": lat}
+
+
+def _apply(system: PIMSystem, fitted: dict[str, float]) -> PIMSystem:
+    out = dataclasses.replace(
+        system, update_overhead_instructions=fitted["update_overhead_instructions"],
+        host_average_s_per_entry=fitted["host_average_s_per_entry"])
+    return with_host_latency(out, fitted["host_latency_s"])
 
 
 CALIBRATED: dict[str, float] = calibrate()
-UPMEM = dataclasses.replace(_UPMEM_BASE, **CALIBRATED)
+SWIFTRL = _apply(_SWIFTRL_BASE, CALIBRATED)
+UPMEM = _apply(PIMSystem(
+    name="upmem", num_dpus=2560, frequency_hz=350e6, max_tasklets=24, tasklets=1,
+    pipeline_depth=11, wram_bytes=65536, mram_bytes=64 * 2**20, dma_latency_cycles=77.0,
+    dma_write_latency_cycles=61.0, dma_cycles_per_byte=0.5, dma_block_bytes=2048,
+    dpus_per_rank=64, transfer_in=Transfer("parallel", 0.0, 6.68e9), transfer_out=_HOST,
+    sync_gather=_HOST, sync_broadcast=Transfer("broadcast", 0.0, 16.88e9),
+    host_average_s_per_entry=0.0, ops=UPMEM_OPS, literal_precision="single"), CALIBRATED)
 UPMEM_V1B = dataclasses.replace(UPMEM, name="upmem-v1b", frequency_hz=400e6,
                                 max_tasklets=16, wram_bytes=63488)
+_HBM = Transfer("parallel", 0.0, 307.2e9)
 HBM_PIM = PIMSystem(
     name="hbm-pim", num_dpus=128, frequency_hz=300e6, max_tasklets=1, tasklets=1,
     pipeline_depth=1, wram_bytes=512, mram_bytes=64 * 2**20, dma_latency_cycles=14.0,
-    dma_cycles_per_byte=1 / 32, dma_block_bytes=256, cpu_to_dpu_bytes_per_s=307.2e9,
-    dpu_to_cpu_bytes_per_s=307.2e9, host_sync_bytes_per_s=307.2e9, ops=OpCosts())
+    dma_write_latency_cycles=14.0, dma_cycles_per_byte=1 / 32, dma_block_bytes=256,
+    dpus_per_rank=128, transfer_in=_HBM, transfer_out=_HBM, sync_gather=_HBM,
+    sync_broadcast=_HBM, host_average_s_per_entry=0.0, ops=OpCosts())
+_FREE = Transfer("parallel", 0.0, math.inf)
 IDEAL = PIMSystem(
     name="ideal", num_dpus=2560, frequency_hz=350e6, max_tasklets=24, tasklets=1,
     pipeline_depth=1, wram_bytes=2**40, mram_bytes=64 * 2**20, dma_latency_cycles=0.0,
-    dma_cycles_per_byte=0.0, dma_block_bytes=2048, cpu_to_dpu_bytes_per_s=math.inf,
-    dpu_to_cpu_bytes_per_s=math.inf, host_sync_bytes_per_s=math.inf, ops=OpCosts())
-SYSTEMS: dict[str, PIMSystem] = {"upmem": UPMEM, "upmem-v1b": UPMEM_V1B,
+    dma_write_latency_cycles=0.0, dma_cycles_per_byte=0.0, dma_block_bytes=2048,
+    dpus_per_rank=64, transfer_in=_FREE, transfer_out=_FREE, sync_gather=_FREE,
+    sync_broadcast=_FREE, host_average_s_per_entry=0.0, ops=OpCosts())
+SYSTEMS: dict[str, PIMSystem] = {"swiftrl": SWIFTRL, "upmem": UPMEM, "upmem-v1b": UPMEM_V1B,
                                  "hbm-pim": HBM_PIM, "ideal": IDEAL}
 
 
 def get_system(name: str) -> PIMSystem:
-    """A preset by name (one of :data:`SYSTEM_NAMES`)."""
+    """A preset by name (one of :data:`~jaxrl_pim.pim.model.SYSTEM_NAMES`)."""
     if name not in SYSTEMS:
         raise ValueError(f"unknown PIM system {name!r}; choose from {', '.join(SYSTEMS)}")
     return SYSTEMS[name]
