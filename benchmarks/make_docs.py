@@ -3,7 +3,9 @@
     python benchmarks/make_docs.py            # write docs/benchmarks.md, fill generated blocks
     python benchmarks/make_docs.py --check    # change nothing; list every problem, exit 1
 
-``docs/benchmarks.md`` is generated whole: one section per results file
+``docs/benchmarks.md`` is generated whole: first the headline table (``headline.py``: one
+row per side-by-side comparison, the library against an opponent by name and version, the
+worst variant and the median), then one section per results file
 ``benchmarks/results/<device>/<name>[_quick].json`` (written by ``python
 benchmarks/<name>.py [--quick] --publish``) with the command, commit, machine, package
 versions and host load of its run, its summary, its Markdown table and its plots.
@@ -19,6 +21,10 @@ through generated blocks and values, which this script fills (paths are relative
 
     <!-- generated: cpu/marl_e2e.json keys=fast_mode_return_delta,fast_mode_return_delta_se -->
     (those summary values as a list, then the source line; without keys= the whole summary)
+    <!-- end generated -->
+
+    <!-- generated: headline -->
+    (the headline table, as at the top of docs/benchmarks.md)
     <!-- end generated -->
 
     MADDPG ends <!-- value: cpu/marl_e2e.json maddpg_spread3_improvement_vs_random .1% -->
@@ -73,6 +79,10 @@ from typing import Any
 
 from jaxrl_pim import report as report_lib
 
+if __package__ in (None, ""):  # run as python benchmarks/make_docs.py
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import headline  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path("benchmarks") / "results"
 PAGE = Path("docs") / "benchmarks.md"
@@ -81,7 +91,8 @@ EXPECTED = Path("benchmarks") / "expected_results.txt"
 #: The folder entry of :data:`EXPECTED` that stands for every accelerator folder.
 ACCELERATOR_ENTRY = "gpu"
 #: Scripts in ``benchmarks/`` that are not benchmarks (they write no results file).
-NOT_BENCHMARKS = ("harness.py", "make_docs.py", "pim_published.py")
+NOT_BENCHMARKS = ("__init__.py", "harness.py", "headline.py", "make_docs.py",
+                  "pim_published.py")
 
 BLOCK_START = re.compile(r"^\s*<!--\s*generated:\s*(?P<spec>.*?)\s*-->\s*$")
 BLOCK_END = re.compile(r"^\s*<!--\s*end generated\s*-->\s*$")
@@ -457,6 +468,10 @@ def render_block(spec: str, page: Path, root: Path = ROOT) -> str:
     """The body of a generated block (between its markers; starts and ends with a blank
     line). Raises ValueError / KeyError / OSError when the spec cannot be rendered."""
     ref, options = parse_spec(spec)
+    if ref == "headline":  # the headline table (benchmarks/headline.py)
+        if options:
+            raise ValueError("the headline block takes no options")
+        return "\n" + headline.headline_table(root, page) + "\n"
     path = root / RESULTS / ref
     if not path.is_file():
         raise ValueError(f"{_rel(path, root)} does not exist")
@@ -857,7 +872,8 @@ def benchmarks_page(root: Path = ROOT) -> str:
             by_folder.setdefault(parts[0], []).append(p)
         else:
             legacy.append(p)
-    out = [INTRO]
+    out = [INTRO, "## Headline: the library against the opponents users would pick\n",
+           headline.headline_table(root, page)]
     listed = ", ".join(f"`{f}` ({len(v)} results files)" for f, v in sorted(by_folder.items()))
     devices = f"Devices with results: {listed or 'none yet'}."
     if not any(f != "cpu" for f in by_folder):

@@ -1,0 +1,166 @@
+"""The headline table: every side-by-side comparison the results files hold, one row each.
+
+What a reader wants first from ``docs/benchmarks.md`` (and the README): what is faster than
+what, by how much, against which opponent, and where the library loses. Each row of
+:data:`COMPARISONS` names a results file and the summary keys that hold the library's ratio
+over an opponent measured in the same run (above 1: the library is faster); where the file
+holds several variants (agent counts, tabular variants, worlds) the row gives the worst and
+the median, never the best. The opponent's version is read from the same file. Figures are
+rounded to 3 significant digits, which is what run-to-run variation of these timings
+supports (a ratio of 1.04 and one of 0.98 are not a win and a loss).
+
+``make_docs.py`` puts :func:`headline_table` at the top of ``docs/benchmarks.md`` and into
+the README's ``<!-- generated: headline -->`` block; a comparison whose file does not exist
+(an accelerator folder not measured yet) is left out and counted in a closing line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One headline row: ``file`` under ``benchmarks/results/``; ``key`` a summary key
+    holding a ratio or a ``{variant: ratio}`` object (library over opponent, >1 faster);
+    ``worst_key`` / ``median_key`` where the file's summary already names them;
+    ``version`` a dotted path into the file (``system.packages.numba``) giving the opponent's
+    version; ``variant`` formats a variant's name (``"{} agents"``)."""
+
+    file: str
+    workload: str
+    library: str
+    opponent: str
+    version: str
+    key: str | None = None
+    worst_key: str | None = None
+    median_key: str | None = None
+    worst_variant_key: str | None = None
+    variant: str = "{}"
+
+
+COMPARISONS: tuple[Comparison, ...] = (
+    Comparison("cpu/tabular_scaling.json", "SwiftRL tabular lanes, 12 variants (Q / SARSA x "
+               "SEQ / RAN / STR x FP32 / INT32), FrozenLake and Taxi", "lanes trainer (XLA)",
+               "best Numba kernel", "system.packages.numba",
+               worst_key="cpu_ratio_vs_best_numba_min",
+               median_key="cpu_ratio_vs_best_numba_median",
+               worst_variant_key="cpu_ratio_vs_best_numba_min_variant"),
+    Comparison("cpu/marl_sampling.json", "MADDPG replay round, faithful, 3-24 agents",
+               "the trainer's sampler", "vectorised NumPy", "config.baselines.numpy",
+               key="sampler_speedup_vs_vectorized_numpy_by_agents", variant="{} agents"),
+    Comparison("cpu/marl_sampling.json", "MADDPG replay round, faithful, 3-24 agents",
+               "the trainer's sampler", "flashbax uniform", "config.baselines.flashbax",
+               key="sampler_speedup_vs_flashbax_uniform_by_agents", variant="{} agents"),
+    Comparison("cpu/marl_sampling.json", "MADDPG replay round, faithful, 3-24 agents",
+               "the trainer's sampler", "flashbax prioritised", "config.baselines.flashbax",
+               key="sampler_speedup_vs_flashbax_prioritized_by_agents", variant="{} agents"),
+    Comparison("cpu/marl_sampling.json", "MADDPG replay round, faithful, 24 agents",
+               "the trainer's sampler", "the original MADDPG sampler (NumPy lists)",
+               "config.baselines.numpy", key="sampler_speedup_vs_original_24"),
+    Comparison("cpu/mpe_rollout.json", "particle-world rollouts, spread and tag, 3-24 agents",
+               "jaxrl_pim.envs.mpe", "JaxMARL MPE", "config.jaxmarl_version",
+               key="mpe_speedup_vs_jaxmarl_by_env"),
+)
+
+
+def _get(data: dict[str, Any], path: str) -> Any:
+    value: Any = data
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def sig3(x: float) -> str:
+    """``x`` rounded to 3 significant digits (``0.382``, ``21.7``, ``1,050``)."""
+    if x == 0 or not math.isfinite(x):
+        return str(x)
+    digits = 2 - math.floor(math.log10(abs(x)))
+    return f"{round(x, digits):,.{max(digits, 0)}f}"
+
+
+def row_values(c: Comparison, data: dict[str, Any]) -> dict[str, Any]:
+    """The worst and median ratio of a comparison, the worst variant's name, the number of
+    variants and the opponent's version, from one results file."""
+    summary = data.get("summary", {})
+    out: dict[str, Any] = {"version": _get(data, c.version), "variants": 1,
+                           "worst_variant": None}
+    if c.worst_key is not None:
+        out["worst"] = summary.get(c.worst_key)
+        out["median"] = summary.get(c.median_key) if c.median_key else out["worst"]
+        out["worst_variant"] = summary.get(c.worst_variant_key) if c.worst_variant_key else None
+        by = summary.get("cpu_ratio_by_variant")
+        out["variants"] = len(by) if isinstance(by, dict) else 1
+        return out
+    value = summary.get(c.key)
+    if isinstance(value, dict):
+        ratios = {k: v for k, v in value.items() if isinstance(v, int | float)}
+        if ratios:
+            worst = min(ratios, key=ratios.get)
+            out.update(worst=ratios[worst], median=statistics.median(ratios.values()),
+                       worst_variant=worst, variants=len(ratios))
+        else:
+            out.update(worst=None, median=None)
+    else:
+        out.update(worst=value, median=value)
+    return out
+
+
+def _verdict(worst: float | None, median: float | None) -> str:
+    if worst is None:
+        return "not measured"
+    if worst >= 1:
+        return "faster at every variant"
+    if median is not None and median >= 1:
+        return "slower at some variants"
+    return "slower"
+
+
+def headline_rows(root: Path) -> tuple[list[dict[str, Any]], list[Comparison]]:
+    """The rows whose file exists under ``root/benchmarks/results``, and the comparisons left
+    out because their file does not."""
+    rows, missing = [], []
+    for c in COMPARISONS:
+        path = root / "benchmarks" / "results" / c.file
+        if not path.is_file():
+            missing.append(c)
+            continue
+        data = json.loads(path.read_text())
+        device = c.file.split("/")[0]
+        rows.append({"comparison": c, "path": path, "device": device,
+                     **row_values(c, data)})
+    return rows, missing
+
+
+def headline_table(root: Path, page: Path) -> str:
+    """The Markdown table (links relative to ``page``), one row per comparison."""
+    rows, missing = headline_rows(root)
+    lines = ["| workload | jaxrl_pim | opponent | worst ratio | median ratio | variants | "
+             "result | device | file |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        c = r["comparison"]
+        opp = c.opponent + (f" {r['version']}" if r["version"] else "")
+        worst = "not measured" if r["worst"] is None else sig3(r["worst"]) + "x"
+        if r["worst_variant"] and r["variants"] > 1:
+            worst += f" ({c.variant.format(r['worst_variant'])})"
+        median = "" if r["median"] is None or r["variants"] == 1 else sig3(r["median"]) + "x"
+        link = os.path.relpath(r["path"], page.parent)
+        lines.append(f"| {c.workload} | {c.library} | {opp} | {worst} | {median} | "
+                     f"{r['variants']} | {_verdict(r['worst'], r['median'])} | "
+                     f"`{r['device']}` | [{Path(c.file).name}]({link}) |")
+    text = "\n".join(lines) + "\n"
+    text += ("\nRatios are the library's speed over the opponent's, measured side by side "
+             "in one run on the same machine (above 1: the library is faster); the worst "
+             "variant is named in brackets.")
+    if missing:
+        text += (f" {len(missing)} comparison(s) have no results file yet and are not "
+                 "measured.")
+    return text + "\n"
