@@ -35,6 +35,7 @@ from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.learner import Learner, TeamBatch, TeamParams, make_learner
 from jaxrl_pim.marl.networks import gumbel_softmax, make_networks
 from jaxrl_pim.marl.rollout import Rollout, TrainState, make_rollout
+from jaxrl_pim.marl.schedule import when
 
 __all__ = [
     "Phases",
@@ -140,7 +141,9 @@ def _train_from(
         step = state.step + 1
         due = (step % cfg.update_every == 0) & (buffers[0].size >= cfg.learning_starts)
 
-        def updates(operand):
+        def updates(operand, extra):
+            buffers, k_upd = extra
+
             def one(carry, k):
                 teams, ss, nu, _ = carry
                 teams, ss, losses = learner.update_round(teams, buffers, ss, nu, k)
@@ -150,8 +153,10 @@ def _train_from(
                                     jax.random.split(k_upd, cfg.updates_per_round))
             return carry
 
-        teams, ss, num_updates, losses = jax.lax.cond(
-            due, updates, lambda o: o, (state.teams, ss, state.num_updates, state.losses))
+        # A conditional also when seeds are vmapped from stacked states (per-seed counters).
+        teams, ss, num_updates, losses = when(
+            due, updates, (state.teams, ss, state.num_updates, state.losses),
+            (buffers, k_upd))
         # MATD3's critic-only rounds keep the last actor loss.
         losses = jnp.where(jnp.isnan(losses) & ~jnp.isnan(state.losses), state.losses, losses)
         state = state._replace(
