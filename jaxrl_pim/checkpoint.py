@@ -288,15 +288,17 @@ class Checkpoints:
         record reads) belongs to another kind of run or another configuration, before any
         work; nothing when the folder holds no checkpoint."""
         steps = self.steps() if step is None else [step]
+        damaged: list[Damaged] = []
         for candidate in reversed(steps):
             try:
                 record = self._read_record(candidate)
-            except Damaged:
-                if step is not None or candidate == steps[0]:
-                    raise
+            except Damaged as err:
+                damaged.append(err)
                 continue
             self._check_fingerprint(candidate, record)
             return
+        if damaged:
+            raise _none_intact(damaged)
 
     def _check_fingerprint(self, step: int, record: dict[str, Any]) -> None:
         saved = record.get("fingerprint")
@@ -561,10 +563,15 @@ def restore_newest(checkpoints: Any, template: Callable[[int], Any], *,
                 "warning: " + "; ".join(f"{e} (left in place)" for e in damaged)
                 + f"; using checkpoint {step}, the newest intact one")
         return Restored(step, tree, meta)
+    raise _none_intact(damaged)
+
+
+def _none_intact(damaged: list[Damaged]) -> Damaged:
+    """The error of a folder whose every step is damaged (``damaged`` newest first)."""
     newest = damaged[0]
-    raise Damaged(newest.folder, newest.step, newest.file,
-                  f"{newest.reason}; no older checkpoint is intact either"
-                  if len(damaged) > 1 else newest.reason)
+    return Damaged(newest.folder, newest.step, newest.file,
+                   f"{newest.reason}; no older checkpoint is intact either"
+                   if len(damaged) > 1 else newest.reason)
 
 
 class Finished(NamedTuple):

@@ -1,0 +1,571 @@
+"""Fault injection: damaged checkpoints, bad output paths, interrupted writes, zero-size state,
+and the messages of bad options, through every command that meets them.
+
+Each case ends in one line and a known exit status, never a traceback, and leaves what was
+on disk as it was. A new command inherits these cases by adding its flags to the tables
+below (:data:`OUTPUT_FLAGS`, :data:`FLAG_NAMES`).
+
+One MARL checkpoint folder (steps 1, 2, 3 of a tiny spread run, built from the state's
+shapes without training: ``marl_folder``) is made per module and copied per case; resuming
+it with ``--episodes 2`` trains nothing, so the damaged-checkpoint cases compile nothing
+but the evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl_pim import report
+from jaxrl_pim.checkpoint import FILES, Checkpoints, Damaged, run_kind
+from jaxrl_pim.cli import _common, build_parser, main
+from jaxrl_pim.cli._common import CommandParser, in_flag_names
+from tests.support.marl import JAXMARL_MARKS
+
+#: A tiny MARL run's options (2 spread agents, 1 env, 32 replay rows), seed 0.
+MARL = ["marl", "--agents", "2", "--num-envs", "1", "--capacity", "32", "--batch-size", "8",
+        "--learning-starts", "16", "--no-progress", "--no-estimate"]
+STEPS = (1, 2, 3)
+
+
+def _lines(text: str) -> list[str]:
+    return [ln for ln in text.strip().splitlines() if ln]
+
+
+def _one_error(capsys, prog: str) -> str:
+    err = _lines(capsys.readouterr().err)
+    assert len(err) == 1, err
+    assert err[0].startswith(f"jaxrl-pim {prog}: error: "), err
+    return err[0]
+
+
+def _marl_config(argv: list[str]):
+    from jaxrl_pim.cli.marl import config_from_args
+
+    parser = build_parser("marl", full=False)
+    return config_from_args(parser.parse_args(argv))
+
+
+def _filled(template, offset: int):
+    """Arrays of ``template``'s shapes and dtypes holding distinct values (``offset`` + index),
+    keys from zero key data."""
+    def leaf(i_x):
+        i, x = i_x
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            shape = jax.eval_shape(jax.random.key_data, x).shape
+            return jax.random.wrap_key_data(jnp.zeros(shape, jnp.uint32),
+                                            impl=x.dtype._impl)
+        n = int(np.prod(x.shape, dtype=np.int64))
+        values = (np.arange(n) + offset + i) % (2 if x.dtype == bool else 97)
+        return jnp.asarray(values.reshape(x.shape).astype(x.dtype))
+
+    leaves, treedef = jax.tree.flatten(template)
+    return jax.tree.unflatten(treedef, [leaf(p) for p in enumerate(leaves)])
+
+
+@pytest.fixture(scope="module")
+def marl_folder(tmp_path_factory) -> Path:
+    """Checkpoints 1, 2, 3 of the :data:`MARL` run (its fingerprint; states from its shapes,
+    each with its episode count)."""
+    from jaxrl_pim.marl import checkpoint as mc
+
+    config = _marl_config([*MARL, "--episodes", "3"])
+    folder = tmp_path_factory.mktemp("faults") / "marl"
+    with Checkpoints(folder, fingerprint=mc.fingerprint(config, seed=0), keep=3) as ckpt:
+        for step in STEPS:
+            tree = _filled(mc.template(config, step), step)
+            tree["state"] = tree["state"]._replace(
+                episode=jnp.asarray(step, tree["state"].episode.dtype))
+            ckpt.save(step, tree, meta={"episodes_done": step})
+    return folder
+
+
+@pytest.fixture
+def marl_copy(marl_folder, tmp_path) -> Path:
+    folder = tmp_path / "run"
+    shutil.copytree(marl_folder, folder)
+    return folder
+
+
+def _data_file(step_dir: Path) -> Path:
+    """The largest array data file of a step (orbax's ``state/.../d/<hash>``)."""
+    files = [p for p in (step_dir / "state").rglob("*") if p.is_file() and p.parent.name == "d"]
+    return max(files, key=lambda p: p.stat().st_size)
+
+
+def _truncate(step_dir: Path) -> str:
+    path = _data_file(step_dir)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    return str(path.relative_to(step_dir))
+
+
+def _delete_meta(step_dir: Path) -> str:
+    (step_dir / "meta" / "metadata").unlink()
+    return "meta/metadata"
+
+
+def _rewrite_meta(step_dir: Path) -> str:  # the one-line JSON error of the issue's report
+    (step_dir / "meta" / "metadata").write_text('{"fingerprint":\n')
+    return "meta/metadata"
+
+
+def _rewrite_same_size(step_dir: Path) -> str:  # other bytes, same length: only a CRC sees it
+    path = _data_file(step_dir)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return str(path.relative_to(step_dir))
+
+
+def _delete_state(step_dir: Path) -> str:
+    shutil.rmtree(step_dir / "state")
+    return "state/"
+
+
+DAMAGE = {"truncated": _truncate, "meta deleted": _delete_meta, "meta rewritten": _rewrite_meta,
+          "data rewritten": _rewrite_same_size, "state deleted": _delete_state}
+
+
+def _tree_files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# --------------------------------------------------------------------------------------------
+# damaged checkpoints: the newest intact step is used, the damaged one named and kept
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_newest_step_falls_back_in_the_library(marl_copy, damage, capsys):
+    from jaxrl_pim.marl import checkpoint as mc
+
+    file = DAMAGE[damage](marl_copy / "3")
+    before = _tree_files(marl_copy)
+    config = _marl_config([*MARL, "--episodes", "3"])
+    with Checkpoints(marl_copy, fingerprint=mc.fingerprint(config, seed=0)) as ckpt:
+        state, curve = mc.starting_state(config, jax.random.PRNGKey(0), ckpt, resume=True)
+    assert int(state.episode) == 2
+    want = _filled(mc.template(config, 2), 2)  # step 2's values, bit for bit
+    np.testing.assert_array_equal(curve, np.asarray(want["episode_return"]))
+    for got, ref in zip(jax.tree.leaves(state.teams), jax.tree.leaves(want["state"].teams),
+                        strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+    err = _lines(capsys.readouterr().err)
+    assert len(err) == 1, err
+    assert f"checkpoint 3 in {str(marl_copy)!r} is damaged: 3/{file}" in err[0], err
+    assert "using checkpoint 2" in err[0]
+    assert _tree_files(marl_copy) == before  # nothing deleted or rewritten
+
+
+@pytest.mark.parametrize("damage", ["truncated", "meta rewritten"])
+def test_evaluate_and_resume_use_the_newest_intact_step(marl_copy, damage, tmp_path, capsys):
+    file = DAMAGE[damage](marl_copy / "3")
+    before = _tree_files(marl_copy)
+    assert main(["marl", "evaluate", "--checkpoint", str(marl_copy), "--episodes", "2"]) == 0
+    out = capsys.readouterr()
+    assert "(checkpoint after 2 episodes)" in out.out
+    err = _lines(out.err)
+    assert len(err) == 1 and f"3/{file}" in err[0] and "using checkpoint 2" in err[0], err
+    # resuming to episode 2 restores step 2 and trains nothing
+    report_path = tmp_path / "resume.json"
+    assert main([*MARL, "--episodes", "2", "--checkpoint", str(marl_copy), "--resume",
+                 "--json", str(report_path)]) == 0
+    out = capsys.readouterr()
+    assert "resuming after episode 2" in out.out
+    assert "episodes 2->2" in out.out
+    assert sum("using checkpoint 2" in ln for ln in _lines(out.err)) == 1
+    assert _tree_files(marl_copy) == before
+
+
+def test_every_step_damaged_is_one_line_naming_folder_and_file(marl_copy, capsys):
+    for step in STEPS:
+        _rewrite_meta(marl_copy / str(step))
+    before = _tree_files(marl_copy)
+    assert main(["marl", "evaluate", "--checkpoint", str(marl_copy)]) == 2
+    line = _one_error(capsys, "marl")
+    assert f"checkpoint 3 in {str(marl_copy)!r} is damaged: 3/meta/metadata" in line
+    assert "no older checkpoint is intact" in line
+    assert main([*MARL, "--episodes", "4", "--checkpoint", str(marl_copy), "--resume"]) == 2
+    assert "3/meta/metadata" in _one_error(capsys, "marl")
+    assert _tree_files(marl_copy) == before
+
+
+def test_a_checkpoint_without_its_file_list_still_falls_back(marl_copy, capsys):
+    """Steps written before file lists existed (or a save killed before its list): orbax's
+    own read errors count as damage, and the message still names the file."""
+    for step in STEPS:
+        (marl_copy / str(step) / FILES).unlink()
+    _rewrite_meta(marl_copy / "3")
+    with Checkpoints(marl_copy) as ckpt:
+        with pytest.raises(Damaged, match=r"3/meta/metadata: Expecting value"):
+            ckpt.record(3)
+    assert main(["marl", "evaluate", "--checkpoint", str(marl_copy), "--episodes", "2"]) == 0
+    assert "using checkpoint 2" in capsys.readouterr().err
+
+
+def test_verify_names_missing_resized_and_changed_files(tmp_path):
+    with Checkpoints(tmp_path / "c") as ckpt:
+        ckpt.save(1, {"x": jnp.arange(64.0)})
+        ckpt.verify(1)  # intact
+        step_dir = tmp_path / "c" / "1"
+        name = _rewrite_same_size(step_dir)
+        with pytest.raises(Damaged, match=rf"1/{name}: its contents changed"):
+            ckpt.verify(1)
+        _truncate(step_dir)
+        with pytest.raises(Damaged, match=rf"1/{name}: \d+ bytes, \d+ were written"):
+            ckpt.verify(1)
+        _delete_meta(step_dir)
+        with pytest.raises(Damaged, match=r"1/meta/metadata: missing"):
+            ckpt.verify(1)
+
+
+# --------------------------------------------------------------------------------------------
+# another kind of run's folder is named as such, before any work
+
+
+def _tabular_folder(folder: Path) -> Path:
+    fingerprint = {"config": {"num_states": 500, "num_actions": 6, "num_cores": 4},
+                   "env": "taxi", "seed": 0}
+    with Checkpoints(folder, fingerprint=fingerprint) as ckpt:
+        ckpt.save(2, {"q": jnp.zeros((4, 500, 6))})
+    return folder
+
+
+def test_run_kind_reads_the_fingerprint():
+    assert run_kind({"config": {"num_states": 5}}) == "tabular"
+    assert run_kind({"config": {"sampling_mode": "faithful"}}) == "MARL"
+    assert run_kind({"config": {"actor_update_period": 10}}) == "ActorQ"
+    assert run_kind({"config": {"lr": 0.1}}) is None and run_kind(None) is None
+
+
+def test_a_tabular_folder_is_named_by_marl(tmp_path, capsys):
+    folder = _tabular_folder(tmp_path / "tab")
+    assert main([*MARL, "--episodes", "3", "--checkpoint", str(folder), "--resume"]) == 2
+    line = _one_error(capsys, "marl")
+    assert "holds a tabular run's checkpoints, not a MARL run's" in line
+    assert main(["marl", "evaluate", "--checkpoint", str(folder)]) == 2
+    assert "holds a tabular run's checkpoints" in _one_error(capsys, "marl")
+
+
+def test_a_marl_folder_is_named_by_tabular(marl_copy, capsys):
+    argv = ["tabular", "--env", "taxi", "--cores", "4", "--transitions", "40", "--episodes",
+            "1", "--eval-episodes", "1", "--no-progress", "--checkpoint", str(marl_copy),
+            "--resume"]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "resuming" not in captured.err + captured.out  # refused before the size line
+    err = _lines(captured.err)
+    assert len(err) == 1 and "holds a MARL run's checkpoints, not a tabular run's" in err[0]
+
+
+# --------------------------------------------------------------------------------------------
+# every output path is checked before any work, with one line naming the flag
+
+#: (command line without the flag, the flag, "file" or "folder"); evaluate's --checkpoint
+#: is an input (its checks are the damaged-checkpoint cases above)
+OUTPUT_FLAGS = [
+    ([*MARL, "--episodes", "1"], "--json", "file"),
+    ([*MARL, "--episodes", "1"], "--checkpoint", "folder"),
+    (["marl", "evaluate", "--checkpoint", "{ckpt}"], "--json", "file"),
+    (["marl", "evaluate", "--checkpoint", "{ckpt}"], "--render", "file"),
+    (["tabular", "--env", "taxi", "--cores", "4", "--transitions", "40"], "--json", "file"),
+    (["tabular", "--env", "taxi", "--cores", "4", "--transitions", "40"], "--save-q", "file"),
+    (["tabular", "--env", "taxi", "--cores", "4", "--transitions", "40"], "--checkpoint",
+     "folder"),
+    (["actorq", "--steps", "100"], "--json", "file"),
+    (["actorq", "--steps", "100"], "--checkpoint", "folder"),
+    (["ptq", "--seeds", "1"], "--json", "file"),
+    (["qat", "--seeds", "1"], "--json", "file"),
+]
+BAD_PLACES = ("a folder", "under a file", "read-only")
+
+
+def _bad_path(kind: str, place: str, tmp_path: Path, monkeypatch) -> tuple[Path, str]:
+    name = "out.gif" if kind == "file" else "ck"
+    if place == "a folder":
+        if kind == "folder":  # a file where the folder is wanted
+            (tmp_path / name).write_text("x")
+            return tmp_path / name, "is a file, not a folder"
+        (tmp_path / name).mkdir()
+        return tmp_path / name, "is a folder; give a file name"
+    if place == "under a file":
+        (tmp_path / "plain").write_text("x")
+        return tmp_path / "plain" / name, "plain is a file, not a folder"
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+    # as root no permission bit keeps a write out: the check's os.access is told the truth
+    # a read-only mount would tell it
+    monkeypatch.setattr(_common.os, "access", lambda p, mode, **kw: False if Path(p) == locked
+                        else real_access(p, mode, **kw))
+    return locked / name, "is not writable"
+
+
+@pytest.mark.parametrize("place", BAD_PLACES)
+@pytest.mark.parametrize("argv, flag, kind", OUTPUT_FLAGS,
+                         ids=[f"{a[0]}{'-evaluate' if 'evaluate' in a else ''}{f}"
+                              for a, f, _ in OUTPUT_FLAGS])
+def test_a_bad_output_path_is_refused_before_any_work(argv, flag, kind, place, tmp_path,
+                                                      marl_folder, monkeypatch, capsys):
+    path, why = _bad_path(kind, place, tmp_path, monkeypatch)
+    argv = [a.replace("{ckpt}", str(marl_folder)) for a in argv]
+    # a folder that would be written first: still absent after the refusal
+    other = tmp_path / "other_ckpt"
+    extra = ["--checkpoint", str(other)] if flag != "--checkpoint" and "evaluate" not in argv \
+        and argv[0] in ("marl", "tabular", "actorq") else []
+    prog = argv[0]
+    assert main([*argv, *extra, flag, str(path)]) == 2
+    line = _one_error(capsys, prog)
+    assert f"{flag} {path}" in line and why in line, line
+    assert not other.exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_refused_for_real(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        assert main([*MARL, "--episodes", "1", "--json", str(locked / "r.json")]) == 2
+        assert "is not writable" in _one_error(capsys, "marl")
+    finally:
+        locked.chmod(stat.S_IRWXU)
+
+
+# --------------------------------------------------------------------------------------------
+# atomic writes: an interrupted write keeps the old file; permissions are the user's
+
+
+def test_an_interrupted_report_write_keeps_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "run.json"
+    report.write_json(path, {"old": 1})
+    old = path.read_bytes()
+
+    def interrupted(tmp: str) -> None:
+        Path(tmp).write_text('{"new": ')  # half written, then Ctrl-C
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        report.atomic_save(path, interrupted)
+    assert path.read_bytes() == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]  # no temporary left
+
+
+def _episode(steps: int = 4) -> dict:
+    t = np.linspace(0.0, 1.0, steps + 1)[:, None, None]
+    return {"agents": np.concatenate([t, -t], axis=2) * np.ones((1, 2, 1)),
+            "landmarks": np.zeros((steps + 1, 2, 2)), "agent_radius": np.full(2, 0.15),
+            "landmark_radius": np.full(2, 0.05), "agent_team": np.zeros(2, int),
+            "team_names": ["agents"], "env": "spread", "returns": np.array([-1.0])}
+
+
+def test_an_interrupted_render_keeps_the_old_gif(tmp_path, monkeypatch):
+    from matplotlib.animation import PillowWriter
+
+    from jaxrl_pim.marl.render import render_gif
+
+    gif = tmp_path / "episode.gif"
+    render_gif([_episode()], gif)
+    old = gif.read_bytes()
+    assert old[:6] == b"GIF89a"
+    frames = {"n": 0}
+    grab = PillowWriter.grab_frame
+
+    def grab_then_stop(self, **kwargs):
+        frames["n"] += 1
+        if frames["n"] == 3:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the animation
+        return grab(self, **kwargs)
+
+    monkeypatch.setattr(PillowWriter, "grab_frame", grab_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        render_gif([_episode(8)], gif)
+    assert gif.read_bytes() == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episode.gif"]
+
+
+@pytest.mark.parametrize("umask, replaced, want", [
+    (0o022, None, 0o644), (0o022, 0o644, 0o644), (0o077, None, 0o600),
+    (0o022, 0o600, 0o600), (0o002, 0o664, 0o664)])
+def test_atomic_writes_keep_the_users_permissions(umask, replaced, want, tmp_path):
+    path = tmp_path / "table.json"
+    if replaced is not None:
+        path.write_text("{}")
+        path.chmod(replaced)
+    old = os.umask(umask)
+    try:
+        report.write_json(path, {"x": 1})
+        np_path = report.atomic_save(tmp_path / "q.npy", lambda t: np.save(t, np.zeros(2)))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == want
+    assert stat.S_IMODE(np_path.stat().st_mode) == 0o666 & ~umask
+
+
+def test_atomic_save_refuses_a_folder(tmp_path):
+    with pytest.raises(IsADirectoryError):
+        report.write_text(tmp_path, "x")
+
+
+# --------------------------------------------------------------------------------------------
+# messages: unknown options, flag names, cheap checks first
+
+
+@pytest.mark.parametrize("argv, unknown", [
+    (["marl", "--checkpoint-dir", "X"], "--checkpoint-dir"),
+    (["marl", "--episodes", "3", "--bogus"], "--bogus"),
+    (["marl", "evaluate", "--checkpoint", "x", "--bogus", "1"], "--bogus"),
+    (["tabular", "--save-table", "q.npy"], "--save-table"),
+])
+def test_an_unknown_option_is_reported_as_unknown(argv, unknown, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"unrecognized arguments: {unknown}" in err and "invalid choice" not in err, err
+
+
+def test_command_parser_knows_prefixes_and_negative_numbers():
+    p = CommandParser(prog="x")
+    p.add_argument("--checkpoint-every", type=int)
+    p.add_argument("--seed", type=int)
+    assert p.unknown_options(["--checkpoint-e", "3", "--seed", "-4", "--nope=1"]) == ["--nope"]
+
+
+#: (argv, the flags the line must name, the config fields it must not)
+FLAG_NAMES = [
+    ([*MARL, "--batch-size", "64"], ["--batch-size", "--capacity"], ["batch_size"]),
+    ([*MARL, "--learning-starts", "64"], ["--learning-starts", "--capacity"],
+     ["learning_starts"]),
+    ([*MARL, "--num-envs", "0"], ["--num-envs"], ["num_envs"]),
+    ([*MARL, "--update-every", "0"], ["--update-every"], ["update_every"]),
+    (["tabular", "--sync-period", "0", "--transitions", "40"], ["--sync-period"],
+     ["sync_period"]),
+    (["tabular", "--cores", "0", "--transitions", "40"], ["--cores"], ["num_cores"]),
+    (["actorq", "--actors", "0"], ["--actors"], ["num_actors"]),
+    (["ptq", "--seeds", "0"], ["--seeds"], ["num_seeds"]),
+    (["qat", "--delay", "2"], ["--delay"], ["delay_fraction"]),
+]
+
+
+@pytest.mark.parametrize("argv, flags, fields", FLAG_NAMES,
+                         ids=[f"{a[0]}{f[0]}" for a, f, _ in FLAG_NAMES])
+def test_errors_name_the_flags_the_user_typed(argv, flags, fields, capsys):
+    assert main(argv) == 2
+    line = _one_error(capsys, argv[0])
+    assert all(f in line for f in flags), line
+    assert not any(f in line for f in fields), line
+
+
+def test_in_flag_names_replaces_whole_words_only():
+    flags = {"num_episodes": "--episodes", "num_envs": "--num-envs"}
+    assert in_flag_names("num_episodes (0) and num_envs; num_episodes_x, --num_envs", flags) \
+        == "--episodes (0) and --num-envs; num_episodes_x, --num_envs"
+
+
+def test_cheap_checks_come_before_reading_or_importing(tmp_path, monkeypatch, capsys):
+    # --episodes 0 is refused before the (missing) checkpoint folder is even looked at
+    assert main(["marl", "evaluate", "--checkpoint", str(tmp_path / "none"),
+                 "--episodes", "0"]) == 2
+    assert "--episodes must be >= 1, got 0" in _one_error(capsys, "marl")
+    # a bad JaxMARL name is refused without importing JaxMARL (which here cannot import)
+    monkeypatch.setitem(sys.modules, "jaxmarl", None)
+    assert main(["marl", "--env", "jaxmarl:MPE_simple_v9", "--episodes", "1"]) == 2
+    line = _one_error(capsys, "marl")
+    assert "--env jaxmarl:MPE_simple_v9 is not supported" in line and "pip" not in line
+    # the render's suffix, then the output paths, then the checkpoint
+    assert main(["marl", "evaluate", "--checkpoint", str(tmp_path / "none"),
+                 "--render", "x.png"]) == 2
+    assert "writes a GIF" in _one_error(capsys, "marl")
+
+
+def test_check_output_paths_directly(tmp_path):
+    ns = argparse.Namespace(json=str(tmp_path / "new" / "deeper" / "r.json"), ck=None)
+    _common.check_outputs(ns, files={"--json": "json"}, folders={"--checkpoint": "ck"})
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ValueError, match=r"^--checkpoint .*/f/a/b: .*/f is a file"):
+        _common.check_output_folder(tmp_path / "f" / "a" / "b", "--checkpoint")
+
+
+# --------------------------------------------------------------------------------------------
+# zero-size state: the JaxMARL worlds
+
+
+def test_zero_size_leaves_round_trip(tmp_path):
+    tree = {"empty": jnp.zeros((1, 0), jnp.float32), "none": jnp.zeros((0,), jnp.int32),
+            "keys": jax.random.split(jax.random.key(1), 0), "x": jnp.arange(3.0)}
+    with Checkpoints(tmp_path / "z") as ckpt:
+        ckpt.save(1, tree)
+        back, _ = ckpt.restore(jax.eval_shape(lambda: tree))
+    for name in tree:
+        assert back[name].shape == tree[name].shape and back[name].dtype == tree[name].dtype
+    np.testing.assert_array_equal(back["x"], tree["x"])
+    assert not list((tmp_path / "z").glob("*tmp*"))
+
+
+def test_a_failed_save_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    import jaxrl_pim.checkpoint as checkpoint
+
+    with Checkpoints(tmp_path / "c") as ckpt:
+        ckpt.save(1, {"x": jnp.ones(3)})
+        # without the placeholder orbax refuses the empty array after making its folder
+        monkeypatch.setattr(checkpoint, "_is_empty", lambda x: False)
+        with pytest.raises(ValueError, match="zero size"):
+            ckpt.save(2, {"x": jnp.zeros((0, 3))})
+        assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["1"]
+        assert ckpt.steps() == [1]
+
+
+class TestJaxMARLWorlds:
+    """Every JaxMARL world the adapter takes: its state (one world, MPE_simple_v3, has an
+    empty communication array) checkpoints and restores; that world trains, checkpoints,
+    resumes and evaluates through the command. Training all 13 through the command would
+    compile 13 programs (minutes); the restore path is the same for every world's state."""
+
+    pytestmark = JAXMARL_MARKS
+
+    def test_every_worlds_state_round_trips(self, tmp_path):
+        from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED
+        from jaxrl_pim.marl.config import MARLConfig
+        from jaxrl_pim.marl.trainer import make_env
+
+        states, empty = {}, []
+        for name in SUPPORTED:
+            env, params = make_env(MARLConfig(env=f"jaxmarl:{name}", num_envs=1))
+            shapes = jax.eval_shape(lambda k, env=env, params=params: env.reset(k, params),
+                                    jax.random.PRNGKey(0))
+            states[name] = _filled(shapes, len(states))
+            if any(int(np.prod(x.shape)) == 0 for x in jax.tree.leaves(shapes)):
+                empty.append(name)
+        assert empty == ["MPE_simple_v3"]  # the world orbax could not checkpoint
+        with Checkpoints(tmp_path / "worlds") as ckpt:
+            ckpt.save(1, states)
+            back, _ = ckpt.restore(jax.eval_shape(lambda: states))
+        for name in SUPPORTED:
+            for got, want in zip(jax.tree.leaves(back[name]), jax.tree.leaves(states[name]),
+                                 strict=True):
+                assert got.shape == want.shape and got.dtype == want.dtype, name
+                np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+    def test_the_empty_array_world_trains_resumes_and_evaluates(self, tmp_path, capsys):
+        folder = tmp_path / "simple"
+        argv = ["marl", "--env", "jaxmarl:MPE_simple_v3", "--num-envs", "1", "--capacity",
+                "16", "--batch-size", "4", "--learning-starts", "8", "--update-every", "25",
+                "--no-progress", "--no-estimate", "--checkpoint", str(folder),
+                "--checkpoint-every", "1"]
+        assert main([*argv, "--episodes", "1"]) == 0
+        assert main([*argv, "--episodes", "2", "--resume"]) == 0
+        out = capsys.readouterr().out
+        assert "resuming after episode 1" in out and "episodes 1->2" in out
+        assert sorted(p.name for p in folder.iterdir()) == ["1", "2"]  # no temporary folder
+        assert main(["marl", "evaluate", "--checkpoint", str(folder), "--episodes", "2"]) == 0
+        assert "(checkpoint after 2 episodes)" in capsys.readouterr().out
