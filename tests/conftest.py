@@ -84,9 +84,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     out in this order, so a long test never starts last while the other worker idles. The
     tests marked ``default_emitters`` share one xdist group."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    legacy = uses_legacy_emitters()
     for item in items:  # one worker runs them, from one fresh process
         if item.get_closest_marker("default_emitters") is not None:
             item.add_marker(pytest.mark.xdist_group(EMITTERS_GROUP))
+            if legacy and isinstance(item, pytest.Function):
+                # its outcome comes from the fresh process (pytest_pyfunc_call), which sets up
+                # its fixtures: here they would run (a module's training runs) for nothing
+                item.setup = _no_fixtures
+
+
+def _no_fixtures() -> None:
+    """``Function.setup`` of a ``default_emitters`` test in a process with the legacy
+    emitters: no fixture is set up here (the test runs in the fresh process)."""
 
 
 #: nodeid -> outcome of a ``default_emitters`` test in the fresh process: None (passed),
@@ -131,7 +141,7 @@ def _run_default_emitters(session: pytest.Session) -> str:
 
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """A test marked ``default_emitters``, in a process with the legacy emitters, takes its
-    outcome from a fresh ``pytest`` process without them (its fixtures run there too; all
+    outcome from a fresh ``pytest`` process without them (its fixtures run there only; all
     such tests of the run share one process and one xdist worker)."""
     if pyfuncitem.get_closest_marker("default_emitters") is None or not uses_legacy_emitters():
         return None
