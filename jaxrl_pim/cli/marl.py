@@ -109,8 +109,11 @@ def register(subparsers: Any) -> None:
                        help="envs stepped in parallel (default: %(default)s)")
     sched.add_argument("--batch-size", type=int, default=d.batch_size,
                        help="transitions per agent per update round (default: %(default)s)")
-    sched.add_argument("--capacity", type=int, default=d.buffer_capacity,
-                       help="replay rows (time steps) per team buffer (default: %(default)s)")
+    sched.add_argument("--capacity", type=_capacity, default=d.buffer_capacity,
+                       help="replay rows (time steps) per team buffer, or auto: the largest "
+                            f"up to {d.buffer_capacity:,} whose train state fits in memory "
+                            "(recorded in the report); a run too large for memory stops "
+                            "before anything is allocated (default: %(default)s)")
     sched.add_argument("--learning-starts", type=int, default=d.learning_starts,
                        help="stored transitions before the first update (default: "
                             "%(default)s)")
@@ -213,8 +216,28 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
     return 0
 
 
+def _capacity(text: str) -> int | str:
+    """``--capacity``: a number of rows or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {text!r}: a number of rows or auto") from None
+
+
+def _auto_rows(args: argparse.Namespace) -> int:
+    """``--capacity auto``'s upper bound: the default capacity, or the rows that
+    ``--batch-size`` / ``--learning-starts`` / ``--num-envs`` need when more."""
+    return max(_DEFAULTS.buffer_capacity, args.batch_size, args.learning_starts, args.num_envs)
+
+
 def config_from_args(args: argparse.Namespace) -> MARLConfig:
-    """The run's config from the parsed options (the world options resolved)."""
+    """The run's config from the parsed options (the world options resolved; ``--capacity
+    auto`` gives :func:`_auto_rows`' bound, which :func:`fit_memory` lowers)."""
+    if args.capacity == "auto":
+        args = argparse.Namespace(**{**vars(args), "capacity": _auto_rows(args)})
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (the run's total)")
     if args.batch_size > args.capacity:
@@ -273,6 +296,23 @@ def _state_bytes(config: MARLConfig) -> int:
     return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
 
 
+def fit_memory(args: argparse.Namespace, config: MARLConfig, seeds: int = 1
+               ) -> tuple[MARLConfig, dict[str, Any]]:
+    """Decide memory before anything is allocated: with ``--capacity auto`` the largest
+    capacity whose ``seeds`` train states fit; otherwise a one-line ``ValueError`` naming the
+    largest capacity (or number of seeds) that fits when they do not. Returns the config and
+    the memory record of the report."""
+    import dataclasses
+
+    devices = jax.local_device_count()
+    if args.capacity == "auto":
+        rows = plan.auto_capacity(config, seeds, devices, flag="--capacity")
+        config = dataclasses.replace(config, buffer_capacity=rows)
+    mp = plan.check_memory(config, seeds, devices, flag="--capacity")
+    return config, {**mp._asdict(), "capacity_auto": args.capacity == "auto",
+                    "buffer_capacity": config.buffer_capacity}
+
+
 def _open_checkpoints(args: argparse.Namespace, config: MARLConfig) -> Any:
     """The run's checkpoint folder (None without ``--checkpoint``), options checked first."""
     check_checkpoint_arguments(args)
@@ -290,16 +330,18 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args, files={"--json": "json"})  # before any work (--checkpoint: below)
     check_checkpoint_arguments(args)
     config = config_from_args(args)
+    config, memory = fit_memory(args, config)
     checkpoints = _open_checkpoints(args, config)
     try:
         with flag_names(FLAGS):
-            return _run(args, config, checkpoints)
+            return _run(args, config, checkpoints, memory)
     finally:
         if checkpoints is not None:
             checkpoints.close()
 
 
-def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any) -> int:
+def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
+         memory: dict[str, Any]) -> int:
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
     state, curve = checkpoint.starting_state(config, jax.random.PRNGKey(args.seed),
@@ -316,6 +358,10 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any) -> int:
         estimate = plan.estimate_seconds(config, the_plan, jax.random.PRNGKey(args.seed))
         timing["estimate"] = estimate["compile_s"]
     lines = plan.describe(config, the_plan, estimate)
+    if memory["capacity_auto"]:
+        lines.append(f"--capacity auto: {config.buffer_capacity:,} rows per team, the largest "
+                     f"whose train state fits in {plan.human_bytes(memory['usable_bytes'])} "
+                     f"({memory['source']})")
     every = None
     if checkpoints is not None:
         every = args.checkpoint_every or checkpoint.default_every(config.num_episodes)
@@ -362,6 +408,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any) -> int:
         "seed": args.seed,
         "plan": the_plan._asdict(),
         "duration_estimate": estimate,
+        "memory": memory,
     }
     if args.json:
         report.write_json(args.json, report.make_report(config, results, timing))

@@ -10,6 +10,7 @@ excludes compilation and ignores what fusing the whole run into one program save
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, NamedTuple
 
@@ -17,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.trainer import make_env, make_phases
+from jaxrl_pim.marl.trainer import make_env, make_init, make_phases
 from jaxrl_pim.replay import sum_tree
 from jaxrl_pim.timing import time_call
 
@@ -47,17 +48,177 @@ class RunPlan(NamedTuple):
     buffer_bytes: int
 
 
-def replay_bytes(config: MARLConfig) -> int:
+def replay_bytes(config: MARLConfig, capacity: int | None = None) -> int:
     """Bytes of the replay state: every team's buffer (float32 ``obs``, ``action``, ``reward``,
     ``next_obs``, ``done`` for ``capacity`` rows: ``4 C n (2 O + A + 2)``) plus the
-    prioritised samplers' trees (``2 P`` float32 per tree, two for ``info_prioritized``)."""
+    prioritised samplers' trees (``2 P`` float32 per tree, two for ``info_prioritized``).
+    ``capacity`` (rows per team buffer) defaults to ``config.buffer_capacity``."""
     teams = make_env(config)[0].teams
-    cap = config.buffer_capacity
+    cap = config.buffer_capacity if capacity is None else capacity
     total = sum(4 * cap * t.num_agents * (2 * t.obs_dim + t.action_dim + 2) for t in teams)
     trees = {"prioritized": 1, "info_prioritized": 2}.get(config.sampler, 0)
     if trees:
         total += trees * 4 * 2 * sum_tree.tree_leaves(cap) + 4  # + max_priority
     return total
+
+
+# ---------------------------------------------------------------- memory before allocation
+
+MEMORY_FRACTION = 0.9
+"""Share of the available memory a run's train states may take (the rest: the compiled
+program's temporaries, the runtime)."""
+
+MEMORY_LIMIT_ENV = "JAXRL_PIM_MEMORY_LIMIT"
+"""Environment variable: bytes available to a run per device, used instead of the measured
+figure (e.g. a share of a machine that others use too)."""
+
+
+def state_bytes(config: MARLConfig, capacity: int | None = None) -> int:
+    """Bytes of one seed's :class:`~jaxrl_pim.marl.rollout.TrainState` (networks, optimiser
+    states, replay buffers and sampler state, envs), from its shapes (nothing is allocated);
+    ``capacity`` replaces ``config.buffer_capacity`` (the replay part is linear in it, plus
+    the prioritised trees' power-of-two leaves)."""
+    shapes = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
+    total = sum(int(math.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
+    if capacity is None:
+        return total
+    return total - replay_bytes(config) + replay_bytes(config, capacity)
+
+
+def available_memory(device: Any = None) -> tuple[int, str]:
+    """``(bytes, source)``: memory a run may fill on ``device`` (default: the first local
+    device). :data:`MEMORY_LIMIT_ENV` when set; else ``bytes_limit - bytes_in_use`` of
+    ``Device.memory_stats()`` where the device reports it (GPU, TPU); else the host's
+    available memory (``MemAvailable`` of ``/proc/meminfo``, or free physical pages)."""
+    import os
+
+    limit = os.environ.get(MEMORY_LIMIT_ENV)
+    if limit:
+        try:
+            return int(float(limit)), MEMORY_LIMIT_ENV
+        except ValueError:
+            raise ValueError(f"{MEMORY_LIMIT_ENV} must be a number of bytes, got {limit!r}"
+                             ) from None
+    device = jax.local_devices()[0] if device is None else device
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    if stats and "bytes_limit" in stats:
+        return (int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)),
+                f"{device.platform} memory_stats")
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024, "host MemAvailable"
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "host free pages"
+
+
+class MemoryPlan(NamedTuple):
+    """A run's train-state memory against what the devices have, decided before allocation.
+
+    ``seed_bytes`` one seed's state; ``seeds`` in the run, ``seeds_per_device`` on the fullest
+    device (``ceil(seeds / devices)``) and ``needed_bytes`` what the fullest memory holds:
+    ``seeds_per_device x seed_bytes`` per accelerator, or every local seed on a CPU host (its
+    devices share the host's memory); ``available_bytes`` from ``source`` and ``usable_bytes``
+    its :data:`MEMORY_FRACTION`; ``fits``; ``max_capacity`` the largest buffer capacity
+    (rows per team) that fits with these seeds, ``max_seeds`` the most seeds (a multiple of
+    nothing: per memory) that fit at this capacity.
+    """
+
+    seed_bytes: int
+    seeds: int
+    seeds_per_device: int
+    needed_bytes: int
+    available_bytes: int
+    usable_bytes: int
+    source: str
+    fits: bool
+    max_capacity: int
+    max_seeds: int
+
+
+def memory_plan(config: MARLConfig, seeds: int = 1, devices: int = 1,
+                available: tuple[int, str] | None = None, max_rows: int | None = None
+                ) -> MemoryPlan:
+    """The train-state memory of ``seeds`` seeds of ``config`` over ``devices`` local devices
+    (arithmetic on shapes; nothing is allocated). ``available`` ``(bytes, source)`` defaults
+    to :func:`available_memory`; ``max_capacity`` is searched up to ``max_rows`` (default:
+    the config's capacity and 2^31 - 1 rows at most)."""
+    bytes_, source = available_memory() if available is None else available
+    on_cpu = source.startswith("host") or jax.local_devices()[0].platform == "cpu"
+    per_memory = seeds if on_cpu else -(-seeds // devices)  # seeds sharing one memory
+    seed_bytes = state_bytes(config)
+    usable = int(bytes_ * MEMORY_FRACTION)
+    fixed = seed_bytes - replay_bytes(config)
+
+    def fits_rows(rows: int) -> bool:
+        return per_memory * (fixed + replay_bytes(config, rows)) <= usable
+
+    lo, hi = 0, max_rows if max_rows is not None else 2**31 - 1
+    while lo < hi:  # the largest capacity whose states fit (0: none)
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits_rows(mid) else (lo, mid - 1)
+    needed = per_memory * seed_bytes
+    return MemoryPlan(
+        seed_bytes=seed_bytes, seeds=seeds, seeds_per_device=-(-seeds // devices),
+        needed_bytes=needed, available_bytes=bytes_, usable_bytes=usable, source=source,
+        fits=needed <= usable, max_capacity=lo,
+        max_seeds=(usable // seed_bytes) * (1 if on_cpu else devices),
+    )
+
+
+def min_capacity(config: MARLConfig) -> int:
+    """The smallest buffer capacity the config allows: ``max(batch_size, learning_starts,
+    num_envs)`` rows."""
+    return max(config.batch_size, config.learning_starts, config.num_envs)
+
+
+def check_memory(config: MARLConfig, seeds: int = 1, devices: int = 1,
+                 available: tuple[int, str] | None = None,
+                 flag: str = "buffer_capacity") -> MemoryPlan:
+    """:func:`memory_plan`, raising a one-line ``ValueError`` when the states do not fit:
+    it names what is needed and available and the largest capacity (``flag``) or number of
+    seeds that fits."""
+    mp = memory_plan(config, seeds, devices, available)
+    if mp.fits:
+        return mp
+    where = ("on this host" if mp.source.startswith("host") or devices == 1
+             else "per device")
+    need = human_bytes(mp.needed_bytes)
+    if mp.needed_bytes != mp.seed_bytes:
+        need = f"{mp.needed_bytes // mp.seed_bytes} seeds x {human_bytes(mp.seed_bytes)} = {need}"
+    fix = []
+    if mp.max_capacity >= min_capacity(config):
+        fix.append(f"the largest {flag} that fits is {mp.max_capacity:,} rows")
+    else:
+        fix.append(f"no {flag} of at least {min_capacity(config):,} rows (batch size, "
+                   "learning starts) fits")
+    if seeds > 1 and mp.max_seeds >= 1:
+        fix.append(f"at most {mp.max_seeds:,} seeds fit at {config.buffer_capacity:,} rows")
+    raise ValueError(
+        f"the run's train state needs {need} "
+        f"({config.buffer_capacity:,} replay rows per team) but {human_bytes(mp.usable_bytes)}"
+        f" ({int(MEMORY_FRACTION * 100)} % of {human_bytes(mp.available_bytes)}, "
+        f"{mp.source}) is available {where}: " + "; ".join(fix))
+
+
+def auto_capacity(config: MARLConfig, seeds: int = 1, devices: int = 1,
+                  available: tuple[int, str] | None = None, cap: int | None = None,
+                  flag: str = "buffer_capacity") -> int:
+    """The largest buffer capacity (rows per team, at most ``cap``, default the config's)
+    whose ``seeds`` train states fit in memory; ``ValueError`` (one line) when not even
+    :func:`min_capacity` fits."""
+    cap = config.buffer_capacity if cap is None else cap
+    mp = memory_plan(config, seeds, devices, available, max_rows=cap)
+    if mp.max_capacity < min_capacity(config):
+        small = dataclasses.replace(config, buffer_capacity=min_capacity(config))
+        raise ValueError(
+            f"no {flag} of at least {min_capacity(config):,} rows (batch size, learning "
+            f"starts) fits {seeds} seed(s) in {human_bytes(mp.usable_bytes)} "
+            f"({mp.source}); seeds that fit at that size: "
+            f"{memory_plan(small, 1, devices, (mp.available_bytes, mp.source)).max_seeds}")
+    return mp.max_capacity
 
 
 def plan_run(config: MARLConfig, start_episode: int = 0,
@@ -93,7 +254,6 @@ def estimate_seconds(config: MARLConfig, plan: RunPlan, key: jax.Array | None = 
     "timed_capacity"}``; the estimate excludes compilation (``compile_s`` is what compiling
     the two timed pieces took).
     """
-    import dataclasses
     import time
 
     key = jax.random.PRNGKey(0) if key is None else key
