@@ -45,8 +45,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
+
+from benchmarks import harness
 
 SECTIONS = ("inference", "broadcast", "throughput", "time_to_reward", "playground")
 PRECISIONS = ("fp32", "fp16", "int8")

@@ -22,9 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
+from benchmarks import harness
 from jaxrl_pim import report
 from jaxrl_pim.checks import check_choice, check_int
 

@@ -69,7 +69,9 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import harness
 
 #: Seconds of one full call on one H100 / H200, compiles included (the lease's command limit
 #: is 10 minutes; the rest is the install and the machine's own start).

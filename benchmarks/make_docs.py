@@ -72,7 +72,6 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -81,7 +80,7 @@ from jaxrl_pim import report as report_lib
 
 if __package__ in (None, ""):  # run as python benchmarks/make_docs.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import headline  # noqa: E402
+from benchmarks import headline
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path("benchmarks") / "results"
@@ -111,24 +110,16 @@ def results_files(root: Path = ROOT) -> list[Path]:
     return sorted(p for p in folder.rglob("*.json")) if folder.is_dir() else []
 
 
-@contextlib.contextmanager
-def _script_folder_first(folder: Path) -> Iterator[None]:
-    """Put ``folder`` first on ``sys.path`` while a script loads (as when it runs), so its
-    ``import harness`` finds the sibling module; restored afterwards."""
-    sys.path.insert(0, str(folder))
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(str(folder))
-
-
 _MODULES: dict[Path, ModuleType] = {}
 
 
 def load_script(path: Path) -> ModuleType:
-    """Import a benchmark script from its path (once per process), without running it."""
+    """Import a benchmark script without running it: one of this checkout's as the module
+    ``benchmarks.<name>``; any other (a test's fake repository) from its path, once per
+    process."""
     path = path.resolve()
+    if path.parent == ROOT / "benchmarks":
+        return importlib.import_module(f"benchmarks.{path.stem}")
     if path not in _MODULES:
         name = f"_benchmark_script_{path.stem}_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(name, path)
@@ -136,12 +127,11 @@ def load_script(path: Path) -> ModuleType:
             raise ImportError(f"cannot load {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        with _script_folder_first(path.parent):
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                del sys.modules[name]
-                raise
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
         _MODULES[path] = module
     return _MODULES[path]
 

@@ -62,11 +62,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import harness
 from jaxrl_pim import report
 from jaxrl_pim.marl import MARLConfig, make_init, make_train, make_train_from, random_policy_return
 

@@ -36,9 +36,12 @@ import dataclasses
 import math
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import harness
 
 FULL_EPISODES = 60_000
 LAYOUTS = ("per_agent", "interleaved")
@@ -164,8 +167,8 @@ def scaling_run(agents: int, layout: str, mode: str, size: dict[str, Any],
                 memory_bytes: float | None) -> dict[str, Any]:
     """Part 2 for one configuration: a warm-up piece, then a timed piece with updates."""
     import jax
-    from marl_profile import capacity_that_fits
 
+    from benchmarks.marl_profile import capacity_that_fits
     from jaxrl_pim.marl import MARLConfig, make_init
 
     base = MARLConfig(env="spread", num_agents=agents, num_episodes=FULL_EPISODES,

@@ -28,15 +28,18 @@ The run is sized for a shared 2-core CPU (a few minutes): 8 envs x 300 episodes 
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import harness
 from jaxrl_pim import report
 from jaxrl_pim.marl import MARLConfig, evaluate, make_train
 

@@ -30,11 +30,14 @@ import copy
 import dataclasses
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax
 
+from benchmarks import harness
 from jaxrl_pim import report
 from jaxrl_pim.marl import MARLConfig, make_init
 from jaxrl_pim.marl.profiler import PHASES, format_table, plot_shares, profile_phases

@@ -95,11 +95,13 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks import harness
 from jaxrl_pim import report
 from jaxrl_pim.marl import MARLConfig
 from jaxrl_pim.replay import (

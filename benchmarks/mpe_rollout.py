@@ -33,10 +33,14 @@ for ``--out`` / ``--publish``).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import harness
 
 SIZES = {  # mode -> (scenarios, presets, num_envs, num_steps, repeats)
     "full": (["spread", "tag"], [3, 6, 12, 24], 64, 1000, 5),

@@ -30,10 +30,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import sys
+from pathlib import Path
 from typing import Any
 
-import harness
-import pim_published
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import (
+    harness,
+    pim_published,
+)
 
 TARGET = 0.30  # held-out figures should be within 30 %
 NEGLIGIBLE_SHARE_PERCENT = 10.0  # "negligible": below this share (assumption, see docs)

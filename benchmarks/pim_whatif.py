@@ -34,10 +34,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import harness
 
 SCALING = Path("benchmarks/results/cpu/tabular_scaling.json")
 DPUS = [125, 250, 500, 1000, 2000, 2524, 5120, 10240]

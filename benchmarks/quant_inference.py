@@ -38,10 +38,14 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
+
+from benchmarks import harness
 
 PRECISIONS = ("fp32", "bf16", "fp16", "int8", "int8_qwix")
 BROADCAST_PRECISIONS = ("fp32", "fp16", "int8")

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax
 
+from benchmarks import harness
 from jaxrl_pim import studies
 from jaxrl_pim.report import RunRecord
 from jaxrl_pim.studies import qat as qat_study

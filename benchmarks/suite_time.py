@@ -26,8 +26,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import harness
-
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import harness
 from jaxrl_pim.report import RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -61,10 +61,15 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import harness
-import pim_published
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import (
+    harness,
+    pim_published,
+)
 
 VARIANTS = [f"{a}-{s}-{d}" for a, s, d in itertools.product(("q", "sarsa"),
                                                              ("seq", "ran", "str"),

@@ -36,7 +36,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import harness
 
 SIZES = {  # mode -> (transitions, lanes, episodes, sync periods, repeats)
     "full": (1_000_000, 2000, 200, [1, 2, 5, 20, 100], 3),

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax
 
+from benchmarks import harness
 from jaxrl_pim import data as data_lib
 from jaxrl_pim import envs
 from jaxrl_pim.report import RunRecord

@@ -54,11 +54,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import harness
+if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax
 import numpy as np
-import pim_published
 
+from benchmarks import (
+    harness,
+    pim_published,
+)
 from jaxrl_pim import report
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 

@@ -300,14 +300,7 @@ def test_importing_the_model_loads_no_jax() -> None:
 
 
 def _script(name: str):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 @pytest.mark.skipif(not (RESULTS / "pim_model.json").exists(), reason="not published yet")

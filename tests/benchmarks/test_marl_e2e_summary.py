@@ -3,8 +3,7 @@ that covered all 60,000 episodes, and the throughput speed-ups are ratios of the
 
 from __future__ import annotations
 
-import runpy
-import sys
+import importlib
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def script() -> dict:
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts import harness
-    try:
-        return runpy.run_path(str(ROOT / "benchmarks" / "marl_e2e.py"), run_name="e2e")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    return vars(importlib.import_module("benchmarks.marl_e2e"))
 
 
 def _timing(env: str, agents: int, measured: int, paper: float | None) -> dict:

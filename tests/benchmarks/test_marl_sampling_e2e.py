@@ -3,8 +3,8 @@ results file that ``benchmarks/marl_e2e.py`` writes (its real schema, from a pub
 
 from __future__ import annotations
 
+import importlib
 import json
-import runpy
 from pathlib import Path
 
 import pytest
@@ -15,8 +15,7 @@ E2E = ROOT / "benchmarks" / "results" / "cpu" / "marl_e2e.json"
 
 @pytest.mark.skipif(not E2E.exists(), reason="no published marl_e2e.json")
 def test_fast_mode_return_is_read_from_the_e2e_results_file(monkeypatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # the scripts import harness
-    script = runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
+    script = vars(importlib.import_module("benchmarks.marl_sampling"))
     e2e = script["read_e2e"](E2E)
     assert "note" not in e2e, e2e.get("note")
     got = script["_fast_mode_return"](e2e, "fast_mode_return_delta_se_paired")
@@ -29,8 +28,7 @@ def test_fast_mode_return_is_read_from_the_e2e_results_file(monkeypatch) -> None
 
 
 def test_a_file_without_a_fast_mode_section_says_so(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    script = runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
+    script = vars(importlib.import_module("benchmarks.marl_sampling"))
     path = tmp_path / "e2e.json"
     path.write_text(json.dumps({"results": {"timing": {}}}))
     out = script["_fast_mode_return"](script["read_e2e"](path), "se")
@@ -45,8 +43,7 @@ SAMPLING = ROOT / "benchmarks" / "results" / "cpu" / "marl_sampling.json"
 def test_the_paired_standard_error_has_its_own_key(monkeypatch) -> None:
     # marl_e2e's fast_mode_return_delta_se is unpaired; the paired one computed here from the
     # same records is another statistic, so new files name it fast_mode_return_delta_se_paired
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    script = runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
+    script = vars(importlib.import_module("benchmarks.marl_sampling"))
     data = json.loads(SAMPLING.read_text())
     data["config"]["summary_schema"] = script["SUMMARY_SCHEMA"]
     new = script["summarize"](data)

@@ -4,8 +4,7 @@ what makes them agree."""
 
 from __future__ import annotations
 
-import runpy
-import sys
+import importlib
 from pathlib import Path
 
 import pytest
@@ -19,11 +18,7 @@ pytestmark = JAXMARL_MARKS
 
 @pytest.fixture(scope="module")
 def script() -> dict:
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts import harness
-    try:
-        return runpy.run_path(str(ROOT / "benchmarks" / "mpe_rollout.py"), run_name="mpe")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    return vars(importlib.import_module("benchmarks.mpe_rollout"))
 
 
 @pytest.mark.parametrize(("scenario", "preset"), [("spread", 3), ("tag", 3)])

@@ -5,9 +5,8 @@ writes every opponent key."""
 
 from __future__ import annotations
 
+import importlib
 import json
-import runpy
-import sys
 from pathlib import Path
 
 import jax
@@ -26,11 +25,7 @@ pytest.importorskip("flashbax", reason="the 'bench' extra is not installed")
 
 @pytest.fixture(scope="module")
 def script(tmp_path_factory) -> dict:
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # the scripts import harness
-    try:
-        return runpy.run_path(str(ROOT / "benchmarks" / "marl_sampling.py"), run_name="sampling")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    return vars(importlib.import_module("benchmarks.marl_sampling"))
 
 
 def _labelled_state(script: dict):
