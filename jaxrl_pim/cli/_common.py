@@ -138,9 +138,10 @@ def check_outputs(args: argparse.Namespace, *, files: Mapping[str, str] = {},  #
 
 def in_flag_names(message: str, flags: Mapping[str, str]) -> str:
     """``message`` with each config field named by the flag the user typed: ``flags`` maps a
-    field (``num_episodes``) to its flag (``--episodes``); whole words only."""
+    field (``num_episodes``) to its flag (``--episodes``); whole words only, and not a part
+    of a dotted path (``config.batch_size`` in a fingerprint difference stays)."""
     for field, flag in flags.items():
-        message = re.sub(rf"(?<![\w-]){re.escape(field)}(?!\w)", flag, message)
+        message = re.sub(rf"(?<![\w.-]){re.escape(field)}(?!\w|\.\w)", flag, message)
     return message
 
 

@@ -468,8 +468,9 @@ def test_errors_name_the_flags_the_user_typed(argv, flags, fields, capsys):
 
 def test_in_flag_names_replaces_whole_words_only():
     flags = {"num_episodes": "--episodes", "num_envs": "--num-envs"}
-    assert in_flag_names("num_episodes (0) and num_envs; num_episodes_x, --num_envs", flags) \
-        == "--episodes (0) and --num-envs; num_episodes_x, --num_envs"
+    assert in_flag_names("num_episodes (0) and num_envs; num_episodes_x, --num_envs, "
+                         "config.num_envs: saved 1", flags) \
+        == "--episodes (0) and --num-envs; num_episodes_x, --num_envs, config.num_envs: saved 1"
 
 
 def test_cheap_checks_come_before_reading_or_importing(tmp_path, monkeypatch, capsys):
