@@ -218,5 +218,7 @@ def plot_shares(rows: list[dict[str, Any]], path: str, title: str) -> None:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from jaxrl_pim.report import atomic_save  # the one atomic writer
+
+    atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=120))
     plt.close(fig)
