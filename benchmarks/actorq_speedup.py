@@ -40,6 +40,7 @@ measured phase shares allow, energies, and the Playground returns.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from pathlib import Path
@@ -54,6 +55,8 @@ from benchmarks import harness
 SECTIONS = ("inference", "broadcast", "throughput", "time_to_reward", "playground")
 PRECISIONS = ("fp32", "fp16", "int8")
 PAPER_HIDDEN = (2048, 2048, 2048)
+#: the tables' cells: the layer's number format, "-" for a value not measured
+_fmt = functools.partial(harness.fmt, missing="-")
 
 # the time-to-reward task: DQN CartPole, actor 2 x 1024, refreshed every 10 actor steps
 TTR_TASK: dict[str, Any] = dict(
@@ -509,16 +512,6 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------ tables and plots
 
 
-def _fmt(v: Any, spec: str = ".3g") -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int | float):
-        return format(v, spec)
-    return str(v)
-
-
 def render_markdown(report: dict[str, Any]) -> str:
     """Tables of a stored report: broadcast, inference, throughput, time to reward,
     phases, Playground."""
@@ -662,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     from jaxrl_pim.checks import check_int
 
     run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    mode = harness.mode_of(args)
     size = dict(SIZES[mode])
     if args.seeds is not None:
         size["seeds"] = check_int("--seeds", args.seeds, 2, 100)

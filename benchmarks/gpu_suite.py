@@ -331,14 +331,6 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _fmt(x: Any) -> str:
-    if x is None:
-        return ""
-    if isinstance(x, float):
-        return f"{x:.3g}"
-    return str(x)
-
-
 def render_markdown(report: dict[str, Any]) -> str:
     """The plan against what each part did, and the headline numbers."""
     res, cfg = report["results"], report["config"]
@@ -358,7 +350,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     heads = [(r["part"], k, v) for r in res["parts"] for k, v in (r.get("headline") or {}).items()]
     if heads:
         lines += ["", "| part | summary key | value |", "|---|---|---|"]
-        lines += [f"| {p} | `{k}` | {_fmt(v)} |" for p, k, v in heads]
+        lines += [f"| {p} | `{k}` | {harness.fmt(v)} |" for p, k, v in heads]
     return "\n".join(lines) + "\n"
 
 
@@ -572,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     from jaxrl_pim import report
 
     run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    mode = harness.mode_of(args)
     if args.smoke and args.publish:
         print("--smoke results are never published", file=sys.stderr)
         return 2

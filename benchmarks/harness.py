@@ -22,6 +22,12 @@ str`` too and passes it as ``markdown=``: ``--check`` then also regenerates the 
 the JSON file. Scripts import this module as ``harness`` (the script's folder is first on
 ``sys.path`` when it runs).
 
+The measurement layer (use these; ``tests/benchmarks/test_layer.py`` checks that no script
+writes its own): :func:`mode_of` (the size mode), :func:`add_budget` and :class:`Budget`
+(``--budget-s``), :func:`best_seconds` and :func:`seconds` (timers, on :mod:`jaxrl_pim.timing`),
+:func:`copy_bandwidth` (the copy-bandwidth probe), :func:`fmt` (the one number format of the
+``.md`` tables) and :func:`md_table` (a Markdown table from rows).
+
 Every value a script derives from another run (another results file) is recomputed from that
 file's records and the file is named in the results; nothing is copied from an earlier run
 of the script itself. A time extrapolated from fewer episodes than the quoted workload is
@@ -33,9 +39,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import gc
+import math
 import re
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +169,117 @@ def require_baseline(module: str) -> Any:
         raise SystemExit(
             f"{module} is needed for this benchmark's baseline ({err}); install the "
             f"'bench' extra: python3 -m pip install -e \".[bench]\"") from err
+
+
+# ---------------------------------------------------------------------------------------------
+# The measurement layer.
+
+MODES = ("full", "quick", "smoke")
+
+
+def mode_of(args: argparse.Namespace) -> str:
+    """The size mode the options select: ``"smoke"``, ``"quick"`` or ``"full"``."""
+    if getattr(args, "smoke", False):
+        return "smoke"
+    return "quick" if getattr(args, "quick", False) else "full"
+
+
+def add_budget(p: argparse.ArgumentParser, what: str = "piece of work") -> None:
+    """``--budget-s SECONDS``: no further ``what`` starts once that many seconds have passed
+    (the GPU suite sets it so a script writes its file before its time is up)."""
+    p.add_argument("--budget-s", type=float, default=None,
+                   help=f"seconds after which no further {what} starts (what was not run is "
+                        "named in the file; default: none)")
+
+
+class Budget:
+    """Seconds left of ``--budget-s`` (None: no limit), counted from construction."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self.start, self.seconds = time.perf_counter(), seconds
+
+    def left(self) -> float:
+        """Seconds left (``inf`` without a limit)."""
+        if self.seconds is None:
+            return math.inf
+        return self.seconds - (time.perf_counter() - self.start)
+
+    def spent(self) -> bool:
+        """Whether no further piece of work may start."""
+        return self.left() <= 0
+
+
+def best_seconds(call: Callable[[Any], Any], inputs: Sequence[Any], warmup: int = 2) -> float:
+    """Best wall seconds of ``call(x)`` (its result blocked) over ``inputs[warmup:]``, after
+    ``warmup`` calls on the first inputs (compile, first donation): the best-of timer of
+    :func:`jaxrl_pim.timing.time_call`, fed one input per call."""
+    from jaxrl_pim.timing import time_call
+
+    if len(inputs) <= warmup:
+        raise ValueError(f"best_seconds needs more than {warmup} inputs, got {len(inputs)}")
+    it = iter(inputs)
+    return time_call(lambda: call(next(it)), repeats=len(inputs) - warmup, warmup=warmup)
+
+
+def seconds(call: Callable[[], Any]) -> float:
+    """Wall seconds of one ``call()``, its result blocked (for runs whose every round is
+    recorded; :func:`jaxrl_pim.timing.time_call` with one repeat and no warm-up)."""
+    from jaxrl_pim.timing import time_call
+
+    return time_call(call, repeats=1, warmup=0)
+
+
+def copy_bandwidth(nbytes: int, repeats: int = 5) -> dict[str, float]:
+    """Read + write bytes per second of copying ``nbytes`` into existing memory (no fresh
+    allocation, whose page faults would be counted otherwise): NumPy ``copyto`` and an XLA
+    copy into a donated buffer, best of ``repeats`` each; ``best_B_per_s`` is the larger.
+    Returns ``{"bytes", "numpy_copyto_B_per_s", "xla_copy_B_per_s", "best_B_per_s"}``."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxrl_pim.timing import time_call
+
+    n = max(1, nbytes // 4)
+    arrays = {"src": np.ones(n, np.float32)}
+    arrays["dst"] = np.empty_like(arrays["src"])
+    t_np = time_call(lambda: np.copyto(arrays["dst"], arrays["src"]), repeats=repeats,
+                     warmup=1)
+    arrays = {"x": jnp.ones((n,), jnp.float32)}  # the NumPy pair is freed first
+    copy = jax.jit(lambda v, out: out.at[...].set(v * 1.0), donate_argnums=1)
+    arrays["out"] = jax.block_until_ready(copy(arrays["x"], jnp.zeros_like(arrays["x"])))
+
+    def again() -> Any:
+        arrays["out"] = copy(arrays["x"], arrays["out"])
+        return arrays["out"]
+
+    t_xla = time_call(again, repeats=repeats, warmup=0)
+    arrays.clear()
+    gc.collect()
+    res = {"bytes": 4 * n, "numpy_copyto_B_per_s": 8 * n / t_np,
+           "xla_copy_B_per_s": 8 * n / t_xla}
+    res["best_B_per_s"] = max(res["numpy_copyto_B_per_s"], res["xla_copy_B_per_s"])
+    return res
+
+
+def fmt(x: Any, spec: str = ".3g", missing: str = "", scale: float = 1.0) -> str:
+    """One cell of a results table: ``missing`` for None, ``yes`` / ``no`` for a bool,
+    ``format(x * scale, spec)`` for a number, ``str(x)`` otherwise."""
+    if x is None:
+        return missing
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int | float):
+        return format(x * scale if scale != 1.0 else x, spec)
+    return str(x)
+
+
+def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]],
+             align: Sequence[str] | None = None) -> list[str]:
+    """The lines of a Markdown table: ``header``, a separator (``align`` per column: ``""``
+    left as written, ``":"`` right, default all ``""``) and one line per row (cells as
+    given, already formatted)."""
+    seps = ["---" + (a or "") for a in (align or [""] * len(header))]
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(seps) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return out

@@ -546,10 +546,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     run = report.RunRecord()
     gpu = jax.default_backend() != "cpu"
-    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    mode = harness.mode_of(args)
     size = sizes(mode, gpu)
     seeds = args.seeds or size["seeds"]
-    ap_parts = ["timing", "quality", "throughput"] if args.smoke else list(PARTS)
+    ap_parts = ["timing", "quality", "throughput"] if mode == "smoke" else list(PARTS)
     args.parts = args.parts or ap_parts
     out = harness.output_path(args, "marl_e2e")
     timer: dict[str, float] = {}

@@ -75,18 +75,6 @@ def _device_memory_bytes() -> int | None:
     return None if not stats else stats.get("bytes_limit")
 
 
-class Budget:
-    """Seconds left of ``--budget-s`` (None: no limit)."""
-
-    def __init__(self, seconds: float | None) -> None:
-        self.start, self.seconds = time.perf_counter(), seconds
-
-    def left(self) -> float:
-        if self.seconds is None:
-            return math.inf
-        return self.seconds - (time.perf_counter() - self.start)
-
-
 def _pieces(cfg: Any) -> int:
     """Episodes of the warm-up piece (before the first update round)."""
     return math.ceil(cfg.learning_starts / (cfg.episode_length * cfg.num_envs))
@@ -111,7 +99,7 @@ def _run(fn: Any, state: Any) -> tuple[Any, Any, float]:
     return state, metrics, time.perf_counter() - t0
 
 
-def schedule_run(env: str, size: dict[str, Any], budget: Budget) -> dict[str, Any]:
+def schedule_run(env: str, size: dict[str, Any], budget: harness.Budget) -> dict[str, Any]:
     """Part 1 for one env (see the module docstring)."""
     import jax
     import numpy as np
@@ -218,10 +206,6 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _f(x: Any, spec: str = ".3g") -> str:
-    return "" if x is None else format(x, spec)
-
-
 def render_markdown(report: dict[str, Any]) -> str:
     """The schedule table and the scaling table, from the stored records."""
     res = report["results"]
@@ -234,11 +218,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         if r.get("error"):
             lines.append(f"| {r['env']} | {r['agents']} | | failed: {r['error'][:80]} | | | |")
             continue
-        sched = (_f(r["schedule_s"], ".1f") if r.get("schedule_s") is not None else
+        sched = (harness.fmt(r["schedule_s"], ".1f") if r.get("schedule_s") is not None else
                  f"not run ({r.get('schedule_skipped', '')[:60]})")
         lines.append(f"| {r['env']} | {r['agents']} | {r['capacity']:,} | "
                      f"{r['s_per_1000_episodes']:.3g} | {sched} | {r['schedule_episodes']:,} | "
-                     f"{_f(PAPER_3_AGENTS_S.get(r['env']), '.0f')} |")
+                     f"{harness.fmt(PAPER_3_AGENTS_S.get(r['env']), '.0f')} |")
     lines += ["", "| agents | layout | sampling | capacity | s per 1,000 episodes | "
               "update rounds timed | compile s |", "|---|---|---|---|---|---|---|"]
     for r in res["scaling"]:
@@ -258,8 +242,7 @@ def _error(err: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Measure both parts, write the results file, print the tables."""
     p = harness.parser(__doc__)
-    p.add_argument("--budget-s", type=float, default=None,
-                   help="seconds after which no new configuration starts (default: none)")
+    harness.add_budget(p, "configuration")
     p.add_argument("--memory-fraction", type=float, default=0.4,
                    help="share of the device memory the training state may take; larger "
                         "buffers are cut to fit (default 0.4; CPU: no cut)")
@@ -284,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     from jaxrl_pim import report
 
     run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    mode = harness.mode_of(args)
     size = SIZES[mode]
     agents = args.agents or size["agents"]
     envs = (args.schedule_envs or size["schedule_envs"]) if "schedule" in args.parts else []
@@ -298,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     limit = _device_memory_bytes() if jax.default_backend() != "cpu" else None
     memory = None if limit is None else args.memory_fraction * limit
     path = harness.output_path(args, "marl_gpu")
-    budget = Budget(args.budget_s)
+    budget = harness.Budget(args.budget_s)
     timing: dict[str, float] = {}
     schedule, scaling = [], []
     t0 = time.perf_counter()

@@ -136,13 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-gib", type=float, default=20.0,
                     help="device memory the training state may take; larger buffers are cut "
                     "to fit (the profiler also holds a filled copy while timing; default 20)")
-    ap.add_argument("--budget-s", type=float, default=None,
-                    help="seconds after which no further run starts; the runs not started "
-                    "are named in the file, which is then marked incomplete (default: none)")
+    harness.add_budget(ap, "run (the file is then marked incomplete)")
     args = ap.parse_args(argv)
     run = report.RunRecord()
     gpu = jax.default_backend() != "cpu"
-    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    mode = harness.mode_of(args)
     size = sizes(mode, gpu)
     agent_counts = args.sizes or size["sizes"]
     capacity = args.capacity or size["capacity"]
@@ -155,12 +153,11 @@ def main(argv: list[str] | None = None) -> int:
               "capacity": capacity, "budget_gib": args.budget_gib, "repeats": repeats}
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
-    t_all = time.perf_counter()
+    time_left = harness.Budget(args.budget_s)
     for env in size["envs"]:
         for n in agent_counts:
             for mode_name, kw in modes.items():
-                over = args.budget_s is not None and time.perf_counter() - t_all >= args.budget_s
-                if rows and over:
+                if rows and time_left.spent():
                     skipped.append(f"{env}-{n}-{mode_name}")
                     continue
                 base = MARLConfig(env=env, num_agents=n, **kw)
@@ -182,14 +179,14 @@ def main(argv: list[str] | None = None) -> int:
                 # what is measured so far survives a run cut short (time-limited hosts)
                 report.write_results(partial, run=copy.copy(run), config=config,
                                      results={"rows": rows, "complete": False},
-                                     timing_s={"total": time.perf_counter() - t_all},
+                                     timing_s={"total": time.perf_counter() - time_left.start},
                                      summarize=summarize, markdown=render_markdown)
     results: dict[str, Any] = {"rows": rows, "complete": not skipped}
     if skipped:
         print(f"--budget-s {args.budget_s:g} spent; not run: {', '.join(skipped)}", flush=True)
         results["skipped_by_budget"] = skipped
     harness.write(out, run=run, config=config, results=results,
-                  timing_s={"total": time.perf_counter() - t_all}, summarize=summarize,
+                  timing_s={"total": time.perf_counter() - time_left.start}, summarize=summarize,
                   markdown=render_markdown)
     partial.unlink(missing_ok=True)
     partial.with_suffix(".md").unlink(missing_ok=True)

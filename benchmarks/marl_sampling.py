@@ -478,7 +478,7 @@ def time_packed(bstate: BufferState, n: int, args, rkey: jax.Array) -> dict[str,
         vec()
     numpy_s, jax_s = [], []
     for k in keys[2:]:
-        numpy_s.append(_timed(vec))
+        numpy_s.append(harness.seconds(vec))
         t0 = time.perf_counter()
         out = jax.block_until_ready(fn(bstate, k, out))
         jax_s.append(time.perf_counter() - t0)
@@ -567,19 +567,6 @@ def library_prio_round(buffer, sampler, mode: str, num_agents: int, batch: int):
     return jax.jit(fn, donate_argnums=(1, 3))
 
 
-def best_of(call, keys) -> float:
-    """Best wall seconds of ``call(key)`` (blocked inside ``call``) over ``keys`` after two
-    warm-up calls (compile; first donation) on ``keys[0]`` and ``keys[1]``."""
-    call(keys[0])
-    call(keys[1])
-    best = float("inf")
-    for k in keys[2:]:
-        t0 = time.perf_counter()
-        call(k)
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def time_flashbax(data: Transition, n: int, args, rkey: jax.Array,
                   prio: jax.Array | None) -> dict[str, float | None]:
     """Best round seconds of flashbax's uniform item buffer and (``prio`` given) prioritised
@@ -590,7 +577,7 @@ def time_flashbax(data: Transition, n: int, args, rkey: jax.Array,
     buf, state = flashbax_state(data, args.batch)
     fn = flashbax_round(buf, n, False)
     out: dict[str, float | None] = {
-        "flashbax_uniform": best_of(lambda k, st=state: jax.block_until_ready(fn(st, k)), keys),
+        "flashbax_uniform": harness.best_seconds(lambda k, st=state: fn(st, k), keys),
         "flashbax_prioritized": None}
     if prio is None:
         return out
@@ -604,7 +591,7 @@ def time_flashbax(data: Transition, n: int, args, rkey: jax.Array,
     def call(k):
         _, _, holder[0] = jax.block_until_ready(fn(holder[0], k))
 
-    out["flashbax_prioritized"] = best_of(call, keys)
+    out["flashbax_prioritized"] = harness.best_seconds(call, keys)
     return out
 
 
@@ -621,37 +608,7 @@ def time_library_prio(buffer, bstate: BufferState, sstate, mode: str, n: int, ar
     def call(k):
         holder[1], _, holder[0] = jax.block_until_ready(fn(bstate, holder[0], k, holder[1]))
 
-    return best_of(call, keys)
-
-
-def copy_bandwidth(nbytes: int, repeats: int = 5) -> dict[str, float]:
-    """Read + write bytes per second of copying ``nbytes`` into existing memory: NumPy
-    ``copyto`` and an XLA copy into a donated buffer; ``best`` is the larger."""
-    n = max(1, nbytes // 4)
-    src = np.ones(n, np.float32)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    t_np = min(_timed(functools.partial(np.copyto, dst, src)) for _ in range(repeats))
-    src = dst = None
-    x = jnp.ones((n,), jnp.float32)
-    copy = jax.jit(lambda v, out: out.at[...].set(v * 1.0), donate_argnums=1)
-    out = jax.block_until_ready(copy(x, jnp.zeros_like(x)))
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(copy(x, out))
-        best = min(best, time.perf_counter() - t0)
-    del x, out
-    gc.collect()
-    res = {"bytes": 4 * n, "numpy_copyto_B_per_s": 8 * n / t_np, "xla_copy_B_per_s": 8 * n / best}
-    res["best_B_per_s"] = max(res["numpy_copyto_B_per_s"], res["xla_copy_B_per_s"])
-    return res
-
-
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+    return harness.best_seconds(call, keys)
 
 
 def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
@@ -717,8 +674,9 @@ def run_agents(n: int, args, timer: PhaseTimer) -> dict[str, Any]:
         numpy_s, vec_s, jax_s = [], [], []
         keys = jax.block_until_ready(jax.random.split(jax.random.fold_in(rkey, 1), args.repeats))
         for k in keys:
-            numpy_s.append(_timed(functools.partial(np_ref.sample_round, bufs, args.batch)))
-            vec_s.append(_timed(vec))
+            original = functools.partial(np_ref.sample_round, bufs, args.batch)
+            numpy_s.append(harness.seconds(original))
+            vec_s.append(harness.seconds(vec))
             jax_s.append(headline(bstate, sstates["uniform"], k))
     res["numpy_seconds_by_round"] = numpy_s
     res["numpy_vectorized_seconds_by_round"] = vec_s
@@ -1129,8 +1087,8 @@ def render_markdown(rep: dict[str, Any]) -> str:
 
 
 
-def _ms(x: float | None) -> str:
-    return "-" if x is None else f"{x * 1e3:.2f}"
+#: milliseconds in the tables: the layer's number format of seconds x 1e3, "-" if not measured
+_ms = functools.partial(harness.fmt, spec=".2f", missing="-", scale=1e3)
 
 
 def _render_markdown_v2(rep: dict[str, Any], summ: dict[str, Any] | None = None) -> str:
@@ -1320,7 +1278,8 @@ def thread_child(args) -> int:
     the records (not a results file: the parent stores them in its own)."""
     timer = PhaseTimer()
     rows = [run_agents(n, args, timer) for n in args.agents if n in args.fixed_capacity]
-    copy = copy_bandwidth(max(round_bytes(r["num_agents"], args.batch)["output"] for r in rows))
+    copy = harness.copy_bandwidth(max(round_bytes(r["num_agents"], args.batch)["output"]
+                                      for r in rows))
     args.thread_child.write_text(json.dumps({
         "per_agents": rows, "copy_bandwidth": copy, "affinity": sorted(os.sched_getaffinity(0)),
         "xla_flags": os.environ.get("XLA_FLAGS", ""), "timing_s": timer.as_dict()}))
@@ -1346,9 +1305,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="timed rounds per mode; the NumPy and headline JAX rounds alternate "
                         "(default 5; --quick 3; --smoke 1)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--budget-s", type=float, default=None,
-                   help="seconds after which no further agent count starts (the counts not "
-                        "run are named in the file; default: none)")
+    harness.add_budget(p, "agent count")
     p.add_argument("--one-thread", action=argparse.BooleanOptionalAction, default=None,
                    help="after the all-cores pass, run the measured part again on one thread "
                         "on both sides (a child process pinned to one core, XLA's Eigen pool "
@@ -1362,7 +1319,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.fixed_capacity = ({int(k): v for k, v in json.loads(args.capacity_by_agents).items()}
                            if args.capacity_by_agents else None)
-    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    mode = harness.mode_of(args)
     # the one-thread child writes only its records (no results folder)
     path = None if args.thread_child else harness.output_path(args, "marl_sampling")
     backend = jax.default_backend()
@@ -1394,9 +1351,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device memory: {args.memory['bytes'] / GIB:.1f} GiB ({args.memory['source']})",
           flush=True)
     timer = PhaseTimer()
-    rows, skipped, t_start = [], [], time.perf_counter()
+    rows, skipped, budget = [], [], harness.Budget(args.budget_s)
     for n in args.agents:
-        if rows and args.budget_s is not None and time.perf_counter() - t_start >= args.budget_s:
+        if rows and budget.spent():
             skipped.append(n)
             continue
         rows.append(run_agents(n, args, timer))
@@ -1405,7 +1362,7 @@ def main(argv: list[str] | None = None) -> int:
     biggest = max(round_bytes(n, args.batch)["output"] for n in args.agents
                   if n not in skipped)
     with timer.phase("copy_bandwidth"):
-        copy = copy_bandwidth(biggest)
+        copy = harness.copy_bandwidth(biggest)
     if args.one_thread:
         with timer.phase("one_thread"):
             one_thread = run_one_thread(argv if argv is not None else sys.argv[1:],

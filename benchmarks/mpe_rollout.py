@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     from jaxrl_pim.checks import check_int
 
     run = report.RunRecord()
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    mode = harness.mode_of(args)
     scenarios, sizes, num_envs, num_steps, repeats = SIZES[mode]
     cfg = {
         "mode": mode,

@@ -28,6 +28,7 @@ files. Writes ``pim_model[_quick|_smoke].json`` and Markdown tables
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import sys
@@ -269,8 +270,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _fmt(x: Any) -> str:
-    return "-" if x is None else f"{x:.4g}"
+#: the tables' cells: the layer's number format, 4 significant digits, "-" if not measured
+_fmt = functools.partial(harness.fmt, spec=".4g", missing="-")
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -335,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         raise RuntimeError("jaxrl_pim.pim.CALIBRATION_TARGETS differ from pim_published.py")
     path = harness.output_path(args, "pim_model")
     recs = figures()
-    cfg = {"mode": "smoke" if args.smoke else "quick" if args.quick else "full",
+    cfg = {"mode": harness.mode_of(args),
            "system": pim.SWIFTRL.as_dict(), "target": TARGET,
            "negligible_share_percent": NEGLIGIBLE_SHARE_PERCENT,
            "calibration_targets": {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v)

@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     path = harness.output_path(args, "pim_whatif")
     cpu = cpu_rates(harness.ROOT)
     recs = sweeps(cpu)
-    cfg = {"mode": "smoke" if args.smoke else "quick" if args.quick else "full",
+    cfg = {"mode": harness.mode_of(args),
            "dpus": DPUS, "tasklets": TASKLETS, "sync_periods": PERIODS, "states": STATES,
            "systems": {k: v.as_dict() for k, v in pim.SYSTEMS.items()}}
     stored = harness.write(path, run=run, config=cfg, results={"records": recs, "cpu": cpu},

@@ -36,6 +36,7 @@ paper-size broadcast's bytes ratio and load / total times.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from pathlib import Path
@@ -148,13 +149,10 @@ def copy_rate(nbytes: int, repeats: int) -> dict[str, Any]:
     ``repeats``)."""
     import jax
 
+    from jaxrl_pim.timing import time_call
+
     host = np.ones(max(1, nbytes // 4), np.float32)
-    jax.block_until_ready(jax.device_put(host))
-    best = float("inf")
-    for _ in range(max(1, repeats)):
-        t0 = time.perf_counter()
-        jax.block_until_ready(jax.device_put(host))
-        best = min(best, time.perf_counter() - t0)
+    best = time_call(lambda: jax.device_put(host), repeats=max(1, repeats), warmup=1)
     return {"bytes": int(host.nbytes), "seconds": best, "bytes_per_s": host.nbytes / best}
 
 
@@ -236,8 +234,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _ms(x: float | None) -> str:
-    return "" if x is None else f"{x:.4g}"
+#: the tables' cells (milliseconds already): the layer's number format, 4 significant digits
+_ms = functools.partial(harness.fmt, spec=".4g")
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -287,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     from jaxrl_pim import report
 
     run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    mode = harness.mode_of(args)
     size = SIZES[mode]
     if args.batches:
         if min(args.batches) < 1:

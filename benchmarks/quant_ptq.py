@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                         "GPU 32 / 16)")
     args = parser.parse_args(argv)
     run = RunRecord()
-    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    mode = harness.mode_of(args)
     size = sizes(mode)
     parts = args.parts or size["parts"]
     seeds = args.seeds or size["seeds"]

@@ -98,7 +98,7 @@ def render_markdown(report: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = harness.parser(__doc__).parse_args(argv)
     run_record = RunRecord()
-    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    mode = harness.mode_of(args)
     out = harness.output_path(args, "suite_time")
     with tempfile.TemporaryDirectory(prefix="suite_time_") as tmp:
         xml = Path(tmp) / "junit.xml"

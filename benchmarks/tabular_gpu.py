@@ -56,6 +56,7 @@ numbers meaningless). On a CPU only ``--smoke`` runs: the kernels are GPU / TPU 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import statistics
 import sys
@@ -189,8 +190,8 @@ def floor_estimate_ns(variant: str, num_actions: int, lanes: int, lanes_per_bloc
 # ------------------------------------------------------------------------------- summary
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return "n/a" if x is None else format(x, fmt)
+#: the tables' cells: the layer's number format, "n/a" for a value not measured
+_num = functools.partial(harness.fmt, missing="n/a")
 
 
 def _worst(rows: list[dict], **match) -> tuple[float | None, float | None]:
@@ -547,12 +548,12 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
                         {**fl_kwargs, "num_episodes": full_e}, ch, reps)[0]
                 for v in args.variants]
 
-    t0 = time.perf_counter()
+    budget = harness.Budget(args.budget_s)
     skipped: dict[str, str] = {}
 
     def spent(name: str, what: str = "") -> bool:
         """Whether ``--budget-s`` is spent (then ``name`` is noted as skipped or cut)."""
-        if args.budget_s is None or time.perf_counter() - t0 < args.budget_s:
+        if not budget.spent():
             return False
         skipped[name] = f"--budget-s {args.budget_s:g} spent" + (f" {what}" if what else "")
         print(f"[{name}] {skipped[name]}", flush=True)
@@ -560,7 +561,7 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
 
     def compare():
         ch = fl_chunks(m["lanes"])
-        variants = m["compare_variants"] if args.smoke else args.variants
+        variants = m["compare_variants"] if harness.mode_of(args) == "smoke" else args.variants
         rows = []
         for i, v in enumerate(variants):
             if i and spent("compare", f"after {i} of {len(variants)} variants"):
@@ -642,9 +643,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=None,
                    help="timed calls per new-kernel run, median kept (default: 3; --quick 2; "
                         "--smoke 1); side-by-side runs are timed once")
-    p.add_argument("--budget-s", type=float, default=None,
-                   help="seconds after which no further section starts (skipped sections "
-                        "are named in the file; default: none)")
+    harness.add_budget(p, "section")
     harness.add_file_tag(p, FILE_TAGS)
     args = p.parse_args(argv)
 
@@ -657,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
     from jaxrl_pim.checks import check_int
 
     run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    mode = harness.mode_of(args)
     m = MODES[mode]
     backend = jax.default_backend()
     if backend not in ACCELERATORS and mode != "smoke":

@@ -28,6 +28,7 @@ loaded machine inflates both.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -134,8 +135,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {p['layout']} | {p['sync_period']} | {p['rounds']} | "
                      f"{p['run_s']:.4f} | {p['sync_step_s']:.2e} | {p['updates_per_s']:.3e} |")
 
-    def fmt(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.2e}"
+    fmt = functools.partial(harness.fmt, spec=".2e", missing="n/a")
 
     lines += [
         "",
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     from jaxrl_pim import report
 
     run = report.RunRecord()
-    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    mode = harness.mode_of(args)
     transitions, lanes, episodes, periods, repeats = SIZES[mode]
     cfg = {"mode": mode, "env": "frozenlake", "variant": "Q-SEQ-INT32",
            "transitions": transitions, "lanes": lanes, "episodes": episodes,

@@ -516,37 +516,9 @@ def bytes_per_update(num_states: int, num_actions: int, sampling: str, algo: str
     return sa + s2 + 4 + 1, 4 + 4 * num_actions + 4
 
 
-def copy_bandwidth(nbytes: int = 256 * 2**20, repeats: int = 10) -> dict[str, float]:
-    """Read + write bytes per second of copying ``nbytes`` into existing memory (no fresh
-    allocation, whose page faults would be counted otherwise): NumPy ``copyto`` and an XLA
-    copy into a donated buffer, best of ``repeats``; ``best`` is the larger."""
-    import jax.numpy as jnp
-
-    n = nbytes // 4
-    src = np.ones(n, np.float32)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    t_np = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        np.copyto(dst, src)
-        t_np = min(t_np, time.perf_counter() - t0)
-    x = jnp.ones((n,), jnp.float32)
-    copy = jax.jit(lambda v, out: out.at[...].set(v * 1.0), donate_argnums=1)
-    out = jax.block_until_ready(copy(x, jnp.zeros_like(x)))
-    t_xla = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(copy(x, out))
-        t_xla = min(t_xla, time.perf_counter() - t0)
-    res = {"bytes": 4 * n, "numpy_copyto_B_per_s": 8 * n / t_np, "xla_copy_B_per_s": 8 * n / t_xla}
-    res["best_B_per_s"] = max(res["numpy_copyto_B_per_s"], res["xla_copy_B_per_s"])
-    return res
-
-
 def section_roofline(args, numba_rows) -> dict:
     """Streamed bandwidth of each ``numba`` section JAX run against this run's copy bandwidth."""
-    copy = copy_bandwidth()
+    copy = harness.copy_bandwidth(256 * 2**20, repeats=10)
     copy_bw = copy["best_B_per_s"]
     rows = []
     for r in numba_rows:
@@ -784,7 +756,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["XLA_FLAGS"] = with_flags(
         os.environ.get("XLA_FLAGS", ""),
         f"--xla_force_host_platform_device_count={os.cpu_count() or 1}", *CPU_WORKAROUND_FLAGS)
-    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    mode = harness.mode_of(args)
     m = MODES[mode]
     gpu = on_gpu()
     args.scale = m["scale"]
