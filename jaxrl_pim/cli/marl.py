@@ -240,10 +240,10 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
         args = argparse.Namespace(**{**vars(args), "capacity": _auto_rows(args)})
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (the run's total)")
-    if args.batch_size > args.capacity:
+    if 1 <= args.capacity < args.batch_size:
         raise ValueError(f"--batch-size ({args.batch_size}) must be <= --capacity "
                          f"({args.capacity}), the replay rows it draws from")
-    if args.learning_starts > args.capacity:
+    if 1 <= args.capacity < args.learning_starts:
         raise ValueError(f"--learning-starts ({args.learning_starts}) must be <= --capacity "
                          f"({args.capacity})")
     if args.env.startswith("jaxmarl:") and args.env.removeprefix("jaxmarl:") not in \

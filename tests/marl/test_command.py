@@ -37,13 +37,15 @@ def test_marl_command_two_team_report(tmp_path, capsys):
 def test_marl_command_errors_are_one_line(capsys):
     assert main(["marl", "--env", "tag", "--agents", "5", "--episodes", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "num_agents" in err[0]
+    assert len(err) == 1 and "--agents" in err[0] and "num_agents" not in err[0]  # the flag
     assert main(["marl", "--episodes", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["jaxrl-pim marl: error: --episodes must be >= 1, got 0 (the run's total)"]
     for bad, msg in [(["--env", "spread", "--prey", "2"], "apply to --env tag"),
-                     (["--num-envs", "0"], "num_envs"), (["--batch-size", "-1"], "batch_size"),
-                     (["--capacity", "0"], "capacity"), (["--update-every", "0"], "update_every"),
+                     (["--num-envs", "0"], "--num-envs"),
+                     (["--batch-size", "-1"], "--batch-size"),
+                     (["--capacity", "0"], "--capacity"),
+                     (["--update-every", "0"], "--update-every"),
                      (["--env", "tag", "--predators", "4"], "go together"),
                      (["--env", "tag", "--agents", "3", "--predators", "3", "--prey", "1"],
                       "not both"),

@@ -54,8 +54,8 @@ def test_dataset_file_and_agents_mode(tmp_path):
 @pytest.mark.parametrize(
     "extra,match",
     [
-        (["--cores", "0"], "num_cores must be >= 1"),
-        (["--sync-period", "-1"], "sync_period must be >= 1"),
+        (["--cores", "0"], "--cores must be >= 1"),
+        (["--sync-period", "-1"], "--sync-period must be >= 1"),
         (["--transitions", "0"], "--transitions must be >= 1"),
         (["--cores", "5000"], "exceeds the dataset size"),
         (["--dataset", "/nonexistent/d.npz"], "not found"),
