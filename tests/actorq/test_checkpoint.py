@@ -27,6 +27,9 @@ BASE = ["actorq", "--algo", "dqn", "--env", "CartPole-v1", "--precision", "int8"
         "--mode", "single", "--actors", "2", "--actor-update-period", "10",
         "--steps", "3000", "--hidden", "32", "--seed", "3", "--no-progress"]
 ARGS = [*BASE, "--checkpoint-every", "150"]  # every chunk of 75 iterations x 2 actors
+# the uninterrupted and the resumed run save at their end only (a save costs more than a
+# chunk of training; the chunks, and so the states, do not depend on the period)
+AT_END = [*BASE, "--checkpoint-every", "3000"]
 CHUNKS = 20  # the command's chunking (experiment.run_one default)
 
 
@@ -48,7 +51,7 @@ def _final(folder: Path):
 @pytest.mark.default_compilation  # execution-bound: 3,000 steps, twice
 def test_killed_run_resumes_to_the_uninterrupted_state_bit_for_bit(tmp_path):
     whole, broken = tmp_path / "whole", tmp_path / "broken"
-    assert main([*ARGS, "--checkpoint", str(whole), "--json", str(tmp_path / "a.json")]) == 0
+    assert main([*AT_END, "--checkpoint", str(whole), "--json", str(tmp_path / "a.json")]) == 0
 
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                XLA_FLAGS=with_flags(os.environ.get("XLA_FLAGS", ""), *CPU_WORKAROUND_FLAGS))
@@ -73,7 +76,7 @@ def test_killed_run_resumes_to_the_uninterrupted_state_bit_for_bit(tmp_path):
 
     # resuming without --resume is refused; with it the run continues where it stopped
     assert main([*ARGS, "--checkpoint", str(broken)]) == 2
-    assert main([*ARGS, "--checkpoint", str(broken), "--resume",
+    assert main([*AT_END, "--checkpoint", str(broken), "--resume",
                  "--json", str(tmp_path / "b.json")]) == 0
 
     step_a, state_a, meta_a = _final(whole)
