@@ -13,7 +13,9 @@ Beside each checkpoint a file list (``<step>/files.json``: every file's size and
 written after the checkpoint is complete) lets a restore verify the step before reading it: a
 file truncated, deleted or rewritten since is reported as :class:`Damaged`, naming the folder
 and the file. :func:`restore_latest` then falls back to the newest older step that restores and
-verifies, says so in one line, and never deletes the damaged step. Arrays with no elements
+verifies, says so in one line, and never deletes the damaged step (when the resumed run
+reaches that step again, the damaged one is renamed ``damaged-<step>`` and kept). Arrays with
+no elements
 (a zero-size leaf, which orbax refuses to write) are stored as a one-element placeholder and
 come back with the template's shape.
 
@@ -314,12 +316,16 @@ class Checkpoints:
     def save(self, step: int, state: Any, meta: dict[str, Any] | None = None) -> Path:
         """Write ``state`` as checkpoint ``step`` (atomically; returns when it is on disk)
         and drop the oldest beyond ``keep``. ``meta`` is extra JSON values stored beside it.
+        A step ``step`` already on disk (a damaged one a resume passed over) is renamed
+        ``damaged-<step>`` first, not deleted.
         """
         step = check_int("step", step, 0)
         ocp = self._ocp
         record = {"fingerprint": self.fingerprint, "meta": meta or {}}
         storable = jax.tree.map(lambda x: _placeholder(x.dtype) if _is_empty(x) else x,
                                 _to_storable(state))
+        if (self.directory / str(step)).exists() and jax.process_index() == 0:
+            self._set_aside(step)
         try:
             self._manager.save(step, args=ocp.args.Composite(
                 state=ocp.args.StandardSave(storable), meta=ocp.args.JsonSave(record)),
@@ -334,6 +340,20 @@ class Checkpoints:
             self._write_file_list(step)
         self._drop_old()
         return self.directory / str(step)
+
+    def _set_aside(self, step: int) -> Path:
+        """Rename an existing step ``step`` (one a resume passed over as damaged, about to be
+        written again) to ``damaged-<step>`` (``-2``, ... when taken), which is no step name:
+        it is kept, never deleted, and said so in one line on stderr."""
+        aside, n = self.directory / f"damaged-{step}", 1
+        while aside.exists():
+            n += 1
+            aside = self.directory / f"damaged-{step}-{n}"
+        os.rename(self.directory / str(step), aside)
+        self._manager.reload()
+        _warn_stderr(f"warning: checkpoint {step} in {str(self.directory)!r} is written again; "
+                     f"the earlier one is kept as {aside.name}")
+        return aside
 
     def _drop_old(self) -> None:
         """Delete all but the newest ``keep`` checkpoints, each first renamed out of the step

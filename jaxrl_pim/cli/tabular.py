@@ -372,12 +372,27 @@ def _print_size(config: TabularConfig, dataset_rows: int, checkpoints: Any,
             f"episodes = {updates:.3g} updates in {config.num_rounds:,} sync rounds")
     if checkpoints is not None:
         every = args.checkpoint_every or default_every(config.num_rounds)
-        newest = checkpoints.latest() if args.resume else None
+        newest = _newest_intact(checkpoints) if args.resume else None
         line += f"; a checkpoint every {every} rounds in {args.checkpoint}"
         if args.resume:
             line += (f", resuming after round {newest}" if newest is not None
                      else ", no checkpoint yet: starting at round 0")
     print(line, file=sys.stderr, flush=True)
+
+
+def _newest_intact(checkpoints: Any) -> int | None:
+    """The step a resume will restore: the newest whose files verify and whose record reads
+    (a damaged newer one is named when the run restores)."""
+    from jaxrl_pim.checkpoint import Damaged
+
+    for step in reversed(checkpoints.steps()):
+        try:
+            checkpoints.verify(step)
+            checkpoints.record(step)
+        except Damaged:
+            continue
+        return step
+    return None
 
 
 def _ignore(*args: Any) -> None:

@@ -212,6 +212,26 @@ def test_a_checkpoint_without_its_file_list_still_falls_back(marl_copy, capsys):
     assert "using checkpoint 2" in capsys.readouterr().err
 
 
+def test_a_resumed_run_writes_the_damaged_step_again_and_keeps_the_old_one(tmp_path, capsys):
+    from jaxrl_pim.checkpoint import restore_latest
+
+    folder = tmp_path / "c"
+    with Checkpoints(folder, keep=3) as ckpt:
+        for step in STEPS:
+            ckpt.save(step, {"x": jnp.full(4, float(step))})
+    file = _truncate(folder / "3")
+    damaged = _tree_files(folder / "3")
+    with Checkpoints(folder, keep=3) as ckpt:
+        start = restore_latest(ckpt, lambda step: {"x": jnp.zeros(4)}, resume=True)
+        assert start.step == 2 and float(start.tree["x"][0]) == 2.0
+        ckpt.save(3, {"x": start.tree["x"] + 10})  # the resumed run reaches step 3 again
+        assert ckpt.steps() == [1, 2, 3]
+        assert float(ckpt.restore({"x": jnp.zeros(4)}, 3)[0]["x"][0]) == 12.0
+    assert _tree_files(folder / "damaged-3") == damaged  # set aside whole, not deleted
+    err = _lines(capsys.readouterr().err)
+    assert len(err) == 2 and f"3/{file}" in err[0] and "kept as damaged-3" in err[1], err
+
+
 def test_verify_names_missing_resized_and_changed_files(tmp_path):
     with Checkpoints(tmp_path / "c") as ckpt:
         ckpt.save(1, {"x": jnp.arange(64.0)})
