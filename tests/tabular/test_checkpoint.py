@@ -183,7 +183,9 @@ def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path, capsys, dty
         assert match in capsys.readouterr().err
     assert Checkpoints(folder).steps() == steps  # nothing was touched
 
-    assert main([*argv, "--checkpoint", str(folder), "--checkpoint-every", "1", "--resume",
+    # resumed at another period (a save costs more than a round here): segments end at
+    # rounds 10, 20 and 30
+    assert main([*argv, "--checkpoint", str(folder), "--checkpoint-every", "10", "--resume",
                  "--save-q", str(tmp_path / "resumed.npy"),
                  "--json", str(tmp_path / "resumed.json")]) == 0
     assert f"resuming after round {steps[-1]}" in capsys.readouterr().err
@@ -193,11 +195,11 @@ def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path, capsys, dty
     rep = json.loads((tmp_path / "resumed.json").read_text())["results"]
     ref_rep = json.loads((tmp_path / "ref.json").read_text())["results"]
     assert rep["resumed_from_round"] == steps[-1]
-    assert rep["checkpoints_written"] == 30 - steps[-1]
+    assert rep["checkpoints_written"] == 3
     assert rep["q_delta_last"] == ref_rep["q_delta_last"]
     assert rep["evaluation"].startswith("skipped: no environment")
     assert rep["updates"] == ref_rep["updates"] * (30 - steps[-1]) // 30
-    assert Checkpoints(folder).steps() == [28, 29, 30]
+    assert Checkpoints(folder).steps() == [10, 20, 30]
 
 
 def test_checkpoint_options_are_checked(tmp_path, capsys):
