@@ -71,7 +71,7 @@ def emit(record: dict[str, Any]) -> None:
         out["steps_per_s"] = out["measured_env_steps"] / out["measured_s"]
     if out.get("wall_s") is None and out.get("measured_s") is not None:
         out["wall_s"] = (out.get("warmup_s") or 0.0) + out["measured_s"]
-    print(MARKER + json.dumps(out), flush=True)
+    print(MARKER + json.dumps(out, default=repr), flush=True)
 
 
 def tail_mean(values: list[float], fraction: float = 0.1) -> float | None:
