@@ -71,6 +71,8 @@ OPPONENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "rejax": ("rl", ("dqn", "ppo")),
     "sb3": ("rl", ("dqn", "ppo")),
 }
+#: opponents that vmap seeds themselves (their seeds per hour: seeds vmapped in one call too)
+VMAPS_SEEDS = ("rejax",)
 RL_ENVS = {"cartpole": "CartPole-v1", "acrobot": "Acrobot-v1"}
 #: the paper's MADDPG schedule (every MARL side is configured to it)
 MARL_SCHEDULE = {"episode_length": 25, "num_envs": 1, "batch_size": 1024,
@@ -232,6 +234,9 @@ def plan(opponents: list[str], size: dict[str, Any]) -> list[dict[str, Any]]:
                         seen.add(key)
                         runs.append({"side": LIBRARY, "spec": spec})
                 runs.append({"side": opp, "spec": make(algo, task, size)})
+                if opp in VMAPS_SEEDS and size["seeds"] > 1:
+                    runs.append({"side": opp, "spec": make(algo, task, size,
+                                                           seeds=size["seeds"])})
                 if i == 0:
                     runs.append({"side": opp, "spec": make(algo, task, size, defaults=True)})
     return runs
@@ -282,15 +287,16 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
         algos = sorted({r["algo"] for r in rows if r["side"] == opp})
         for algo in algos:
             tasks = [r["task"] for r in rows if r["side"] == opp and r["algo"] == algo
-                     and not r["spec"].get("defaults")]
+                     and not r["spec"].get("defaults") and r["spec"]["seeds"] == 1]
             for task in tasks:
                 key = f"vs_{opp}_{algo}_{task}"
                 o = _find(rows, opp, algo, task)
+                ov = _find(rows, opp, algo, task, seeds=seeds) or o
                 lib1 = _find(rows, LIBRARY, algo, task)
                 libv = _find(rows, LIBRARY, algo, task, seeds=seeds) or lib1
                 steps[key] = (lib1["steps_per_s"] / o["steps_per_s"]
                               if o and lib1 else None)
-                sph[key] = seeds_per_hour(libv) / seeds_per_hour(o) if o and libv else None
+                sph[key] = seeds_per_hour(libv) / seeds_per_hour(ov) if ov and libv else None
                 sph_one[key] = (seeds_per_hour(lib1) / seeds_per_hour(o)
                                 if o and lib1 else None)
                 summary[f"e2e_steps_per_s_ratio_{key}"] = steps[key]
@@ -326,13 +332,14 @@ def render_markdown(report_: dict[str, Any]) -> str:
     rows, seeds = res["runs"], cfg["sizes"]["seeds"]
     lines = [f"Device: {summary['device']}; mode {summary['mode']}; {cfg['threads']} threads "
              f"per side; one process at a time. Library seeds per hour: {seeds} seeds vmapped "
-             "in one call (one seed per call in brackets); opponents one seed at a time.", "",
+             "in one call (one seed per call in brackets); opponents one seed at a time, but "
+             f"{', '.join(VMAPS_SEEDS)} (which vmaps seeds: {seeds} in one call).", "",
              "| opponent (version) | algo | N / env | schedule | opponent steps/s | library "
              "steps/s | ratio | opponent seeds/h | library seeds/h | ratio | opponent return "
              "(random) | library return (random) |",
              "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
-        if r["side"] == LIBRARY:
+        if r["side"] == LIBRARY or r["spec"]["seeds"] > 1:  # vmapped opponent: its seeds/h
             continue
         d = bool(r["spec"].get("defaults"))
         o = r.get("record")
@@ -351,7 +358,8 @@ def render_markdown(report_: dict[str, Any]) -> str:
                          f"{'own defaults' if d else 'matched'} | {r['status']} | {lib}")
             continue
         sr = None if d or not lib1 else lib1["steps_per_s"] / o["steps_per_s"]
-        osph = seeds_per_hour(o)
+        ov = None if d else _find(rows, r["side"], r["algo"], r["task"], seeds=seeds)
+        osph = seeds_per_hour(ov or o)
         lsph = seeds_per_hour(libv) if libv else None
         l1sph = seeds_per_hour(lib1) if lib1 else None
         rr = None if d or lsph is None else lsph / osph

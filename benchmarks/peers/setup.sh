@@ -35,7 +35,8 @@ case "$NAME" in
     PKGS=("agilerl>=2.58,<2.59" "mpe2>=1.1,<1.2" "pettingzoo>=1.25,<1.27") ;;
   benchmarl)
     # BenchMARL 1.5 needs torchrl < 0.12 (and so tensordict < 0.12); its PettingZoo tasks
-    # load simple_spread from pettingzoo.mpe, which pettingzoo 1.24 still ships.
+    # load simple_spread from pettingzoo.mpe, which pettingzoo 1.24 still ships. rejax 0.1
+    # steps gymnax environments with the five-value step of gymnax < 1.0.
     NEEDS_TORCH=1
     PKGS=("benchmarl>=1.5.2,<1.6" "torchrl>=0.11,<0.12" "tensordict>=0.11,<0.12"
           "pettingzoo[mpe]>=1.24.3,<1.25" "hydra-core>=1.3,<1.4") ;;
@@ -43,7 +44,7 @@ case "$NAME" in
     NEEDS_TORCH=0
     JAXV=$("$PROJECT_PYTHON" -c 'import jax; print(jax.__version__)' 2>/dev/null || true)
     if [ -n "$JAXV" ]; then JAXSPEC="jax==$JAXV"; else JAXSPEC="jax>=0.4.34,<0.11"; fi
-    PKGS=("rejax>=0.1.3,<0.2" "$JAXSPEC" "gymnax>=0.0.9,<1.1") ;;
+    PKGS=("rejax>=0.1.3,<0.2" "$JAXSPEC" "gymnax>=0.0.9,<1.0") ;;
   sb3)
     NEEDS_TORCH=1
     PKGS=("stable-baselines3>=2.9,<2.10" "gymnasium>=1.0,<1.5") ;;
