@@ -32,7 +32,8 @@ ENV=$PEERS/$NAME
 case "$NAME" in
   agilerl)
     NEEDS_TORCH=1
-    PKGS=("agilerl>=2.58,<2.59" "mpe2>=1.1,<1.2" "pettingzoo>=1.25,<1.27") ;;
+    # agilerl 2.58 imports peft from its core modules but lists it only in extras
+    PKGS=("agilerl>=2.58,<2.59" "mpe2>=1.1,<1.2" "pettingzoo>=1.25,<1.27" "peft>=0.21,<0.22") ;;
   benchmarl)
     # BenchMARL 1.5 needs torchrl < 0.12 (and so tensordict < 0.12); its PettingZoo tasks
     # load simple_spread from pettingzoo.mpe, which pettingzoo 1.24 still ships. rejax 0.1
