@@ -646,16 +646,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=None,
                    help="time-to-reward seeds per precision (default: 3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the other sections")
-    args = p.parse_args(argv)
-
-    from jaxrl_pim.xla_env import apply_cpu_workarounds
-
-    apply_cpu_workarounds()
-    from jaxrl_pim import report
+    args, run, mode = harness.start(p, argv, __file__)
     from jaxrl_pim.checks import check_int
-
-    run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = harness.mode_of(args)
     size = dict(SIZES[mode])
     if args.seeds is not None:
         size["seeds"] = check_int("--seeds", args.seeds, 2, 100)

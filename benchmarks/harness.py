@@ -23,10 +23,12 @@ the JSON file. Scripts import this module as ``harness`` (the script's folder is
 ``sys.path`` when it runs).
 
 The measurement layer (use these; ``tests/benchmarks/test_layer.py`` checks that no script
-writes its own): :func:`mode_of` (the size mode), :func:`add_budget` and :class:`Budget`
+writes its own): :func:`start` (options, XLA:CPU workarounds, provenance record),
+:func:`mode_of` (the size mode), :func:`add_budget` and :class:`Budget`
 (``--budget-s``), :func:`best_seconds` and :func:`seconds` (timers, on :mod:`jaxrl_pim.timing`),
 :func:`copy_bandwidth` (the copy-bandwidth probe), :func:`fmt` (the one number format of the
-``.md`` tables) and :func:`md_table` (a Markdown table from rows).
+``.md`` tables), :func:`md_table` (a Markdown table from rows) and :func:`write` with
+``show=True`` (the results file, then its table on standard output).
 
 Every value a script derives from another run (another results file) is recomputed from that
 file's records and the file is named in the results; nothing is copied from an earlier run
@@ -147,14 +149,17 @@ def write(
     timing_s: dict[str, Any],
     summarize: report.Summarize,
     markdown: str | Callable[[dict[str, Any]], str] | None = None,
+    show: bool = False,
 ) -> dict[str, Any]:
     """Write the results file whole (``jaxrl_pim.report.write_results``) and say where.
 
     ``markdown`` is the ``.md`` table's text, or a function of the stored report (the
-    script's ``render_markdown``) that makes it."""
+    script's ``render_markdown``) that makes it; with ``show`` that table is also printed."""
     out = report.write_results(path, run=run, config=config, results=results,
                                timing_s=timing_s, summarize=summarize, markdown=markdown)
     print(f"wrote {path}" + (" and its .md table" if markdown is not None else ""))
+    if show and callable(markdown):
+        print(markdown(out))
     return out
 
 
@@ -175,6 +180,22 @@ def require_baseline(module: str) -> Any:
 # The measurement layer.
 
 MODES = ("full", "quick", "smoke")
+
+
+def start(p: argparse.ArgumentParser, argv: list[str] | None, script: str,
+          cpu_workarounds: bool = True) -> tuple[argparse.Namespace, report.RunRecord, str]:
+    """The opening of a script's ``main``: parse the options, apply the XLA:CPU workarounds
+    (:func:`jaxrl_pim.xla_env.apply_cpu_workarounds`, before anything compiles; unless
+    ``cpu_workarounds`` is false) and start the run's provenance record (``script`` is the
+    script's ``__file__``, named in the command when ``argv`` is given). Returns ``(args,
+    run, mode)``."""
+    from jaxrl_pim.xla_env import apply_cpu_workarounds
+
+    args = p.parse_args(argv)
+    if cpu_workarounds:
+        apply_cpu_workarounds()
+    run = report.RunRecord(None if argv is None else [script, *argv])
+    return args, run, mode_of(args)
 
 
 def mode_of(args: argparse.Namespace) -> str:

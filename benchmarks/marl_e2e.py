@@ -543,10 +543,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-fraction", type=float, default=0.5,
                     help="share of the memory the replay buffer may use; capacity is 1e6 "
                          "rows where that holds them (default 0.5)")
-    args = ap.parse_args(argv)
-    run = report.RunRecord()
+    args, run, mode = harness.start(ap, argv, __file__, cpu_workarounds=False)
     gpu = jax.default_backend() != "cpu"
-    mode = harness.mode_of(args)
     size = sizes(mode, gpu)
     seeds = args.seeds or size["seeds"]
     ap_parts = ["timing", "quality", "throughput"] if mode == "smoke" else list(PARTS)

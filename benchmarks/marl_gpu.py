@@ -257,17 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--modes", nargs="+", choices=SAMPLING_MODES, default=None,
                    help="sampling modes of part 2 (default: both; --smoke fast)")
     harness.add_file_tag(p, FILE_TAGS)
-    args = p.parse_args(argv)
-
-    from jaxrl_pim.xla_env import apply_cpu_workarounds
-
-    apply_cpu_workarounds()
+    args, run, mode = harness.start(p, argv, __file__)
     import jax
 
     from jaxrl_pim import report
-
-    run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = harness.mode_of(args)
     size = SIZES[mode]
     agents = args.agents or size["agents"]
     envs = (args.schedule_envs or size["schedule_envs"]) if "schedule" in args.parts else []
@@ -312,9 +305,8 @@ def main(argv: list[str] | None = None) -> int:
               "budget_s": args.budget_s,
               "memory_fraction": args.memory_fraction, "device_memory_bytes": limit}
     results = {"device": report.device_label(), "schedule": schedule, "scaling": scaling}
-    stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
-                           summarize=summarize, markdown=render_markdown)
-    print(render_markdown(stored))
+    harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                  summarize=summarize, markdown=render_markdown, show=True)
     return 0
 
 

@@ -145,9 +145,7 @@ def plot_curves(results: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = harness.parser(__doc__)
-    args = ap.parse_args(argv)
-    run = report.RunRecord()
-    mode = harness.mode_of(args)
+    args, run, mode = harness.start(ap, argv, __file__, cpu_workarounds=False)
     size = sizes(mode)
     out = harness.output_path(args, "marl_jaxmarl")
     cfg = train_config(size["episodes"], size["overrides"])

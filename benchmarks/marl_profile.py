@@ -137,10 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="device memory the training state may take; larger buffers are cut "
                     "to fit (the profiler also holds a filled copy while timing; default 20)")
     harness.add_budget(ap, "run (the file is then marked incomplete)")
-    args = ap.parse_args(argv)
-    run = report.RunRecord()
+    args, run, mode = harness.start(ap, argv, __file__, cpu_workarounds=False)
     gpu = jax.default_backend() != "cpu"
-    mode = harness.mode_of(args)
     size = sizes(mode, gpu)
     agent_counts = args.sizes or size["sizes"]
     capacity = args.capacity or size["capacity"]

@@ -263,16 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jaxmarl", action=argparse.BooleanOptionalAction, default=True,
                    help="also step JaxMARL's worlds side by side (the 'bench' extra; "
                         "default: on)")
-    args = p.parse_args(argv)
-
-    from jaxrl_pim.xla_env import apply_cpu_workarounds
-
-    apply_cpu_workarounds()
-    from jaxrl_pim import report
+    args, run, mode = harness.start(p, argv, __file__)
     from jaxrl_pim.checks import check_int
-
-    run = report.RunRecord()
-    mode = harness.mode_of(args)
     scenarios, sizes, num_envs, num_steps, repeats = SIZES[mode]
     cfg = {
         "mode": mode,
@@ -322,9 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"rows": rows}
     if args.jaxmarl:
         results["jaxmarl"] = jrows
-    stored = harness.write(path, run=run, config=cfg, results=results,
-                           timing_s=timing, summarize=summarize, markdown=render_markdown)
-    print(render_markdown(stored))
+    harness.write(path, run=run, config=cfg, results=results,
+                  timing_s=timing, summarize=summarize, markdown=render_markdown, show=True)
     return 0
 
 

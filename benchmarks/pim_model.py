@@ -344,9 +344,8 @@ def main(argv: list[str] | None = None) -> int:
            "sources": pim.SOURCES["swiftrl"]}
     results = {"figures": recs, "calibrated": dict(pim.CALIBRATED),
                "instructions": instruction_table(), "arithmetic": arithmetic(recs)}
-    stored = harness.write(path, run=run, config=cfg, results=results, timing_s={},
-                           summarize=summarize, markdown=render_markdown)
-    print(render_markdown(stored))
+    harness.write(path, run=run, config=cfg, results=results, timing_s={},
+                  summarize=summarize, markdown=render_markdown, show=True)
     return 0
 
 

@@ -277,15 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", nargs="+", type=int, default=None,
                    help="batch sizes of the inference table (default: 1 64 1024; --quick "
                         "1 1024; --smoke 1)")
-    args = p.parse_args(argv)
-
-    from jaxrl_pim.xla_env import apply_cpu_workarounds
-
-    apply_cpu_workarounds()
+    args, run, mode = harness.start(p, argv, __file__)
     from jaxrl_pim import report
-
-    run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = harness.mode_of(args)
     size = SIZES[mode]
     if args.batches:
         if min(args.batches) < 1:
@@ -312,9 +305,8 @@ def main(argv: list[str] | None = None) -> int:
               "sizes": size}
     results = {"device": report.device_label(), "inference": rows, "broadcast": bc,
                "copy": copy}
-    stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
-                           summarize=summarize, markdown=render_markdown)
-    print(render_markdown(stored))
+    harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                  summarize=summarize, markdown=render_markdown, show=True)
     return 0
 
 

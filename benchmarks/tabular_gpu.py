@@ -645,18 +645,11 @@ def main(argv: list[str] | None = None) -> int:
                         "--smoke 1); side-by-side runs are timed once")
     harness.add_budget(p, "section")
     harness.add_file_tag(p, FILE_TAGS)
-    args = p.parse_args(argv)
-
-    from jaxrl_pim.xla_env import apply_cpu_workarounds
-
-    apply_cpu_workarounds()
+    args, run, mode = harness.start(p, argv, __file__)
     import jax
 
     from jaxrl_pim import report
     from jaxrl_pim.checks import check_int
-
-    run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = harness.mode_of(args)
     m = MODES[mode]
     backend = jax.default_backend()
     if backend not in ACCELERATORS and mode != "smoke":
@@ -689,9 +682,8 @@ def main(argv: list[str] | None = None) -> int:
                "pim_multiagent_2000_s": PIM_MULTIAGENT_2000_S,
                "pim_source": PIM_SOURCE}
     timing = {"total": time.perf_counter() - t0}
-    stored = harness.write(path, run=run, config=config, results=results, timing_s=timing,
-                           summarize=summarize, markdown=render_markdown)
-    print(render_markdown(stored))
+    harness.write(path, run=run, config=config, results=results, timing_s=timing,
+                  summarize=summarize, markdown=render_markdown, show=True)
     return 0
 
 

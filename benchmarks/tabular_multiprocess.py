@@ -170,17 +170,9 @@ def _round_breakdown(points: list[dict], s: dict[str, Any], fmt: Any) -> list[st
 def main(argv: list[str] | None = None) -> int:
     """Measure both layouts, print the table, write the results file."""
     p = harness.parser(__doc__)
-    args = p.parse_args(argv)
-
-    from jaxrl_pim.xla_env import apply_cpu_workarounds
-
-    apply_cpu_workarounds()
+    args, run, mode = harness.start(p, argv, __file__)
     import numpy as np
 
-    from jaxrl_pim import report
-
-    run = report.RunRecord()
-    mode = harness.mode_of(args)
     transitions, lanes, episodes, periods, repeats = SIZES[mode]
     cfg = {"mode": mode, "env": "frozenlake", "variant": "Q-SEQ-INT32",
            "transitions": transitions, "lanes": lanes, "episodes": episodes,
@@ -203,10 +195,9 @@ def main(argv: list[str] | None = None) -> int:
                 tables_equal &= bool(np.array_equal(tables["1x2"], tables["2x1"]))
     points = [best[(layout, period)] for layout in LAYOUTS for period in periods]
     timing = {f"{p['layout']}_sync_period_{p['sync_period']}": p["run_s"] for p in points}
-    stored = harness.write(path, run=run, config=cfg,
-                           results={"points": points, "tables_equal": tables_equal},
-                           timing_s=timing, summarize=summarize, markdown=render_markdown)
-    print(render_markdown(stored))
+    harness.write(path, run=run, config=cfg,
+                  results={"points": points, "tables_equal": tables_equal},
+                  timing_s=timing, summarize=summarize, markdown=render_markdown, show=True)
     return 0
 
 
