@@ -30,7 +30,9 @@ one seed at a time.
 
 Summary keys, per opponent, algorithm and N (or env): ``e2e_steps_per_s_ratio_vs_<opp>_<algo>_
 <N>`` (library one seed / opponent, schedule-matched rows) and ``e2e_seeds_per_hour_ratio_vs_
-<opp>_<algo>_<N>`` (library vmapped seeds / opponent); the worst of each family
+<opp>_<algo>_<N>`` (library vmapped seeds / opponent), the same grouped for the headline table
+(``e2e_steps_per_s_ratio_vs_<opp>_<algo>_by_task``, ``e2e_seeds_per_hour_ratio_vs_<opp>_by_
+variant``); the worst of each family
 (``e2e_steps_per_s_ratio_min``, ``e2e_seeds_per_hour_ratio_min``) and of both
 (``e2e_ratio_vs_frameworks_min``, with the median). An opponent whose venv is missing is
 recorded as not measured, with the command that makes it; its keys are None.
@@ -45,7 +47,6 @@ recorded as not measured, with the command that makes it; its keys are None.
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -301,6 +302,10 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
                                 if o and lib1 else None)
                 summary[f"e2e_steps_per_s_ratio_{key}"] = steps[key]
                 summary[f"e2e_seeds_per_hour_ratio_{key}"] = sph[key]
+                by = summary.setdefault(f"e2e_steps_per_s_ratio_vs_{opp}_{algo}_by_task", {})
+                by[task] = steps[key]
+                by = summary.setdefault(f"e2e_seeds_per_hour_ratio_vs_{opp}_by_variant", {})
+                by[f"{algo} {task}"] = sph[key]
     summary["e2e_seeds_per_hour_ratio_one_seed_per_call"] = sph_one
 
     def worst(values: list[float | None]) -> float | None:
@@ -321,10 +326,6 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def _fmt(v: float | None, spec: str = ",.0f") -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
-
-
 def render_markdown(report_: dict[str, Any]) -> str:
     """The comparison table (one line per opponent run, the library's beside it), then the
     not-measured sides with the command that makes them."""
@@ -338,40 +339,37 @@ def render_markdown(report_: dict[str, Any]) -> str:
              "steps/s | ratio | opponent seeds/h | library seeds/h | ratio | opponent return "
              "(random) | library return (random) |",
              "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    def count(x: float | None) -> str:
+        return harness.fmt(x, ",.0f", missing="-")
+
+    def one(x: float | None, unit: str = "") -> str:
+        return harness.fmt(x, ".1f", missing="-") + (unit if x is not None else "")
+
+    def ret(rec: dict[str, Any] | None) -> str:
+        return "-" if rec is None else (f"{one(rec['final_return'])} "
+                                        f"({one(rec['random_return'])})")
+
     for r in rows:
         if r["side"] == LIBRARY or r["spec"]["seeds"] > 1:  # vmapped opponent: its seeds/h
             continue
         d = bool(r["spec"].get("defaults"))
         o = r.get("record")
-        lib1 = _find(rows, LIBRARY, r["algo"], r["task"])
-        libv = _find(rows, LIBRARY, r["algo"], r["task"], seeds=seeds)
+        lib1 = None if d else _find(rows, LIBRARY, r["algo"], r["task"])
+        libv = None if d else _find(rows, LIBRARY, r["algo"], r["task"], seeds=seeds)
         pkg = {"sb3": "stable_baselines3"}.get(r["side"], r["side"])
-        ver = (o or {}).get("versions", {}).get(pkg) if o else None
+        ver = (o or {}).get("versions", {}).get(pkg)
         name = f"{r['side']} {ver}" if ver else r["side"]
-        if r["status"] != "measured":
-            lib = "- | - | - | - | - | - | - |" if d or not lib1 else (
-                f"{_fmt(lib1['steps_per_s'])} | - | - | "
-                f"{_fmt(seeds_per_hour(libv)) if libv else '-'} "
-                f"({_fmt(seeds_per_hour(lib1))}) | - | - | "
-                f"{_fmt(lib1['final_return'], '.1f')} ({_fmt(lib1['random_return'], '.1f')}) |")
-            lines.append(f"| {name} | {r['algo']} | {r['task']} | "
-                         f"{'own defaults' if d else 'matched'} | {r['status']} | {lib}")
-            continue
-        sr = None if d or not lib1 else lib1["steps_per_s"] / o["steps_per_s"]
         ov = None if d else _find(rows, r["side"], r["algo"], r["task"], seeds=seeds)
-        osph = seeds_per_hour(ov or o)
-        lsph = seeds_per_hour(libv) if libv else None
+        osph = seeds_per_hour(ov or o) if o else None
+        lsph = seeds_per_hour(libv or lib1) if lib1 else None
         l1sph = seeds_per_hour(lib1) if lib1 else None
-        rr = None if d or lsph is None else lsph / osph
-        lib_ret = (f"{_fmt(lib1['final_return'], '.1f')} ({_fmt(lib1['random_return'], '.1f')})"
-                   if lib1 else "-")
-        lines.append(
-            f"| {name} | {r['algo']} | {r['task']} | {'own defaults' if d else 'matched'} | "
-            f"{_fmt(o['steps_per_s'])} | {_fmt(lib1['steps_per_s']) if lib1 else '-'} | "
-            f"{_fmt(sr, '.1f')}{'' if sr is None else 'x'} | {_fmt(osph)} | {_fmt(lsph)} "
-            f"({_fmt(l1sph)}) | {_fmt(rr, '.1f')}{'' if rr is None else 'x'} | "
-            f"{_fmt(o['final_return'], '.1f')} ({_fmt(o['random_return'], '.1f')}) | "
-            f"{lib_ret} |")
+        sr = lib1["steps_per_s"] / o["steps_per_s"] if o and lib1 else None
+        rr = lsph / osph if osph and lsph else None
+        cells = [name, r["algo"], r["task"], "own defaults" if d else "matched",
+                 count(o["steps_per_s"]) if o else r["status"],
+                 count(lib1["steps_per_s"]) if lib1 else "-", one(sr, "x"), count(osph),
+                 f"{count(lsph)} ({count(l1sph)})", one(rr, "x"), ret(o), ret(lib1)]
+        lines.append("| " + " | ".join(cells) + " |")
     conv = {}
     for r in rows:
         if r.get("record"):
@@ -401,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                          ".peers/ at the repository root)")
     args = ap.parse_args(argv)
     run = report.RunRecord()
-    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    mode = harness.mode_of(args)
     size = sizes(mode)
     opponents = list(OPPONENTS) if args.opponents is None else list(args.opponents)
     peers = args.peers or Path(os.environ.get("JAXRL_PIM_PEERS", PEERS_DIR))

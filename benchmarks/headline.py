@@ -46,6 +46,27 @@ class Comparison:
 
 
 COMPARISONS: tuple[Comparison, ...] = (
+    # whole training runs against the frameworks users train with (benchmarks/e2e_frameworks.py)
+    *(Comparison("cpu/e2e_frameworks.json", f"{algo} training run, env steps/s with learning "
+                 "on, " + ("paper schedule, 3-12 agents" if n else "CartPole and Acrobot"),
+                 "jaxrl_pim." + ("marl" if n else "rl"), name,
+                 f"summary.e2e_opponent_versions.{opp}.{pkg}",
+                 key=f"e2e_steps_per_s_ratio_vs_{opp}_{algo.lower()}_by_task",
+                 variant="{} agents" if n else "{}")
+      for opp, name, pkg, algos, n in (
+          ("agilerl", "AgileRL", "agilerl", ("MADDPG", "MATD3"), True),
+          ("benchmarl", "BenchMARL", "benchmarl", ("MADDPG", "MASAC"), True),
+          ("rejax", "rejax", "rejax", ("DQN", "PPO"), False),
+          ("sb3", "Stable-Baselines3", "stable_baselines3", ("DQN", "PPO"), False))
+      for algo in algos),
+    *(Comparison("cpu/e2e_frameworks.json", "training runs, seeds per hour (library: seeds "
+                 "vmapped in one call)", "jaxrl_pim.marl / rl", name,
+                 f"summary.e2e_opponent_versions.{opp}.{pkg}",
+                 key=f"e2e_seeds_per_hour_ratio_vs_{opp}_by_variant")
+      for opp, name, pkg in (("agilerl", "AgileRL", "agilerl"),
+                             ("benchmarl", "BenchMARL", "benchmarl"),
+                             ("rejax", "rejax", "rejax"),
+                             ("sb3", "Stable-Baselines3", "stable_baselines3"))),
     Comparison("cpu/tabular_scaling.json", "SwiftRL tabular lanes, 12 variants (Q / SARSA x "
                "SEQ / RAN / STR x FP32 / INT32), FrozenLake and Taxi", "lanes trainer (XLA)",
                "best Numba kernel", "system.packages.numba",

@@ -69,6 +69,9 @@ def test_summarize_matches_hand_computed_ratios(e2e) -> None:
     # rejax vmapped against the library vmapped: 4*3600/24 = 600 over 4*3600/24 = 600
     assert s["e2e_seeds_per_hour_ratio_vs_rejax_dqn_cartpole"] == pytest.approx(1.0)
     assert s["e2e_steps_per_s_ratio_vs_sb3_dqn_cartpole"] is None
+    assert s["e2e_steps_per_s_ratio_vs_agilerl_maddpg_by_task"] == {"3": pytest.approx(20.0)}
+    assert s["e2e_seeds_per_hour_ratio_vs_rejax_by_variant"] == {
+        "dqn cartpole": pytest.approx(1.0)}
     assert s["e2e_seeds_per_hour_ratio_vs_sb3_dqn_cartpole"] is None
     assert s["e2e_steps_per_s_ratio_min"] == pytest.approx(0.8)
     assert s["e2e_seeds_per_hour_ratio_min"] == pytest.approx(1.0)
