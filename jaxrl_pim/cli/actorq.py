@@ -44,6 +44,9 @@ from jaxrl_pim.cli._common import (
 )
 from jaxrl_pim.progress import RichProgress
 
+#: The command's defaults that differ from the ActorQ config's, and why: the command exists to
+#: run quantized actors, so its actors are int8 (the config's own default is fp32).
+COMMAND_DEFAULTS: dict[str, Any] = {"precision": ("int8",)}
 #: ActorQ config fields -> the flags that set them (errors name what the user typed).
 FLAGS = {"num_actors": "--actors", "envs_per_actor": "--envs-per-actor",
          "actor_update_period": "--actor-update-period", "total_steps": "--steps",
@@ -69,7 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "Acrobot-v1, MountainCar-v0; D4PG Pendulum-v1) or, for D4PG, a MuJoCo "
                    "Playground task playground/<EnvName>[@<max_steps>] (playground extra) "
                    f"(default: {DQN_ENVS[0]} for dqn, {D4PG_ENVS[0]} for d4pg)")
-    p.add_argument("--precision", choices=PRECISIONS, nargs="+", default=["int8"],
+    p.add_argument("--precision", choices=PRECISIONS, nargs="+",
+                   default=list(COMMAND_DEFAULTS["precision"]),
                    help="one or more actor precisions (policy held and broadcast as "
                    "fp32/fp16/int8); with fp32 among them, speed-ups too")
     p.add_argument("--mode", choices=MODES, default="single",

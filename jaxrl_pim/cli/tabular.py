@@ -22,6 +22,7 @@ writes from process 0.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import sys
 import time
@@ -66,6 +67,11 @@ DEFAULT_ENV = "frozenlake"
 #: TabularConfig fields -> the flags that set them (errors name what the user typed).
 FLAGS = {"num_cores": "--cores", "sync_period": "--sync-period", "num_episodes": "--episodes",
          "num_states": "--num-states", "num_actions": "--num-actions"}
+#: The command's defaults that differ from TabularConfig's, and why: the command runs
+#: SwiftRL's headline format, INT32 fixed point (the library's own default is fp32).
+COMMAND_DEFAULTS: dict[str, Any] = {"dtype": "int32"}
+_DEFAULT = {**{f.name: f.default for f in dataclasses.fields(TabularConfig)
+               if f.default is not dataclasses.MISSING}, **COMMAND_DEFAULTS}
 
 
 def register(subparsers: Any) -> None:
@@ -81,20 +87,20 @@ def register(subparsers: Any) -> None:
     p.add_argument("--env", choices=ENVS, default=None,
                    help="environment that collects the dataset, sets S and A and evaluates "
                    f"the policy (default: {DEFAULT_ENV}; none with --num-states)")
-    p.add_argument("--algo", choices=ALGOS, default="q",
+    p.add_argument("--algo", choices=ALGOS, default=_DEFAULT["algo"],
                    help="q: Q-learning (bootstrap max_a' Q[s', a']); sarsa: a' epsilon-greedy "
                    "(epsilon 0.1) on the current table at s'")
-    p.add_argument("--sampling", choices=SAMPLINGS, default="seq",
+    p.add_argument("--sampling", choices=SAMPLINGS, default=_DEFAULT["sampling"],
                    help="rows of a lane's chunk per episode: seq in order, ran uniform with "
                    "replacement, str with stride 4")
-    p.add_argument("--dtype", choices=FORMATS, default="int32",
+    p.add_argument("--dtype", choices=FORMATS, default=_DEFAULT["dtype"],
                    help="Q-table format (int32: fixed point, values x 10,000)")
-    p.add_argument("--cores", type=int, default=2000,
+    p.add_argument("--cores", type=int, default=_DEFAULT["num_cores"],
                    help="lanes (PIM cores); the dataset is split into this many contiguous "
                    "chunks")
-    p.add_argument("--sync-period", type=int, default=50,
+    p.add_argument("--sync-period", type=int, default=_DEFAULT["sync_period"],
                    help="episodes between lane averages (one sync round)")
-    p.add_argument("--episodes", type=int, default=2000,
+    p.add_argument("--episodes", type=int, default=_DEFAULT["num_episodes"],
                    help="episodes; one episode is one pass of every lane over its chunk")
     p.add_argument("--transitions", type=int, default=1_000_000,
                    help="dataset rows to collect (per agent with --agents)")
@@ -104,7 +110,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--agents", type=int, default=None, metavar="K",
                    help="independent multi-agent mode: K agents, one lane and one collected "
                    "dataset each, never averaged (default: off)")
-    p.add_argument("--rng", choices=RNGS, default="jax",
+    p.add_argument("--rng", choices=RNGS, default=_DEFAULT["rng"],
                    help="random numbers of ran sampling and SARSA: jax (threefry, per lane "
                    "and episode) or lcg (the PIM generator, seed 42 per lane)")
     p.add_argument("--devices", type=int, default=None,
@@ -272,8 +278,11 @@ def main(args: argparse.Namespace) -> int:
             except BaseException:
                 checkpoints.close()
                 raise
+    # the step a resume will use, read by every process (orbax's reads wait for all of them)
+    resume_from = _newest_intact(checkpoints) if checkpoints is not None and args.resume \
+        else None
     if procs.is_main:
-        _print_size(config, dataset_rows, checkpoints, args)
+        _print_size(config, dataset_rows, checkpoints, args, resume_from)
     if procs.count > 1:
         print(f"process {procs.index} of {procs.count}: lanes {lanes[0]}..{lanes[1] - 1} of "
               f"{config.num_cores}; training", file=sys.stderr, flush=True)
@@ -364,7 +373,7 @@ def _pim_estimate(config: TabularConfig, num_rows: int, name: str,
 
 
 def _print_size(config: TabularConfig, dataset_rows: int, checkpoints: Any,
-                args: argparse.Namespace) -> None:
+                args: argparse.Namespace, newest: int | None = None) -> None:
     """One line on stderr before training: the run's size in updates and sync rounds."""
     rows = dataset_rows // config.num_cores  # per lane (per agent in independent mode)
     updates = config.num_cores * rows * config.num_episodes
@@ -372,7 +381,6 @@ def _print_size(config: TabularConfig, dataset_rows: int, checkpoints: Any,
             f"episodes = {updates:.3g} updates in {config.num_rounds:,} sync rounds")
     if checkpoints is not None:
         every = args.checkpoint_every or default_every(config.num_rounds)
-        newest = _newest_intact(checkpoints) if args.resume else None
         line += f"; a checkpoint every {every} rounds in {args.checkpoint}"
         if args.resume:
             line += (f", resuming after round {newest}" if newest is not None
