@@ -13,9 +13,9 @@ Beside each checkpoint a file list (``<step>/files.json``: every file's size and
 written after the checkpoint is complete) lets a restore verify the step before reading it: a
 file truncated, deleted or rewritten since is reported as :class:`Damaged`, naming the folder
 and the file. :func:`restore_latest` then falls back to the newest older step that restores and
-verifies, says so in one line, and never deletes the damaged step (when the resumed run
-reaches that step again, the damaged one is renamed ``damaged-<step>`` and kept). Arrays with
-no elements
+verifies, says so in one line, and never deletes the damaged step (a resume, which will
+write that step again, renames it ``damaged-<step>`` and keeps it). Arrays with no
+elements
 (a zero-size leaf, which orbax refuses to write) are stored as a one-element placeholder and
 come back with the template's shape.
 
@@ -316,16 +316,18 @@ class Checkpoints:
     def save(self, step: int, state: Any, meta: dict[str, Any] | None = None) -> Path:
         """Write ``state`` as checkpoint ``step`` (atomically; returns when it is on disk)
         and drop the oldest beyond ``keep``. ``meta`` is extra JSON values stored beside it.
-        A step ``step`` already on disk (a damaged one a resume passed over) is renamed
-        ``damaged-<step>`` first, not deleted.
+        In a single process, a step ``step`` already on disk is renamed ``damaged-<step>``
+        first (kept, with one line on stderr) rather than refused.
         """
         step = check_int("step", step, 0)
         ocp = self._ocp
         record = {"fingerprint": self.fingerprint, "meta": meta or {}}
         storable = jax.tree.map(lambda x: _placeholder(x.dtype) if _is_empty(x) else x,
                                 _to_storable(state))
-        if (self.directory / str(step)).exists() and jax.process_index() == 0:
-            self._set_aside(step)
+        if (self.directory / str(step)).exists() and jax.process_count() == 1:
+            aside = self._set_aside(step)  # restore_latest sets damaged steps aside first
+            _warn_stderr(f"warning: checkpoint {step} in {str(self.directory)!r} is written "
+                         f"again; the earlier one is kept as {aside.name}")
         try:
             self._manager.save(step, args=ocp.args.Composite(
                 state=ocp.args.StandardSave(storable), meta=ocp.args.JsonSave(record)),
@@ -342,17 +344,15 @@ class Checkpoints:
         return self.directory / str(step)
 
     def _set_aside(self, step: int) -> Path:
-        """Rename an existing step ``step`` (one a resume passed over as damaged, about to be
-        written again) to ``damaged-<step>`` (``-2``, ... when taken), which is no step name:
-        it is kept, never deleted, and said so in one line on stderr."""
+        """Rename step ``step`` (a damaged one a resume passed over, which the run will write
+        again) to ``damaged-<step>`` (``-2``, ... when taken), which is no step name: it is
+        kept, never deleted. Returns the new path."""
         aside, n = self.directory / f"damaged-{step}", 1
         while aside.exists():
             n += 1
             aside = self.directory / f"damaged-{step}-{n}"
         os.rename(self.directory / str(step), aside)
         self._manager.reload()
-        _warn_stderr(f"warning: checkpoint {step} in {str(self.directory)!r} is written again; "
-                     f"the earlier one is kept as {aside.name}")
         return aside
 
     def _drop_old(self) -> None:
@@ -537,8 +537,8 @@ def restore_latest(checkpoints: Any, template: Callable[[int], Any], *, resume: 
     of another run (the folder's fingerprint) or of other shapes is refused by
     :meth:`~jaxrl_pim.checkpoint.Checkpoints.restore`. The newest step that restores and
     verifies is used (:func:`restore_newest`: a damaged newer one is named in one line to
-    ``warn`` and left in place). ``template(step)`` gives the pytree structure (shapes and
-    dtypes) of checkpoint ``step``; ``unit`` names a step in messages.
+    ``warn`` and kept as ``damaged-<step>``). ``template(step)`` gives the pytree structure
+    (shapes and dtypes) of checkpoint ``step``; ``unit`` names a step in messages.
     """
     newest = None if checkpoints is None else checkpoints.latest()
     if newest is None:
@@ -547,16 +547,24 @@ def restore_latest(checkpoints: Any, template: Callable[[int], Any], *, resume: 
         raise ValueError(
             f"{str(checkpoints.directory)!r} already holds checkpoints (newest after {unit} "
             f"{newest}): resume from it (--resume) or choose an empty folder")
-    return restore_newest(checkpoints, template, warn=warn)
+    return restore_newest(checkpoints, template, warn=warn, set_aside=True)
 
 
 def _warn_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _barrier(name: str) -> None:
+    """Every process of a multi-process run waits here for the others (nothing alone)."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
+
+
 def restore_newest(checkpoints: Any, template: Callable[[int], Any], *,
-                   warn: Callable[[str], None] | None = None,
-                   check: bool = True) -> Restored:
+                   warn: Callable[[str], None] | None = None, check: bool = True,
+                   set_aside: bool = False) -> Restored:
     """The newest checkpoint of ``checkpoints`` that restores and verifies.
 
     Steps are tried newest first; a :class:`Damaged` one (a file missing, truncated or
@@ -565,8 +573,10 @@ def restore_newest(checkpoints: Any, template: Callable[[int], Any], *,
     is refused at once (ValueError), as is a folder whose every step is damaged (the
     newest one's error, saying none is intact). ``template(step)`` gives the structure to
     read step ``step`` into (it may read :meth:`Checkpoints.record` itself, which raises
-    :class:`Damaged` too); ``check`` as in :meth:`Checkpoints.restore`. FileNotFoundError
-    when the folder holds no checkpoint.
+    :class:`Damaged` too); ``check`` as in :meth:`Checkpoints.restore`. With ``set_aside``
+    (a run that resumes and will write those steps again) the damaged steps are renamed
+    ``damaged-<step>`` and kept (process 0 renames, every process waits for it).
+    FileNotFoundError when the folder holds no checkpoint.
     """
     steps = checkpoints.steps()
     if not steps:
@@ -578,9 +588,17 @@ def restore_newest(checkpoints: Any, template: Callable[[int], Any], *,
         except Damaged as err:
             damaged.append(err)
             continue
+        kept: dict[int, str] = {}
+        if set_aside:
+            _barrier("jaxrl_pim.checkpoint.set_aside")
+            if jax.process_index() == 0:
+                kept = {e.step: checkpoints._set_aside(e.step).name for e in damaged}
+            _barrier("jaxrl_pim.checkpoint.set_aside_done")
+            checkpoints._manager.reload()
         if damaged:
-            (warn or _warn_stderr)(
-                "warning: " + "; ".join(f"{e} (left in place)" for e in damaged)
+            (warn or _warn_stderr)("warning: " + "; ".join(
+                f"{e} (kept as {kept[e.step]})" if e.step in kept else
+                f"{e} ({'set aside' if set_aside else 'left in place'})" for e in damaged)
                 + f"; using checkpoint {step}, the newest intact one")
         return Restored(step, tree, meta)
     raise _none_intact(damaged)

@@ -92,9 +92,10 @@ def starting_state(
 
     Without ``checkpoints`` (or in an empty folder) a fresh state from ``key``. With
     ``resume`` the folder's newest checkpoint that restores and verifies (a damaged newer one
-    is named in one line on stderr and left in place); without it a folder that already holds
-    checkpoints is refused (ValueError, :func:`jaxrl_pim.checkpoint.restore_latest`), so a run
-    never silently overwrites another's. A checkpoint of another kind of run or another
+    is named in one line on stderr and kept as ``damaged-<step>``); without it a folder that
+    already holds checkpoints is refused (ValueError,
+    :func:`jaxrl_pim.checkpoint.restore_latest`), so a run never silently overwrites
+    another's. A checkpoint of another kind of run or another
     configuration (the folder's fingerprint), or one past ``config.num_episodes``, is refused
     too.
     """

@@ -140,6 +140,13 @@ def _tree_files(folder: Path) -> dict[str, bytes]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def _aside(files: dict[str, bytes], step: int) -> dict[str, bytes]:
+    """``files`` of a folder after a resume set step ``step`` aside as ``damaged-<step>``."""
+    prefix = f"{step}/"
+    return {f"damaged-{name}" if name.startswith(prefix) else name: data
+            for name, data in files.items()}
+
+
 # --------------------------------------------------------------------------------------------
 # damaged checkpoints: the newest intact step is used, the damaged one named and kept
 
@@ -162,8 +169,8 @@ def test_a_damaged_newest_step_falls_back_in_the_library(marl_copy, damage, caps
     err = _lines(capsys.readouterr().err)
     assert len(err) == 1, err
     assert f"checkpoint 3 in {str(marl_copy)!r} is damaged: 3/{file}" in err[0], err
-    assert "using checkpoint 2" in err[0]
-    assert _tree_files(marl_copy) == before  # nothing deleted or rewritten
+    assert "using checkpoint 2" in err[0] and "(kept as damaged-3)" in err[0]
+    assert _tree_files(marl_copy) == _aside(before, 3)  # set aside whole, nothing deleted
 
 
 @pytest.mark.parametrize("damage", ["truncated", "meta rewritten"])
@@ -175,6 +182,7 @@ def test_evaluate_and_resume_use_the_newest_intact_step(marl_copy, damage, tmp_p
     assert "(checkpoint after 2 episodes)" in out.out
     err = _lines(out.err)
     assert len(err) == 1 and f"3/{file}" in err[0] and "using checkpoint 2" in err[0], err
+    assert _tree_files(marl_copy) == before  # evaluating reads, renames nothing
     # resuming to episode 2 restores step 2 and trains nothing
     report_path = tmp_path / "resume.json"
     assert main([*MARL, "--episodes", "2", "--checkpoint", str(marl_copy), "--resume",
@@ -183,7 +191,7 @@ def test_evaluate_and_resume_use_the_newest_intact_step(marl_copy, damage, tmp_p
     assert "resuming after episode 2" in out.out
     assert "episodes 2->2" in out.out
     assert sum("using checkpoint 2" in ln for ln in _lines(out.err)) == 1
-    assert _tree_files(marl_copy) == before
+    assert _tree_files(marl_copy) == _aside(before, 3)
 
 
 def test_every_step_damaged_is_one_line_naming_folder_and_file(marl_copy, capsys):
@@ -224,12 +232,17 @@ def test_a_resumed_run_writes_the_damaged_step_again_and_keeps_the_old_one(tmp_p
     with Checkpoints(folder, keep=3) as ckpt:
         start = restore_latest(ckpt, lambda step: {"x": jnp.zeros(4)}, resume=True)
         assert start.step == 2 and float(start.tree["x"][0]) == 2.0
+        assert ckpt.steps() == [1, 2]
         ckpt.save(3, {"x": start.tree["x"] + 10})  # the resumed run reaches step 3 again
         assert ckpt.steps() == [1, 2, 3]
         assert float(ckpt.restore({"x": jnp.zeros(4)}, 3)[0]["x"][0]) == 12.0
+        # a step written over outside a resume (restored by hand) is set aside too
+        ckpt.save(3, {"x": jnp.zeros(4)})
     assert _tree_files(folder / "damaged-3") == damaged  # set aside whole, not deleted
+    assert (folder / "damaged-3-2").is_dir()
     err = _lines(capsys.readouterr().err)
-    assert len(err) == 2 and f"3/{file}" in err[0] and "kept as damaged-3" in err[1], err
+    assert len(err) == 2 and f"3/{file}" in err[0] and "kept as damaged-3)" in err[0], err
+    assert "kept as damaged-3-2" in err[1], err
 
 
 def test_verify_names_missing_resized_and_changed_files(tmp_path):
