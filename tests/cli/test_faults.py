@@ -362,6 +362,27 @@ def test_a_bad_output_path_is_refused_before_any_work(argv, flag, kind, place, t
     assert not other.exists()
 
 
+#: Path options that are read, not written (their faults are the cases above).
+INPUT_FLAGS = {("tabular", "--dataset"), ("marl evaluate", "--checkpoint")}
+
+
+def _path_options(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _path_options(sub, (*prefix, name))
+        elif action.option_strings and (action.metavar in ("PATH", "DIR", "FILE", "OUT.gif")
+                                        or action.type is Path):
+            yield " ".join(prefix), action.option_strings[0]
+
+
+def test_every_output_path_option_of_every_command_is_a_case():
+    """A new command (or option) that writes a path joins :data:`OUTPUT_FLAGS` to pass."""
+    covered = {(" ".join(a[: 2 if "evaluate" in a else 1]), flag) for a, flag, _ in OUTPUT_FLAGS}
+    found = set(_path_options(build_parser())) - INPUT_FLAGS
+    assert found == covered
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 def test_a_read_only_folder_is_refused_for_real(tmp_path, capsys):
     locked = tmp_path / "locked"
