@@ -455,7 +455,8 @@ def atomic_save(path: str | os.PathLike[str], writer: Callable[[str], Any]) -> P
     of the file it replaces, or for a new file those the umask gives (``0o666 & ~umask``, as
     ``open`` would), not the ``0o600`` of a temporary file. An error or an interrupt in
     ``writer`` (or anywhere before the rename) removes the temporary file and leaves
-    ``path`` as it was. Returns ``path``.
+    ``path`` as it was; so does a stop of the command by SIGTERM or Ctrl-C
+    (:data:`IN_FLIGHT`). Returns ``path``.
     """
     path = Path(path)
     if path.is_dir():
@@ -467,6 +468,7 @@ def atomic_save(path: str | os.PathLike[str], writer: Callable[[str], Any]) -> P
         mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
     os.close(fd)
+    IN_FLIGHT.add(tmp)
     try:
         writer(tmp)
         with open(tmp, "rb") as fh:
@@ -477,8 +479,26 @@ def atomic_save(path: str | os.PathLike[str], writer: Callable[[str], Any]) -> P
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    finally:
+        IN_FLIGHT.discard(tmp)
     _fsync_dir(path.parent)
     return path
+
+
+IN_FLIGHT: set[str] = set()
+"""Temporary files :func:`atomic_save` is writing now; a process that ends at once on a
+signal (``os._exit``, where no ``except`` runs) removes them (:func:`remove_in_flight`)."""
+
+
+def remove_in_flight() -> None:
+    """Remove the temporary files of writes still in progress (their targets stay as they
+    were); for a process about to end without unwinding."""
+    for tmp in list(IN_FLIGHT):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        IN_FLIGHT.discard(tmp)
 
 
 def _cpu_name() -> str:

@@ -219,8 +219,13 @@ def report_stop(prog: str, signum: int) -> None:
 
 
 def _exit_stopped(prog: str, signum: int) -> None:
-    """Report the stop, flush what the command printed, and end the process at once."""
+    """Report the stop, flush what the command printed, remove the temporary files of writes
+    in progress (their targets stay as they were), and end the process at once."""
     report_stop(prog, signum)
+    writer = sys.modules.get("jaxrl_pim.report")  # loaded by any command that writes
+    if writer is not None:
+        with contextlib.suppress(Exception):
+            writer.remove_in_flight()
     with contextlib.suppress(Exception):  # a write the signal interrupted may hold stdout
         sys.stdout.flush()
     os._exit(128 + signum)

@@ -414,6 +414,38 @@ def test_an_interrupted_report_write_keeps_the_old_file(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]  # no temporary left
 
 
+STOPPED_WRITE = """
+import os, signal, sys, time
+from pathlib import Path
+from jaxrl_pim import report
+from jaxrl_pim.cli._common import stop_on_signals
+
+def writer(tmp):
+    Path(tmp).write_text('{"new": ')  # half written when the signal comes
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+
+with stop_on_signals("jaxrl-pim test"):
+    report.atomic_save(sys.argv[1], writer)
+"""
+
+
+def test_a_write_stopped_by_sigterm_keeps_the_old_file_and_no_temporary(tmp_path):
+    import subprocess
+
+    path = tmp_path / "run.json"
+    report.write_json(path, {"old": 1})
+    old = path.read_bytes()
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", STOPPED_WRITE, str(path)], cwd=root,
+                          env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 128 + 15, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "jaxrl-pim test: stopped by SIGTERM"
+    assert path.read_bytes() == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
+
+
 def _episode(steps: int = 4) -> dict:
     t = np.linspace(0.0, 1.0, steps + 1)[:, None, None]
     return {"agents": np.concatenate([t, -t], axis=2) * np.ones((1, 2, 1)),
