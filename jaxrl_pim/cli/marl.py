@@ -9,6 +9,10 @@ Example::
     jaxrl-pim marl --env spread --agents 3 --algo maddpg --episodes 4000 --num-envs 8 \
         --json run.json --checkpoint runs/spread3 --resume
     jaxrl-pim marl --env tag --predators 6 --prey 2 --episodes 500 --num-envs 16
+    # 16 seeds in one vmapped program over the local devices: every seed's returns, the
+    # mean, standard error and 95 % interval; the largest buffers that fit in memory
+    jaxrl-pim marl --agents 3 --episodes 500 --seeds 16 --capacity auto --json seeds.json \
+        --plot seeds.png
     # a JaxMARL environment (jaxmarl extra), then the trained policies back
     jaxrl-pim marl --env jaxmarl:MPE_simple_spread_v3 --episodes 300 --num-envs 8 \
         --checkpoint runs/jm-spread
@@ -122,9 +126,20 @@ def register(subparsers: Any) -> None:
                             "(default: %(default)s)")
     sched.add_argument("--seed", type=int, default=0,
                        help="PRNG seed of the run (default: %(default)s)")
+    sched.add_argument("--seeds", type=int, default=1, metavar="S",
+                       help="train S seeds (--seed .. --seed + S - 1) in one jitted, vmapped "
+                            "program, split over the local devices; the report gives every "
+                            "seed's returns, their mean, standard error and 95 %% interval "
+                            "(default: %(default)s)")
+    sched.add_argument("--eval-episodes", type=int, default=10, metavar="N",
+                       help="with --seeds: greedy-policy episodes per seed after training "
+                            "(0: none) (default: %(default)s)")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH", default=None,
                      help="write the run report here (default: none)")
+    out.add_argument("--plot", metavar="PATH.png", default=None,
+                     help="with --seeds: the learning curves, mean over seeds with the 95 %% "
+                          "band, as a PNG (default: none)")
     out.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar (default: on when stdout is a terminal)")
     out.add_argument("--estimate", action=argparse.BooleanOptionalAction, default=None,
@@ -296,15 +311,16 @@ def _state_bytes(config: MARLConfig) -> int:
     return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
 
 
-def fit_memory(args: argparse.Namespace, config: MARLConfig, seeds: int = 1
-               ) -> tuple[MARLConfig, dict[str, Any]]:
+def fit_memory(args: argparse.Namespace, config: MARLConfig, seeds: int = 1,
+               devices: int | None = None) -> tuple[MARLConfig, dict[str, Any]]:
     """Decide memory before anything is allocated: with ``--capacity auto`` the largest
     capacity whose ``seeds`` train states fit; otherwise a one-line ``ValueError`` naming the
-    largest capacity (or number of seeds) that fits when they do not. Returns the config and
-    the memory record of the report."""
+    largest capacity (or number of seeds) that fits when they do not; ``devices`` the seeds
+    are split over (default: every local device). Returns the config and the memory record
+    of the report."""
     import dataclasses
 
-    devices = jax.local_device_count()
+    devices = jax.local_device_count() if devices is None else devices
     if args.capacity == "auto":
         rows = plan.auto_capacity(config, seeds, devices, flag="--capacity")
         config = dataclasses.replace(config, buffer_capacity=rows)
@@ -329,7 +345,25 @@ def run(args: argparse.Namespace) -> int:
     optionally write the report."""
     check_outputs(args, files={"--json": "json"})  # before any work (--checkpoint: below)
     check_checkpoint_arguments(args)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.eval_episodes < 0:
+        raise ValueError(f"--eval-episodes must be >= 0, got {args.eval_episodes}")
+    if args.plot is not None:
+        if args.seeds == 1:
+            raise ValueError("--plot draws the curves of --seeds S > 1")
+        if not args.plot.lower().endswith(".png"):
+            raise ValueError(f"--plot writes a PNG: {args.plot!r} does not end in .png")
+        check_outputs(args, files={"--plot": "plot"})
     config = config_from_args(args)
+    if args.seeds > 1:
+        from jaxrl_pim.cli.marl_seeds import run_seeds
+        from jaxrl_pim.marl.seeds import seed_mesh
+
+        config, memory = fit_memory(args, config, args.seeds,
+                                    seed_mesh(args.seeds).devices.size)
+        with flag_names(FLAGS):
+            return run_seeds(args, config, memory)
     config, memory = fit_memory(args, config)
     checkpoints = _open_checkpoints(args, config)
     try:

@@ -1,0 +1,115 @@
+"""``jaxrl-pim marl --seeds S``: S seeds of one run in one jitted, vmapped program.
+
+The seed axis is split over the local devices (:mod:`jaxrl_pim.marl.seeds`); seed ``i`` uses
+``--seed`` + ``i``. Checkpoints (``--checkpoint``) hold every seed and ``--resume`` continues
+them all. The report gives every seed's final return (mean of the last 10 % of episodes) and
+greedy-evaluation return (``--eval-episodes``), their mean over seeds, standard error and
+95 % interval (Student's t); ``--plot`` draws the learning curves with the seed band.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxrl_pim import report
+from jaxrl_pim.marl import plan, seeds
+from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.trainer import make_env
+
+
+def _stats_line(name: str, stats: dict[str, Any], teams: list[str]) -> str:
+    return f"{name} " + ", ".join(
+        f"{t} {m:.2f} +- {se:.2f} (95 % CI {lo:.2f} .. {hi:.2f})"
+        for t, m, se, lo, hi in zip(teams, stats["mean"], stats["standard_error"],
+                                    stats["ci95_low"], stats["ci95_high"], strict=True))
+
+
+def run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, Any]) -> int:
+    """Train ``args.seeds`` seeds, print the plan and a summary over seeds, write the report
+    (``--json``) and the learning-curve plot (``--plot``)."""
+    from jaxrl_pim.checkpoint import Checkpoints, default_every
+
+    num_seeds = args.seeds
+    mesh = seeds.seed_mesh(num_seeds)
+    checkpoints = None
+    if args.checkpoint is not None:
+        checkpoints = Checkpoints(args.checkpoint, keep=3,
+                                  fingerprint=seeds.fingerprint(config, args.seed, num_seeds))
+    try:
+        every = None
+        if checkpoints is not None:
+            every = args.checkpoint_every or default_every(config.num_episodes)
+        the_plan = plan.plan_run(config)
+        lines = plan.describe(config, the_plan)
+        lines.insert(1, f"seeds: {num_seeds} ({args.seed}..{args.seed + num_seeds - 1}) in one "
+                        f"vmapped program over {mesh.devices.size} device(s); train state "
+                        f"{plan.human_bytes(memory['seed_bytes'])} per seed")
+        if memory["capacity_auto"]:
+            lines.append(f"--capacity auto: {config.buffer_capacity:,} rows per team, the "
+                         f"largest whose {num_seeds} train states fit in "
+                         f"{plan.human_bytes(memory['usable_bytes'])} ({memory['source']})")
+        for line in lines:
+            print(line, file=sys.stderr if line.startswith("warning") else sys.stdout,
+                  flush=True)
+        result = seeds.run_seeds(config, args.seed, num_seeds, checkpoints, every=every,
+                                 resume=args.resume, mesh=mesh)
+    finally:
+        if checkpoints is not None:
+            checkpoints.close()
+    returns = result.episode_return  # [S, episodes, teams]
+    total = returns.shape[1]
+    tail = max(1, total // 10)
+    teams = [t.name for t in make_env(config)[0].teams]
+    final = returns[:, -tail:].mean(axis=1)  # [S, teams]
+    final_stats = seeds.seed_stats(final)
+    timing = dict(result.timing_s)
+    evaluation = None
+    if args.eval_episodes:
+        import time
+
+        t0 = time.perf_counter()
+        actors = tuple(t.actor for t in result.state.teams)
+        evaluation = seeds.evaluate_seeds(config, actors, jax.random.PRNGKey(args.seed),
+                                          args.eval_episodes).mean(axis=1)  # [S, teams]
+        timing["evaluate"] = time.perf_counter() - t0
+    results = {
+        "teams": teams,
+        "seeds": list(range(args.seed, args.seed + num_seeds)),
+        "devices": result.devices,
+        "start_episode": result.start_episode,
+        "episodes_total": total,
+        "update_rounds": np.asarray(result.state.num_updates).tolist(),
+        "final_return_window": tail,
+        "final_return_per_seed": final.tolist(),
+        "final_return": final_stats,
+        "eval_episodes": args.eval_episodes,
+        "greedy_return_per_seed": None if evaluation is None else evaluation.tolist(),
+        "greedy_return": None if evaluation is None else seeds.seed_stats(evaluation),
+        "episode_return_mean_every_1pct": returns.mean(axis=0)[:: max(1, total // 100)].tolist(),
+        "checkpoint_dir": args.checkpoint,
+        "checkpoint_every": every,
+        "checkpoints_written": result.checkpoints_written,
+        "resumed_from_episode": result.start_episode if args.resume else None,
+        "plan": the_plan._asdict(),
+        "memory": memory,
+    }
+    if args.json:
+        report.write_json(args.json, report.make_report(config, results, timing))
+    if args.plot:
+        seeds.plot_curves(returns, teams, args.plot,
+                          title=f"{config.algo} {config.env}, {num_seeds} seeds")
+    name = f"marl {config.algo} {config.env}"
+    print(f"{name}, {num_seeds} seeds on {result.devices} device(s): episodes "
+          f"{result.start_episode}->{total}; train {timing['train']:.1f} s (compile "
+          f"{timing['compile']:.1f} s)")
+    print(_stats_line(f"final return (last {tail} eps, mean over seeds +- standard error):",
+                      final_stats, teams))
+    if evaluation is not None:
+        print(_stats_line(f"greedy return ({args.eval_episodes} eps per seed):",
+                          results["greedy_return"], teams))
+    return 0

@@ -1,0 +1,146 @@
+"""Many seeds at once (``marl.seeds``, ``jaxrl-pim marl --seeds``): statistics over seeds,
+each seed against the seed alone, checkpoints of all seeds resumed bit for bit, the seed axis
+split over 8 devices, and the command's report and plot."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jax
+import numpy as np
+import pytest
+
+from jaxrl_pim.cli import main
+from jaxrl_pim.marl import seeds
+from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.trainer import make_train
+from tests.marl.test_schedule import SEED_ATOL, SEED_RTOL, _equal_trees
+from tests.support import run_with_devices
+
+# What ``jaxrl-pim marl --agents 2 --episodes 4 --capacity 64 --batch-size 8
+# --learning-starts 8 --update-every 30`` trains (the command test below): its programs are
+# compiled once for both (the run's XLA compilation cache).
+TINY = MARLConfig(num_agents=2, num_episodes=4, buffer_capacity=64, batch_size=8,
+                  learning_starts=8, update_every=30)
+#: the device test's world: smaller and shorter (its differences stay at float32 rounding)
+SMALL = MARLConfig(env="spread", num_agents=2, num_episodes=4, episode_length=5,
+                   buffer_capacity=64, batch_size=8, learning_starts=8, update_every=3,
+                   hidden=(8,))
+TINY_FLAGS = ["--agents", "2", "--episodes", "4", "--capacity", "64", "--batch-size", "8",
+              "--learning-starts", "8", "--update-every", "30"]
+
+
+def test_seed_stats_match_a_hand_computation():
+    x = np.array([[1.0, 10.0], [2.0, 14.0], [4.0, 12.0], [5.0, 8.0]])  # 4 seeds, 2 teams
+    got = seeds.seed_stats(x)
+    mean = [3.0, 11.0]
+    # sample variances: (4 + 1 + 1 + 4) / 3 and (1 + 9 + 1 + 9) / 3
+    se = [math.sqrt(10 / 3) / 2, math.sqrt(20 / 3) / 2]
+    assert got["seeds"] == 4
+    np.testing.assert_allclose(got["mean"], mean)
+    np.testing.assert_allclose(got["standard_error"], se)
+    np.testing.assert_allclose(got["ci95_low"], np.array(mean) - 3.182446305 * np.array(se))
+    np.testing.assert_allclose(got["ci95_high"], np.array(mean) + 3.182446305 * np.array(se))
+    one = seeds.seed_stats(x[:1])
+    assert one["mean"] == [1.0, 10.0] and np.isnan(one["standard_error"]).all()
+    with pytest.raises(ValueError, match="S >= 1 seeds"):
+        seeds.seed_stats(np.zeros((0, 2)))
+
+
+def test_t_quantile_matches_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    for dof in (*range(1, 40), 60, 100, 1000):
+        assert abs(seeds.t_quantile_975(dof) - stats.t.ppf(0.975, dof)) < 1e-6, dof
+
+
+def test_seed_mesh_and_keys():
+    keys = seeds.seed_keys(7, 3)
+    np.testing.assert_array_equal(keys[2], jax.random.PRNGKey(9))
+    assert seeds.seed_mesh(6, ["a", "b", "c", "d"]).devices.tolist() == ["a", "b", "c"]
+    assert seeds.seed_mesh(5, ["a", "b"]).devices.size == 1
+    with pytest.raises(ValueError, match="divisible by the mesh's 2 devices"):
+        seeds.run_seeds(TINY, 0, 3, mesh=seeds.seed_mesh(2, jax.devices()[:1] * 2))
+
+
+def test_each_seed_of_a_run_equals_the_seed_alone_and_resumes_bit_for_bit(tmp_path):
+    from jaxrl_pim.checkpoint import Checkpoints
+
+    def folder(name):
+        return Checkpoints(tmp_path / name, fingerprint=seeds.fingerprint(TINY, 3, 4))
+
+    whole = seeds.run_seeds(TINY, seed=3, num_seeds=4, checkpoints=folder("a"), every=2)
+    assert whole.episode_return.shape == (4, 4, 1) and whole.checkpoints_written == 2
+    assert TINY.update_rounds(100) == 3
+    one = jax.jit(make_train(TINY))
+    for i in range(4):
+        state, m = one(jax.random.PRNGKey(3 + i))
+        np.testing.assert_allclose(whole.episode_return[i], m["episode_return"],
+                                   rtol=SEED_RTOL, atol=SEED_ATOL)
+        assert _equal_trees(state, jax.tree.map(lambda x, i=i: x[i], whole.state))
+    # Half the run, then resumed to the end: the same states and curves, bit for bit.
+    half = MARLConfig(**{**TINY.__dict__, "num_episodes": 2})
+    seeds.run_seeds(half, seed=3, num_seeds=4, checkpoints=folder("b"), every=2)
+    with pytest.raises(ValueError, match="already holds checkpoints"):
+        seeds.run_seeds(TINY, seed=3, num_seeds=4, checkpoints=folder("b"), every=2)
+    resumed = seeds.run_seeds(TINY, seed=3, num_seeds=4, checkpoints=folder("b"), every=2,
+                              resume=True)
+    assert resumed.start_episode == 2
+    np.testing.assert_array_equal(resumed.episode_return, whole.episode_return)
+    for a, b in zip(jax.tree.leaves(resumed.state), jax.tree.leaves(whole.state), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    other = Checkpoints(tmp_path / "b", fingerprint=seeds.fingerprint(TINY, 3, 8))
+    with pytest.raises(ValueError, match="num_seeds"):
+        seeds.run_seeds(TINY, seed=3, num_seeds=8, checkpoints=other, resume=True)
+
+
+def test_sixteen_seeds_on_one_and_on_eight_devices():
+    """16 seeds on 1 device and split 2 per device over 8: the 8-device program is compiled
+    partitioned, which XLA:CPU fuses differently, so the two agree to float32 rounding
+    (SEED_RTOL / SEED_ATOL; measured: a few 1e-6 after 5 updates), integers exactly
+    (counters, buffer positions, keys). Not bit for bit: a rounding-level change can flip the
+    sign of a near-zero gradient component, which Adam turns into a step of about ``lr``;
+    so on larger nets the parameters part by more (1e-3 relative seen at 64 x 64 after 3
+    updates), the trajectories later."""
+    out = run_with_devices(f"""
+        import jax, numpy as np
+        from jaxrl_pim.marl import seeds
+        from jaxrl_pim.marl.config import MARLConfig
+        cfg = MARLConfig(**{SMALL.__dict__!r})
+        runs = {{}}
+        for n in (1, 8):
+            r = seeds.run_seeds(cfg, seed=3, num_seeds=16,
+                                mesh=seeds.seed_mesh(16, jax.devices()[:n]))
+            assert r.devices == n and r.episode_return.shape == (16, 4, 1)
+            runs[n] = [np.asarray(x) for x in jax.tree.leaves((r.state, r.episode_return))]
+            updates = int(r.state.num_updates[0])
+        close = all(np.allclose(a, b, rtol={SEED_RTOL}, atol={SEED_ATOL}, equal_nan=True)
+                    if a.dtype.kind == "f" else np.array_equal(a, b)
+                    for a, b in zip(runs[1], runs[8]))
+        print("CLOSE", close, "UPDATES", updates)
+    """, n_devices=8)
+    assert f"CLOSE True UPDATES {SMALL.update_rounds(20)}" in out, out
+
+
+def test_the_command_reports_every_seed_and_the_spread(tmp_path, capsys):
+    report, plot = tmp_path / "r.json", tmp_path / "curves.png"
+    args = ["marl", *TINY_FLAGS, "--seeds", "4", "--seed", "3", "--eval-episodes", "2",
+            "--json", str(report), "--plot", str(plot), "--checkpoint", str(tmp_path / "c"),
+            "--checkpoint-every", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "seeds: 4 (3..6) in one vmapped program over 1 device(s)" in out
+    assert "final return (last 1 eps, mean over seeds +- standard error): agents" in out
+    res = json.loads(report.read_text())["results"]
+    assert res["seeds"] == [3, 4, 5, 6] and len(res["final_return_per_seed"]) == 4
+    assert res["checkpoints_written"] == 2 and res["update_rounds"] == [3] * 4
+    per_seed = np.array(res["final_return_per_seed"])
+    assert res["final_return"] == seeds.seed_stats(per_seed)
+    assert np.array(res["greedy_return_per_seed"]).shape == (4, 1)
+    assert res["memory"]["seeds"] == 4 and res["memory"]["fits"]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for bad, msg in ((["--seeds", "0"], "--seeds must be >= 1"),
+                     (["--plot", str(tmp_path / "x.png")], "--plot draws the curves"),
+                     (["--seeds", "2", "--plot", str(tmp_path / "x.gif")], "does not end in")):
+        assert main(["marl", "--episodes", "1", *bad]) == 2
+        assert msg in capsys.readouterr().err
