@@ -333,7 +333,8 @@ def render_markdown(report_: dict[str, Any]) -> str:
     rows, seeds = res["runs"], cfg["sizes"]["seeds"]
     lines = [f"Device: {summary['device']}; mode {summary['mode']}; {cfg['threads']} threads "
              f"per side; one process at a time. Library seeds per hour: {seeds} seeds vmapped "
-             "in one call (one seed per call in brackets); opponents one seed at a time, but "
+             "in one call, fewer where the memory holds fewer (one seed per call in "
+             "brackets); opponents one seed at a time, but "
              f"{', '.join(VMAPS_SEEDS)} (which vmaps seeds: {seeds} in one call).", "",
              "| opponent (version) | algo | N / env | schedule | opponent steps/s | library "
              "steps/s | ratio | opponent seeds/h | library seeds/h | ratio | opponent return "

@@ -5,8 +5,10 @@ jaxrl_pim's own trainers (MADDPG / MATD3 / MASAC from ``jaxrl_pim.marl``, DQN / 
 MARL: the warm-up (``ceil(learning_starts / (episode_length * num_envs))`` episodes, env steps
 and buffer writes only) and the ``measured_episodes`` after it (update rounds on) are two
 compiled calls, both compiled before either runs (``compile_s``); ``seeds > 1`` vmaps the
-seeds in one call (``vmapped_seeds``). RL: one compiled ``train`` of ``total_timesteps``
-(learning starts inside it), timed whole after compiling.
+seeds in one call (``vmapped_seeds``), as many of them as the memory holds
+(``jaxrl_pim.marl.plan.memory_plan``; ``seeds_asked`` keeps the number asked for). RL: one
+compiled ``train`` of ``total_timesteps`` (learning starts inside it), timed whole after
+compiling.
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ def run_marl(spec: dict, launch: float) -> dict:
     if "hidden" in spec and not spec.get("defaults"):
         over["hidden"] = tuple(spec["hidden"])
     cfg = MARLConfig(algo=spec["algo"], env="spread", num_agents=spec["agents"], **over)
-    seeds = int(spec.get("seeds", 1))
+    asked = seeds = int(spec.get("seeds", 1))
+    if seeds > 1:  # vmapped seeds: as many as the memory holds (each has its own buffer)
+        from jaxrl_pim.marl.plan import memory_plan
+
+        seeds = max(1, min(seeds, memory_plan(cfg, seeds).max_seeds))
     warm = math.ceil(cfg.learning_starts / (cfg.episode_length * cfg.num_envs))
     meas = int(spec["measured_episodes"])
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
@@ -68,8 +74,8 @@ def run_marl(spec: dict, launch: float) -> dict:
     return {
         "framework": "jaxrl_pim", "versions": protocol.versions("jaxrl_pim", "jax", "jaxlib"),
         "threads": protocol.threads(), "seeds": seeds, "vmapped_seeds": seeds > 1,
-        "defaults": bool(spec.get("defaults")), "startup_s": startup, "compile_s": compile_s,
-        "warmup_env_steps": warm * steps_per_ep, "warmup_s": warm_s,
+        "seeds_asked": asked, "defaults": bool(spec.get("defaults")), "startup_s": startup,
+        "compile_s": compile_s, "warmup_env_steps": warm * steps_per_ep, "warmup_s": warm_s,
         "measured_env_steps": meas * steps_per_ep * seeds, "measured_s": meas_s,
         "steps_per_s": meas * steps_per_ep * seeds / meas_s, "episodes": warm + meas,
         "update_rounds": int(np.asarray(state.num_updates).reshape(-1)[0]),
