@@ -238,6 +238,14 @@ def main(args: argparse.Namespace) -> int:
             sync_period=args.sync_period, num_episodes=args.episodes, rng=args.rng,
             independent=independent,
         )
+    run_fp = None  # the checkpoints' fingerprint, read when needed (it hashes a dataset)
+    if args.checkpoint is not None and args.resume and Path(args.checkpoint).is_dir():
+        from jaxrl_pim.checkpoint import Checkpoints
+
+        # another kind of run or configuration: refused before the data are collected
+        run_fp = _fingerprint(config, args, env_name)
+        with Checkpoints(args.checkpoint, fingerprint=run_fp) as folder:
+            folder.check_record()
     key = jax.random.key(args.seed)
     k_data, k_train, k_eval = jax.random.split(key, 3)
     t0 = time.perf_counter()
@@ -270,14 +278,8 @@ def main(args: argparse.Namespace) -> int:
     if args.checkpoint is not None:
         from jaxrl_pim.checkpoint import Checkpoints
 
-        checkpoints = Checkpoints(args.checkpoint, keep=3,
-                                  fingerprint=_fingerprint(config, args, env_name))
-        if args.resume:  # another kind of run or configuration: refused before any line
-            try:
-                checkpoints.check_record()
-            except BaseException:
-                checkpoints.close()
-                raise
+        checkpoints = Checkpoints(args.checkpoint, keep=3, fingerprint=run_fp if run_fp
+                                  is not None else _fingerprint(config, args, env_name))
     # the step a resume will use, read by every process (orbax's reads wait for all of them)
     resume_from = _newest_intact(checkpoints) if checkpoints is not None and args.resume \
         else None
