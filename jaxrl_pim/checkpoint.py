@@ -145,6 +145,11 @@ def run_kind(fingerprint: Any) -> str | None:
     return None
 
 
+def _a(kind: str) -> str:
+    """``kind`` with its indefinite article (``a tabular``, ``an ActorQ``)."""
+    return f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind}"
+
+
 class Damaged(ValueError):
     """A checkpoint step that cannot be read back as written: ``step``, ``folder`` (the run's
     checkpoint folder), ``file`` (the damaged file, relative to the step) and ``reason``."""
@@ -306,8 +311,8 @@ class Checkpoints:
         saved = record.get("fingerprint")
         saved_kind, this_kind = run_kind(saved), run_kind(_json(self.fingerprint))
         if saved_kind is not None and this_kind is not None and saved_kind != this_kind:
-            raise ValueError(f"{str(self.directory)!r} holds a {saved_kind} run's checkpoints, "
-                             f"not a {this_kind} run's: choose another folder")
+            raise ValueError(f"{str(self.directory)!r} holds {_a(saved_kind)} run's "
+                             f"checkpoints, not {_a(this_kind)} run's: choose another folder")
         diff = _first_difference(saved, _json(self.fingerprint))
         if diff is not None:
             raise ValueError(f"checkpoint {str(self.directory / str(step))!r} belongs to "

@@ -134,8 +134,8 @@ def load_policies(checkpoint_dir: str | Path, *, env: str | None = None) -> Poli
         record = reader.record(step)  # Damaged (the step is passed over) when unreadable
         kind = run_kind(record["fingerprint"])
         if kind not in (None, "MARL"):
-            raise ValueError(f"{str(folder)!r} holds a {kind} run's checkpoints, not a MARL "
-                             "run's")
+            raise ValueError(f"{str(folder)!r} holds {'an' if kind == 'ActorQ' else 'a'} "
+                             f"{kind} run's checkpoints, not a MARL run's")
         try:
             config = config_from_fingerprint(record["fingerprint"], step)
         except ValueError as err:

@@ -265,10 +265,17 @@ def test_verify_names_missing_resized_and_changed_files(tmp_path):
 # another kind of run's folder is named as such, before any work
 
 
-def _tabular_folder(folder: Path) -> Path:
-    fingerprint = {"config": {"num_states": 500, "num_actions": 6, "num_cores": 4},
-                   "env": "taxi", "seed": 0}
-    with Checkpoints(folder, fingerprint=fingerprint) as ckpt:
+#: Fingerprints of the other commands' runs, as their folders record them (a few fields).
+OTHER_RUNS = {
+    "a tabular": {"config": {"num_states": 500, "num_actions": 6, "num_cores": 4},
+                  "env": "taxi", "seed": 0},
+    "an ActorQ": {"config": {"algo": "dqn", "actor_update_period": 100}, "seed": 0,
+                  "mode": "single"},
+}
+
+
+def _other_folder(folder: Path, kind: str) -> Path:
+    with Checkpoints(folder, fingerprint=OTHER_RUNS[kind]) as ckpt:
         ckpt.save(2, {"q": jnp.zeros((4, 500, 6))})
     return folder
 
@@ -280,13 +287,14 @@ def test_run_kind_reads_the_fingerprint():
     assert run_kind({"config": {"lr": 0.1}}) is None and run_kind(None) is None
 
 
-def test_a_tabular_folder_is_named_by_marl(tmp_path, capsys):
-    folder = _tabular_folder(tmp_path / "tab")
+@pytest.mark.parametrize("kind", sorted(OTHER_RUNS))
+def test_another_commands_folder_is_named_by_marl(kind, tmp_path, capsys):
+    folder = _other_folder(tmp_path / "other", kind)
     assert main([*MARL, "--episodes", "3", "--checkpoint", str(folder), "--resume"]) == 2
     line = _one_error(capsys, "marl")
-    assert "holds a tabular run's checkpoints, not a MARL run's" in line
+    assert f"holds {kind} run's checkpoints, not a MARL run's" in line
     assert main(["marl", "evaluate", "--checkpoint", str(folder)]) == 2
-    assert "holds a tabular run's checkpoints" in _one_error(capsys, "marl")
+    assert f"holds {kind} run's checkpoints" in _one_error(capsys, "marl")
 
 
 def test_a_marl_folder_is_named_by_tabular(marl_copy, capsys):
