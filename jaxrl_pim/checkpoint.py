@@ -14,8 +14,7 @@ written after the checkpoint is complete) lets a restore verify the step before 
 file truncated, deleted or rewritten since is reported as :class:`Damaged`, naming the folder
 and the file. :func:`restore_latest` then falls back to the newest older step that restores and
 verifies, says so in one line, and never deletes the damaged step (a resume, which will
-write that step again, renames it ``damaged-<step>`` and keeps it). Arrays with no
-elements
+write that step again, renames it ``damaged-<step>`` and keeps it). Arrays with no elements
 (a zero-size leaf, which orbax refuses to write) are stored as a one-element placeholder and
 come back with the template's shape.
 
