@@ -10,10 +10,14 @@ Modules, in the order a run is built:
   buffer add); ``learner``: the update-round phases (sample, target Q, critic, actor,
   targets);
 * ``trainer``: ``make_train(config) -> train(key) -> (state, metrics)`` and friends;
+  ``schedule``: the update conditional that stays a conditional when seeds are vmapped;
+* ``seeds``: many seeds in one vmapped program split over devices, with checkpoints, the
+  statistics over seeds (mean, standard error, 95 % interval) and their learning curves;
 * ``policies`` (:func:`load_policies`: a run's trained actors back from its checkpoint folder,
   with a jitted ``act``; :func:`evaluate`), ``render`` (episodes as animated GIFs);
 * ``checkpoint`` (runs in checkpointed segments that resume bit for bit after a kill),
-  ``plan`` (counts, memory and a measured duration estimate before a run), ``profiler``
+  ``plan`` (counts, memory decided before allocation and a measured duration estimate
+  before a run), ``profiler``
   (per-phase timings). The replay components live in :mod:`jaxrl_pim.replay`; the command
   ``jaxrl-pim marl`` is :mod:`jaxrl_pim.cli.marl`.
 

@@ -15,8 +15,9 @@ from jaxrl_pim.cli import main
 from jaxrl_pim.marl import seeds
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_train
-from tests.marl.test_schedule import SEED_ATOL, SEED_RTOL, _equal_trees
 from tests.support import run_with_devices
+from tests.support.seeds import SEED_ATOL, SEED_RTOL
+from tests.support.seeds import equal_trees as _equal_trees
 
 # What ``jaxrl-pim marl --agents 2 --episodes 4 --capacity 64 --batch-size 8
 # --learning-starts 8 --update-every 30`` trains (the command test below): its programs are
