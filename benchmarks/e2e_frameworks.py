@@ -318,7 +318,12 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
     summary["e2e_ratio_vs_frameworks_min"] = min(both) if both else None
     summary["e2e_ratio_vs_frameworks_median"] = statistics.median(both) if both else None
     summary["e2e_not_measured"] = sorted(
-        {r["side"] for r in rows if r["status"] != "measured"})
+        {r["side"] for r in rows if r["status"] == "not measured"})
+    summary["e2e_failed"] = sorted(
+        f"{r['side']} {r['algo']} {r['task']}"
+        + (" (own defaults)" if r["spec"].get("defaults") else "")
+        + (f" ({r['spec']['seeds']} seeds)" if r["spec"]["seeds"] > 1 else "")
+        for r in rows if r["status"] == "failed")
     summary["e2e_opponent_versions"] = {
         opp: next((r["record"]["versions"] for r in rows
                    if r["side"] == opp and r["status"] == "measured"), None)
@@ -378,13 +383,14 @@ def render_markdown(report_: dict[str, Any]) -> str:
     lines += ["", "Returns are each side's own env's reward convention:", ""]
     lines += [f"* {side}: {c}" for side, c in conv.items()]
     missing = {r["side"]: r["reason"] for r in rows if r["status"] == "not measured"}
-    failed = sorted({r["side"] for r in rows if r["status"] == "failed"})
+    failed = summary.get("e2e_failed") or []
     if missing:
         lines += ["", "Not measured: " + "; ".join(
             f"{s} ({why}; its venv: `{setup_command(s)}`)"
             for s, why in sorted(missing.items())) + "."]
     if failed:
-        lines += ["", "Failed: " + ", ".join(failed) + " (see the results file)."]
+        lines += ["", "Failed: " + "; ".join(failed) + " (the reason and the output's tail "
+                  "are in the results file)."]
     return "\n".join(lines) + "\n"
 
 

@@ -57,6 +57,8 @@ def test_summarize_matches_hand_computed_ratios(e2e) -> None:
         _row("rejax", "dqn", "cartpole", _rec(10000.0, 3.0, 14.0, 3.0)),
         _row("rejax", "dqn", "cartpole", _rec(30000.0, 3.0, 17.0, 4.0, seeds=4), seeds=4),
         _row("sb3", "dqn", "cartpole", None),
+        {**_row("rejax", "dqn", "cartpole", None, defaults=True), "status": "failed",
+         "reason": "timed out after 600 s"},
     ]
     s = e2e.summarize(_report(rows, ["agilerl", "rejax", "sb3"]))
     assert s["e2e_steps_per_s_ratio_vs_agilerl_maddpg_3"] == pytest.approx(1000 / 50)
@@ -78,12 +80,14 @@ def test_summarize_matches_hand_computed_ratios(e2e) -> None:
     assert s["e2e_ratio_vs_frameworks_min"] == pytest.approx(0.8)
     assert s["e2e_ratio_vs_frameworks_median"] == pytest.approx((1.0 + 8.0) / 2)
     assert s["e2e_not_measured"] == ["sb3"]
+    assert s["e2e_failed"] == ["rejax dqn cartpole (own defaults)"]
     assert "e2e_steps_per_s_ratio_vs_agilerl_maddpg_3_defaults" not in s  # defaults: a row
     md = e2e.render_markdown({**_report(rows, ["agilerl", "rejax", "sb3"]), "summary": s})
     assert "| agilerl 9.9 | maddpg | 3 | matched | 50 | 1,000 | 20.0x | 30 | 240 (60) | 8.0x |" \
         in md
     assert "own defaults" in md
     assert "`bash benchmarks/peers/setup.sh sb3`" in md
+    assert "Failed: rejax dqn cartpole (own defaults)" in md
 
 
 def test_harness_drives_the_library_as_an_opponent(e2e) -> None:
