@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import stat
 import sys
@@ -316,6 +317,7 @@ def test_a_marl_folder_is_named_by_tabular(marl_copy, capsys):
 OUTPUT_FLAGS = [
     ([*MARL, "--episodes", "1"], "--json", "file"),
     ([*MARL, "--episodes", "1"], "--checkpoint", "folder"),
+    ([*MARL, "--episodes", "1", "--seeds", "2"], "--plot", "file"),
     (["marl", "evaluate", "--checkpoint", "{ckpt}"], "--json", "file"),
     (["marl", "evaluate", "--checkpoint", "{ckpt}"], "--render", "file"),
     (["tabular", "--env", "taxi", "--cores", "4", "--transitions", "40"], "--json", "file"),
@@ -330,8 +332,13 @@ OUTPUT_FLAGS = [
 BAD_PLACES = ("a folder", "under a file", "read-only")
 
 
-def _bad_path(kind: str, place: str, tmp_path: Path, monkeypatch) -> tuple[Path, str]:
-    name = "out.gif" if kind == "file" else "ck"
+#: File names the flags' own checks accept (a suffix they require).
+NAMES = {"--render": "out.gif", "--plot": "out.png"}
+
+
+def _bad_path(kind: str, place: str, tmp_path: Path, monkeypatch,
+              flag: str = "") -> tuple[Path, str]:
+    name = NAMES.get(flag, "out.json") if kind == "file" else "ck"
     if place == "a folder":
         if kind == "folder":  # a file where the folder is wanted
             (tmp_path / name).write_text("x")
@@ -357,7 +364,7 @@ def _bad_path(kind: str, place: str, tmp_path: Path, monkeypatch) -> tuple[Path,
                               for a, f, _ in OUTPUT_FLAGS])
 def test_a_bad_output_path_is_refused_before_any_work(argv, flag, kind, place, tmp_path,
                                                       marl_folder, monkeypatch, capsys):
-    path, why = _bad_path(kind, place, tmp_path, monkeypatch)
+    path, why = _bad_path(kind, place, tmp_path, monkeypatch, flag)
     argv = [a.replace("{ckpt}", str(marl_folder)) for a in argv]
     # a folder that would be written first: still absent after the refusal
     other = tmp_path / "other_ckpt"
@@ -379,8 +386,8 @@ def _path_options(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ())
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
                 yield from _path_options(sub, (*prefix, name))
-        elif action.option_strings and (action.metavar in ("PATH", "DIR", "FILE", "OUT.gif")
-                                        or action.type is Path):
+        elif action.option_strings and (action.type is Path or re.search(
+                r"PATH|DIR|FILE|OUT|\.\w+$", str(action.metavar or ""))):
             yield " ".join(prefix), action.option_strings[0]
 
 
