@@ -5,7 +5,8 @@ rejax vmaps), printed as one result line (``benchmarks/peers/protocol.py``).
 
 Mapping: DQN 2x64 ReLU Q-network, ``num_envs``, ``buffer_size``, ``batch_size``,
 ``fill_buffer = learning_starts``, one gradient step per vectorised step (``num_epochs=1``), a
-hard target copy every ``target_update_interval`` env steps (``polyak=0``), plain DQN
+hard target copy every ``target_update_interval`` iterations (times ``num_envs`` env steps;
+``polyak=0``), plain DQN
 targets (``ddqn=False``), the spec's epsilon schedule; PPO tanh 2x64 actor and critic,
 ``num_envs``, ``num_steps``, ``num_epochs``, ``num_minibatches`` and the spec's coefficients
 (rejax keeps the learning rate constant where the library anneals it; it clips gradients by
@@ -42,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         kw = {} if defaults else dict(
             num_envs=spec["num_envs"], buffer_size=spec["buffer_capacity"],
             batch_size=spec["batch_size"], fill_buffer=spec["learning_starts"], num_epochs=1,
-            target_update_freq=spec["target_update_interval"], polyak=0.0, ddqn=False,
+            # the library counts iterations (one step of every env), rejax env steps
+            target_update_freq=spec["target_update_interval"] * spec["num_envs"],
+            polyak=0.0, ddqn=False,
             learning_rate=spec["lr"], gamma=spec["gamma"], eps_start=spec["eps_start"],
             eps_end=spec["eps_end"], exploration_fraction=spec["exploration_fraction"],
             max_grad_norm=spec["max_grad_norm"], agent_kwargs={"activation": "relu"})

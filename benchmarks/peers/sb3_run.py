@@ -4,8 +4,9 @@ python): DQN or PPO on gymnasium's CartPole-v1 / Acrobot-v1, configured to the s
 (``benchmarks/peers/protocol.py``).
 
 Mapping: DQN ``train_freq=1`` (one gradient step per vectorised step of ``num_envs`` envs, as
-the library's ``train_frequency=1``), ``target_update_interval``, ``learning_starts``,
-``buffer_size``, ``batch_size``, the epsilon schedule and gradient clip of the spec; PPO
+the library's ``train_frequency=1``), ``target_update_interval`` (the library's iterations
+times ``num_envs``: SB3 counts env steps), ``learning_starts``, ``buffer_size``,
+``batch_size``, the epsilon schedule and gradient clip of the spec; PPO
 ``n_steps``, ``n_epochs``, ``batch_size = num_envs * num_steps / num_minibatches``, a linearly
 annealed learning rate (the library's ``anneal_lr``), tanh 2x64 actor and critic. With
 ``defaults`` the algorithm's own constructor defaults on one env. The warm-up is the steps
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
             learning_rate=spec["lr"], buffer_size=spec["buffer_capacity"],
             learning_starts=spec["learning_starts"], batch_size=spec["batch_size"],
             gamma=spec["gamma"], train_freq=spec["train_frequency"], gradient_steps=1,
-            target_update_interval=spec["target_update_interval"],
+            # the library counts iterations (one step of every env), SB3 env steps
+            target_update_interval=spec["target_update_interval"] * n_envs,
             exploration_fraction=spec["exploration_fraction"],
             exploration_initial_eps=spec["eps_start"], exploration_final_eps=spec["eps_end"],
             max_grad_norm=spec["max_grad_norm"], policy_kwargs={"net_arch": net})
