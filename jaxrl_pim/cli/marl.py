@@ -202,6 +202,10 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
     try:
         pol = load_policies(args.checkpoint)
         key = jax.random.PRNGKey(args.seed)
+        if pol.num_seeds > 1:  # a group of seeds (--seeds S): every seed's greedy return
+            from jaxrl_pim.cli.marl_seeds import evaluate_group
+
+            return evaluate_group(args, pol, key)
         returns = evaluate(pol.config, pol.params, key, args.episodes, policy=args.policy)
     except ImportError as err:
         raise ValueError(str(err)) from None

@@ -113,3 +113,36 @@ def run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, An
         print(_stats_line(f"greedy return ({args.eval_episodes} eps per seed):",
                           results["greedy_return"], teams))
     return 0
+
+
+def evaluate_group(args: argparse.Namespace, pol: Any, key: jax.Array) -> int:
+    """``jaxrl-pim marl evaluate`` of a group's checkpoint: every seed's greedy policies over
+    ``--episodes`` episodes (the same starting worlds for every seed), the mean over seeds with
+    its standard error and 95 % interval; ``--render`` draws seed 0's episode."""
+    if args.policy != "greedy":
+        raise ValueError(f"{str(pol.checkpoint)!r} holds {pol.num_seeds} seeds: they are "
+                         f"evaluated with --policy greedy, not {args.policy}")
+    returns = seeds.evaluate_seeds(pol.config, pol.seed_params, key, args.episodes)
+    per_seed = returns.mean(axis=1)  # [S, teams]
+    stats = seeds.seed_stats(per_seed)
+    names = [t.name for t in pol.teams]
+    print(f"marl evaluate {pol.config.algo} {pol.config.env} (checkpoint after "
+          f"{pol.episodes_done:,} episodes): {pol.num_seeds} seeds, greedy policy, "
+          f"{args.episodes} episodes each")
+    print(_stats_line("mean return per team over seeds (+- standard error):", stats, names))
+    if args.json:
+        results = {"checkpoint": str(pol.checkpoint), "episodes_done": pol.episodes_done,
+                   "policy": "greedy", "seed": args.seed, "teams": names,
+                   "num_seeds": pol.num_seeds, "mean_return_per_seed": per_seed.tolist(),
+                   "mean_return": stats, "returns": returns.tolist()}
+        report.write_json(args.json, report.make_report(pol.config, results, {}))
+    if args.render is not None:
+        from jaxrl_pim.marl.policies import rollout_positions
+        from jaxrl_pim.marl.render import render_gif
+
+        ep = rollout_positions(pol.config, pol.params, jax.random.fold_in(key, 0))
+        ret = ", ".join(f"{t} {r:.1f}" for t, r in zip(names, ep["returns"], strict=True))
+        render_gif([ep], args.render, titles=[f"{pol.config.env} seed 0\ngreedy: {ret}"])
+        print(f"wrote {args.render} (one episode of seed 0, {pol.config.episode_length} "
+              "steps)")
+    return 0

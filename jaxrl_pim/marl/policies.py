@@ -53,7 +53,10 @@ class Policies(NamedTuple):
     ``act(obs, key) -> actions`` and ``greedy(obs) -> actions`` (jitted; ``obs[t]``
     ``[..., n_t, O_t]``, ``actions[t]`` ``[..., n_t, K_t]`` on the simplex);
     ``episodes_done``: episodes trained when the checkpoint was written; ``checkpoint``:
-    the checkpoint's folder.
+    the checkpoint's folder. A group of seeds (``jaxrl-pim marl --seeds S``,
+    :func:`jaxrl_pim.marl.seeds.run_seeds`): ``params`` / ``act`` / ``greedy`` are seed
+    ``seed_index``'s, ``seed_params`` every seed's (leaves ``[S, n_t, ...]``) and
+    ``num_seeds`` is S; a single run has ``seed_params`` None and ``num_seeds`` 1.
     """
 
     config: MARLConfig
@@ -63,6 +66,8 @@ class Policies(NamedTuple):
     greedy: Callable[..., tuple[jax.Array, ...]]
     episodes_done: int
     checkpoint: Path
+    seed_params: tuple[Any, ...] | None = None
+    num_seeds: int = 1
 
 
 def make_act(config: MARLConfig) -> tuple[Callable[..., tuple[jax.Array, ...]],
@@ -113,9 +118,11 @@ def config_from_fingerprint(fingerprint: Any, episodes: int = 0) -> MARLConfig:
     return MARLConfig(**fields)
 
 
-def load_policies(checkpoint_dir: str | Path, *, env: str | None = None) -> Policies:
+def load_policies(checkpoint_dir: str | Path, *, env: str | None = None,
+                  seed_index: int = 0) -> Policies:
     """The actors of the newest intact checkpoint in ``checkpoint_dir`` (a MARL run folder;
-    a damaged newer step is named in one line on stderr and passed over).
+    a damaged newer step is named in one line on stderr and passed over). For a group of
+    seeds, every seed's actors, and seed ``seed_index``'s as the policies' own.
 
     ``env`` (optional, e.g. ``"spread"`` or ``"jaxmarl:MPE_simple_spread_v3"``): the world
     the caller expects; a checkpoint of another world is refused. Raises ValueError (one
@@ -144,8 +151,16 @@ def load_policies(checkpoint_dir: str | Path, *, env: str | None = None) -> Poli
             raise ValueError(f"{str(folder)!r} holds a checkpoint of env {config.env!r}, not "
                              f"{env!r}")
         found.update(config=config, teams=make_env(config)[0].teams)
-        return {"state": jax.eval_shape(make_init(config), jax.random.PRNGKey(0)),
-                "episode_return": jax.ShapeDtypeStruct((step, len(found["teams"])),
+        seeds = record["fingerprint"].get("num_seeds") if isinstance(
+            record["fingerprint"], dict) else None
+        found["num_seeds"] = seeds
+        if seeds is None:
+            return {"state": jax.eval_shape(make_init(config), jax.random.PRNGKey(0)),
+                    "episode_return": jax.ShapeDtypeStruct((step, len(found["teams"])),
+                                                           np.float32)}
+        keys = jax.ShapeDtypeStruct((seeds, 2), np.uint32)
+        return {"state": jax.eval_shape(jax.vmap(make_init(config)), keys),
+                "episode_return": jax.ShapeDtypeStruct((seeds, step, len(found["teams"])),
                                                        np.float32)}
 
     # the newest step that restores and verifies (a damaged newer one is named on stderr)
@@ -154,14 +169,22 @@ def load_policies(checkpoint_dir: str | Path, *, env: str | None = None) -> Poli
             raise ValueError(f"{str(folder)!r} holds no checkpoint (expected a MARL run's "
                              "--checkpoint folder)")
         step, tree, _ = restore_newest(reader, template, check=False)
-    config, teams = found["config"], found["teams"]
+    config, teams, num_seeds = found["config"], found["teams"], found["num_seeds"]
     restored = tree
     params = tuple(t.actor for t in restored["state"].teams)
+    seed_params = None
+    if num_seeds is not None:
+        if not 0 <= seed_index < num_seeds:
+            raise ValueError(f"seed_index must be in [0, {num_seeds}) for the {num_seeds} "
+                             f"seeds of {str(folder)!r}, got {seed_index}")
+        seed_params = params
+        params = jax.tree.map(lambda x: x[seed_index], seed_params)
     act, greedy = make_act(config)
     return Policies(config=config, teams=tuple(teams), params=params,
                     act=jax.jit(lambda obs, key: act(params, obs, key)),
                     greedy=jax.jit(lambda obs: greedy(params, obs)),
-                    episodes_done=int(step), checkpoint=folder.resolve())
+                    episodes_done=int(step), checkpoint=folder.resolve(),
+                    seed_params=seed_params, num_seeds=num_seeds or 1)
 
 
 def _policy_fn(config: MARLConfig, teams: tuple[Any, ...], params: Any, policy: str

@@ -1,6 +1,6 @@
 """Many seeds at once (``marl.seeds``, ``jaxrl-pim marl --seeds``): statistics over seeds,
 each seed against the seed alone, checkpoints of all seeds resumed bit for bit, the seed axis
-split over 8 devices, and the command's report and plot."""
+split over 8 devices, the command's report and plot, and ``marl evaluate`` of a group."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from jaxrl_pim.cli import main
-from jaxrl_pim.marl import seeds
+from jaxrl_pim.marl import evaluate, load_policies, seeds
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_train
 from tests.support import run_with_devices
@@ -105,7 +105,7 @@ def test_sixteen_seeds_on_one_and_on_eight_devices():
     updates), the trajectories later."""
     out = run_with_devices(f"""
         import jax, numpy as np
-        from jaxrl_pim.marl import seeds
+        from jaxrl_pim.marl import evaluate, load_policies, seeds
         from jaxrl_pim.marl.config import MARLConfig
         cfg = MARLConfig(**{SMALL.__dict__!r})
         runs = {{}}
@@ -140,6 +140,22 @@ def test_the_command_reports_every_seed_and_the_spread(tmp_path, capsys):
     assert np.array(res["greedy_return_per_seed"]).shape == (4, 1)
     assert res["memory"]["seeds"] == 4 and res["memory"]["fits"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # marl evaluate of the group's checkpoint: every seed's greedy return, as each seed's
+    # policies evaluated alone (marl.evaluate on the same starting worlds).
+    ev = tmp_path / "ev.json"
+    assert main(["marl", "evaluate", "--checkpoint", str(tmp_path / "c"), "--episodes", "2",
+                 "--json", str(ev)]) == 0
+    assert "4 seeds, greedy policy, 2 episodes each" in capsys.readouterr().out
+    got = json.loads(ev.read_text())["results"]
+    for i in (0, 3):
+        pol = load_policies(tmp_path / "c", seed_index=i)
+        assert pol.num_seeds == 4 and pol.episodes_done == 4
+        want = evaluate(pol.config, pol.params, jax.random.PRNGKey(0), 2).mean(axis=0)
+        np.testing.assert_allclose(got["mean_return_per_seed"][i], want, rtol=1e-5)
+    assert got["mean_return"] == seeds.seed_stats(np.array(got["mean_return_per_seed"]))
+    assert main(["marl", "evaluate", "--checkpoint", str(tmp_path / "c"), "--policy",
+                 "sample"]) == 2
+    assert "evaluated with --policy greedy" in capsys.readouterr().err
     for bad, msg in ((["--seeds", "0"], "--seeds must be >= 1"),
                      (["--plot", str(tmp_path / "x.png")], "--plot draws the curves"),
                      (["--seeds", "2", "--plot", str(tmp_path / "x.gif")], "does not end in")):
