@@ -59,7 +59,6 @@ if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import harness
-from jaxrl_pim import report
 
 PEERS_SCRIPTS = harness.ROOT / "benchmarks" / "peers"
 #: the opponents' venvs (``setup.sh``'s default; ``JAXRL_PIM_PEERS`` or ``--peers`` elsewhere)
@@ -404,9 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers", type=Path, default=None, metavar="DIR",
                     help="folder of the opponents' venvs (default: $JAXRL_PIM_PEERS or "
                          ".peers/ at the repository root)")
-    args = ap.parse_args(argv)
-    run = report.RunRecord()
-    mode = harness.mode_of(args)
+    # nothing compiles in this process (each side runs in its own)
+    args, run, mode = harness.start(ap, argv, __file__, cpu_workarounds=False)
     size = sizes(mode)
     opponents = list(OPPONENTS) if args.opponents is None else list(args.opponents)
     peers = args.peers or Path(os.environ.get("JAXRL_PIM_PEERS", PEERS_DIR))
