@@ -48,7 +48,7 @@ from jaxrl_pim.distributed import (
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 #: Sub-commands that accept the process flags (what ``launch`` can start).
-COMMANDS: tuple[str, ...] = ("tabular",)
+COMMANDS: tuple[str, ...] = ("tabular", "marl")
 _DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 
 

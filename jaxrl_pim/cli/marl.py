@@ -156,6 +156,9 @@ def register(subparsers: Any) -> None:
         "ceil(episodes / 10))",
         resume="continue from the newest checkpoint in --checkpoint (same options and seed "
         "required, --episodes may grow; an empty folder starts from episode 0) (default: off)")
+    from jaxrl_pim.cli import launch
+
+    launch.add_arguments(p)  # --coordinator ...: the seeds of --seeds over several processes
     p.set_defaults(func=run)
     _register_evaluate(p)
 
@@ -359,15 +362,22 @@ def run(args: argparse.Namespace) -> int:
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot writes a PNG: {args.plot!r} does not end in .png")
         check_outputs(args, files={"--plot": "plot"})
+    from jaxrl_pim.cli import launch
+
+    procs = launch.initialize_from_args(args, "jaxrl-pim marl")  # before any jax work
+    if procs.count > 1 and (args.seeds < 2 or args.checkpoint is not None):
+        raise ValueError("several processes train the seeds of --seeds S > 1 (split over "
+                         "every process's devices), without --checkpoint for now")
     config = config_from_args(args)
     if args.seeds > 1:
         from jaxrl_pim.cli.marl_seeds import run_seeds
         from jaxrl_pim.marl.seeds import seed_mesh
 
-        config, memory = fit_memory(args, config, args.seeds,
-                                    seed_mesh(args.seeds).devices.size)
+        # each process holds its own devices' seeds: the memory check is per process
+        config, memory = fit_memory(args, config, -(-args.seeds // procs.count),
+                                    max(1, seed_mesh(args.seeds).devices.size // procs.count))
         with flag_names(FLAGS):
-            return run_seeds(args, config, memory)
+            return run_seeds(args, config, memory, procs.index == 0)
     config, memory = fit_memory(args, config)
     checkpoints = _open_checkpoints(args, config)
     try:

@@ -10,11 +10,11 @@ greedy-evaluation return (``--eval-episodes``), their mean over seeds, standard 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 import jax
-import numpy as np
 
 from jaxrl_pim import report
 from jaxrl_pim.marl import plan, seeds
@@ -29,9 +29,22 @@ def _stats_line(name: str, stats: dict[str, Any], teams: list[str]) -> str:
                                     stats["ci95_low"], stats["ci95_high"], strict=True))
 
 
-def run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, Any]) -> int:
+def run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, Any],
+              main: bool = True) -> int:
     """Train ``args.seeds`` seeds, print the plan and a summary over seeds, write the report
-    (``--json``) and the learning-curve plot (``--plot``)."""
+    (``--json``) and the learning-curve plot (``--plot``). In a run of several processes
+    every process trains its devices' seeds and only the ``main`` one (process 0) prints and
+    writes."""
+    out = sys.stdout if main else open(os.devnull, "w")  # noqa: SIM115 (closed below)
+    try:
+        return _run_seeds(args, config, memory, main, out)
+    finally:
+        if not main:
+            out.close()
+
+
+def _run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, Any],
+               main: bool, out: Any) -> int:
     from jaxrl_pim.checkpoint import Checkpoints, default_every
 
     num_seeds = args.seeds
@@ -47,14 +60,16 @@ def run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, An
         the_plan = plan.plan_run(config)
         lines = plan.describe(config, the_plan)
         lines.insert(1, f"seeds: {num_seeds} ({args.seed}..{args.seed + num_seeds - 1}) in one "
-                        f"vmapped program over {mesh.devices.size} device(s); train state "
+                        f"vmapped program over {mesh.devices.size} device(s)"
+                        + (f" of {jax.process_count()} processes" if jax.process_count() > 1
+                           else "") + "; train state "
                         f"{plan.human_bytes(memory['seed_bytes'])} per seed")
         if memory["capacity_auto"]:
             lines.append(f"--capacity auto: {config.buffer_capacity:,} rows per team, the "
                          f"largest whose {num_seeds} train states fit in "
                          f"{plan.human_bytes(memory['usable_bytes'])} ({memory['source']})")
         for line in lines:
-            print(line, file=sys.stderr if line.startswith("warning") else sys.stdout,
+            print(line, file=sys.stderr if line.startswith("warning") and main else out,
                   flush=True)
         result = seeds.run_seeds(config, args.seed, num_seeds, checkpoints, every=every,
                                  resume=args.resume, mesh=mesh)
@@ -83,7 +98,7 @@ def run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, An
         "devices": result.devices,
         "start_episode": result.start_episode,
         "episodes_total": total,
-        "update_rounds": np.asarray(result.state.num_updates).tolist(),
+        "update_rounds": seeds._to_host(result.state.num_updates).tolist(),
         "final_return_window": tail,
         "final_return_per_seed": final.tolist(),
         "final_return": final_stats,
@@ -98,20 +113,21 @@ def run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, An
         "plan": the_plan._asdict(),
         "memory": memory,
     }
-    if args.json:
+    results["processes"] = jax.process_count()
+    if args.json and main:
         report.write_json(args.json, report.make_report(config, results, timing))
-    if args.plot:
+    if args.plot and main:
         seeds.plot_curves(returns, teams, args.plot,
                           title=f"{config.algo} {config.env}, {num_seeds} seeds")
     name = f"marl {config.algo} {config.env}"
     print(f"{name}, {num_seeds} seeds on {result.devices} device(s): episodes "
           f"{result.start_episode}->{total}; train {timing['train']:.1f} s (compile "
-          f"{timing['compile']:.1f} s)")
+          f"{timing['compile']:.1f} s)", file=out)
     print(_stats_line(f"final return (last {tail} eps, mean over seeds +- standard error):",
-                      final_stats, teams))
+                      final_stats, teams), file=out)
     if evaluation is not None:
         print(_stats_line(f"greedy return ({args.eval_episodes} eps per seed):",
-                          results["greedy_return"], teams))
+                          results["greedy_return"], teams), file=out)
     return 0
 
 

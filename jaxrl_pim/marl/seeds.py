@@ -286,7 +286,7 @@ def evaluate_seeds(config: MARLConfig, actors: tuple[Any, ...], key: jax.Array,
     def one(params: tuple[Any, ...]) -> jax.Array:
         return jax.vmap(_episode(config, params, "greedy", record=False))(keys)
 
-    return np.asarray(jax.jit(jax.vmap(one))(tuple(actors)), np.float64)
+    return _to_host(jax.jit(jax.vmap(one))(tuple(actors))).astype(np.float64)
 
 
 def plot_curves(episode_return: np.ndarray, team_names: Sequence[str], path: str,

@@ -235,8 +235,8 @@ def test_launcher_stops_the_others_when_one_fails(tmp_path):
 
 
 def test_launcher_rejects_what_it_cannot_run():
-    with pytest.raises(ValueError, match="launch runs one of tabular"):
-        launch.launch(["marl"], 2)
+    with pytest.raises(ValueError, match="launch runs one of tabular, marl"):
+        launch.launch(["actorq"], 2)
     with pytest.raises(ValueError, match="sets --coordinator"):
         launch.launch(["tabular", "--process-id", "1"], 2)
     with pytest.raises(ValueError, match="--processes must be >= 1"):
