@@ -37,7 +37,7 @@ from jaxrl_pim.marl import MARLConfig, make_init, make_train_from, seeds
 def sizes(mode: str) -> dict[str, Any]:
     """Agent counts, seed counts, episodes, repeats and widths of a mode."""
     if mode == "smoke":
-        return {"agents": [3], "seeds": [1, 2], "episodes": 2, "repeats": 1,
+        return {"agents": [3], "seeds": [2], "episodes": 2, "repeats": 1,
                 "batch_size": 16, "update_every": 10, "hidden": (8,)}
     return {"agents": [3] if mode == "quick" else [3, 24], "seeds": [1, 4, 16],
             "episodes": 40 if mode == "quick" else 200, "repeats": 3 if mode == "quick" else 2,

@@ -64,6 +64,7 @@ def test_seed_mesh_and_keys():
         seeds.run_seeds(TINY, 0, 3, mesh=seeds.seed_mesh(2, jax.devices()[:1] * 2))
 
 
+@pytest.mark.slow
 def test_each_seed_of_a_run_equals_the_seed_alone_and_resumes_bit_for_bit(tmp_path):
     from jaxrl_pim.checkpoint import Checkpoints
 
@@ -95,6 +96,7 @@ def test_each_seed_of_a_run_equals_the_seed_alone_and_resumes_bit_for_bit(tmp_pa
         seeds.run_seeds(TINY, seed=3, num_seeds=8, checkpoints=other, resume=True)
 
 
+@pytest.mark.slow
 def test_sixteen_seeds_on_one_and_on_eight_devices():
     """16 seeds on 1 device and split 2 per device over 8: the 8-device program is compiled
     partitioned, which XLA:CPU fuses differently, so the two agree to float32 rounding
