@@ -398,18 +398,6 @@ def test_every_output_path_option_of_every_command_is_a_case():
     assert found == covered
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
-def test_a_read_only_folder_is_refused_for_real(tmp_path, capsys):
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(stat.S_IRUSR | stat.S_IXUSR)
-    try:
-        assert main([*MARL, "--episodes", "1", "--json", str(locked / "r.json")]) == 2
-        assert "is not writable" in _one_error(capsys, "marl")
-    finally:
-        locked.chmod(stat.S_IRWXU)
-
-
 # --------------------------------------------------------------------------------------------
 # atomic writes: an interrupted write keeps the old file; permissions are the user's
 

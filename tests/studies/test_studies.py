@@ -166,9 +166,9 @@ def test_gap_ablation_plumbing_and_action_gap(monkeypatch):
     ("argv", "message"),
     [
         (["ptq", "--bits", "1"], "bits must be >= 2"),
-        (["ptq", "--seeds", "0"], "num_seeds"),
+        (["ptq", "--seeds", "0"], "--seeds"),
         (["ptq", "--tasks", "ppo-cartpole", "ppo-cartpole"], "must not repeat"),
-        (["qat", "--delay", "1.0"], "delay_fraction"),
+        (["qat", "--delay", "1.0"], "--delay"),
     ],
 )
 def test_commands_reject_bad_options(argv, message, capsys):
