@@ -61,7 +61,10 @@ class MARLConfig:
         one array per field; the default: the fastest layout end to end at 3, 12 and 24
         agents in ``benchmarks/results/cpu/marl_e2e.json``), ``"per_agent"`` (N ring
         buffers, the original's) or ``"packed"`` (every field of a time step in one row: one
-        whole-row gather, the faster standalone round at small N); the maths is the same.
+        whole-row gather, the faster standalone round at small N) or ``"compact"`` (the
+        interleaved rows storing every observation once: ``next_obs`` read from the same
+        env's next step within an episode, episode-final observations kept apart; about half
+        the bytes per stored step); the maths is the same.
       buffer_capacity: transitions (time steps) kept per team buffer (1e6), at most
         ``replay.MAX_CAPACITY``.
       batch_size: transitions per agent per update (1,024).

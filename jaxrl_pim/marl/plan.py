@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_env, make_init, make_phases
+from jaxrl_pim.replay import compact_final_slots as replay_compact_finals
 from jaxrl_pim.replay import sum_tree
 from jaxrl_pim.timing import time_call
 
@@ -50,12 +51,20 @@ class RunPlan(NamedTuple):
 
 def replay_bytes(config: MARLConfig, capacity: int | None = None) -> int:
     """Bytes of the replay state: every team's buffer (float32 ``obs``, ``action``, ``reward``,
-    ``next_obs``, ``done`` for ``capacity`` rows: ``4 C n (2 O + A + 2)``) plus the
-    prioritised samplers' trees (``2 P`` float32 per tree, two for ``info_prioritized``).
+    ``next_obs``, ``done`` for ``capacity`` rows: ``4 C n (2 O + A + 2)``; the ``compact``
+    layout ``4 C n (O + A + 2) + 4 C`` plus ``4 (F + E) n O`` for its ``F`` final and ``E``
+    pending observations) plus the prioritised samplers' trees (``2 P`` float32 per tree, two
+    for ``info_prioritized``).
     ``capacity`` (rows per team buffer) defaults to ``config.buffer_capacity``."""
     teams = make_env(config)[0].teams
     cap = config.buffer_capacity if capacity is None else capacity
-    total = sum(4 * cap * t.num_agents * (2 * t.obs_dim + t.action_dim + 2) for t in teams)
+    if config.layout == "compact":  # obs once, final observations, links, pending, ring pos
+        e = config.num_envs
+        f = replay_compact_finals(cap, e, config.episode_length)
+        total = sum(4 * cap * t.num_agents * (t.obs_dim + t.action_dim + 2) + 4 * cap
+                    + 4 * (f + e) * t.num_agents * t.obs_dim + 4 for t in teams)
+    else:
+        total = sum(4 * cap * t.num_agents * (2 * t.obs_dim + t.action_dim + 2) for t in teams)
     trees = {"prioritized": 1, "info_prioritized": 2}.get(config.sampler, 0)
     if trees:
         total += trees * 4 * 2 * sum_tree.tree_leaves(cap) + 4  # + max_priority

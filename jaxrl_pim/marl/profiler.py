@@ -69,12 +69,23 @@ def filled_state(config: MARLConfig, key: jax.Array, phases: Phases | None = Non
     update_priorities = make_sampler(config).update_priorities
     teams = tuple(make_env(config)[0].teams)
     packed = config.layout == "packed"
+    compact = config.layout == "compact"
 
     def fill(key):
         state = phases.rollout.init(key)
         buffers = []
         for ti, (s, team) in enumerate(zip(state.buffers, teams, strict=True)):
             kk = jax.random.fold_in(key, 100 + ti)
+            if compact:  # every row chained to the next (within an episode), random fields
+                d = s.data
+                data = d._replace(
+                    obs=jax.random.normal(jax.random.fold_in(kk, 0), d.obs.shape),
+                    action=jax.nn.softmax(jax.random.normal(jax.random.fold_in(kk, 1),
+                                                            d.action.shape), axis=-1),
+                    reward=jax.random.normal(jax.random.fold_in(kk, 2), d.reward.shape))
+                buffers.append(s._replace(data=data, size=jnp.asarray(cap, jnp.int32),
+                                          insert_pos=jnp.zeros((), jnp.int32)))
+                continue
             # the packed layout is filled field by field too (its rows' fields), then packed
             fields = replay.unpack_rows(s.data, team.num_agents, team.obs_dim,
                                         team.action_dim) if packed else s.data

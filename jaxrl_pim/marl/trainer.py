@@ -72,9 +72,12 @@ def make_env(config: MARLConfig) -> tuple[mpe.ParticleWorld, mpe.MPEParams]:
 
 def make_buffers(config: MARLConfig, teams: tuple[mpe.TeamSpec, ...]
                  ) -> tuple[replay.Buffer, ...]:
-    """One replay buffer per team, in the configured layout and capacity."""
+    """One replay buffer per team, in the configured layout and capacity (``compact``: one
+    row per env per step, episodes of ``episode_length`` steps)."""
+    extra = ({"stride": config.num_envs, "episode_length": config.episode_length}
+             if config.layout == "compact" else {})
     return tuple(replay.make_buffer(config.layout, config.buffer_capacity, t.num_agents,
-                                    t.obs_dim, t.action_dim) for t in teams)
+                                    t.obs_dim, t.action_dim, **extra) for t in teams)
 
 
 def make_sampler(config: MARLConfig) -> replay.Sampler:

@@ -18,6 +18,13 @@ Layouts (same interface, same data, different memory order):
   ``gather`` then slices into the fields (:func:`gather_rows` returns the rows unsliced).
   ``benchmarks/marl_sampling.py`` times its standalone round and ``benchmarks/marl_e2e.py``
   the trainer with it (mode ``packed``).
+* ``compact`` -- the ``interleaved`` rows without ``next_obs``: every observation is stored
+  once. A row's ``next_obs`` is the ``obs`` of the row ``stride`` rows later (the same
+  environment's next step, ``stride`` = rows per ``add``, the trainer's ``num_envs``) when it
+  equals it bit for bit -- within an episode -- and otherwise (episode ends) a copy kept in a
+  small ring of ``final_obs``; the newest rows' ``next_obs`` wait in ``pending`` until the
+  next ``add``. ``gather`` returns exactly what ``interleaved`` returns for the same adds.
+  Arrays: :class:`CompactData`.
 
 Ring semantics: ``add`` writes at ``insert_pos`` and advances it modulo ``capacity``; ``size``
 counts stored rows and saturates at ``capacity``. Invariant used by the samplers: while the
@@ -39,7 +46,7 @@ from jax import Array
 
 from jaxrl_pim.checks import check_choice, check_index_range, check_int
 
-LAYOUTS: tuple[str, ...] = ("per_agent", "interleaved", "packed")
+LAYOUTS: tuple[str, ...] = ("per_agent", "interleaved", "packed", "compact")
 MAX_CAPACITY = 2**30
 """Largest buffer capacity (rows) of every buffer and sampler: int32 ring positions stay below
 2^31, and a priority tree over ``2^30`` leaves has ``2^31`` nodes, the most int32 indexes."""
@@ -69,6 +76,42 @@ class Transition(NamedTuple):
 
 # What ``Buffer.gather`` returns; same fields, shapes documented on ``gather``.
 Batch = Transition
+
+
+class CompactData(NamedTuple):
+    """The ``compact`` layout's arrays (``C`` rows, ``E`` = stride, ``F`` final slots).
+
+    ``obs [C, N, O]``, ``action [C, N, A]``, ``reward [C, N]``, ``done [C, N]`` as in
+    ``interleaved``; ``next_slot`` int32 ``[C]``: where a row's ``next_obs`` is (``-1``: the
+    ``obs`` of row ``(r + E) % C``; ``-2``: ``pending``, the row is among the newest ``E``;
+    ``k >= 0``: ``final_obs[k]``); ``final_obs [F, N, O]`` (a ring, next write at
+    ``final_pos``, int32 scalar); ``pending [E, N, O]``: the newest rows' ``next_obs``.
+    """
+
+    obs: Array
+    action: Array
+    reward: Array
+    done: Array
+    next_slot: Array
+    final_obs: Array
+    final_pos: Array
+    pending: Array
+
+
+def compact_final_slots(capacity: int, stride: int, episode_length: int | None) -> int:
+    """Final-observation slots of a ``compact`` buffer: ``stride x (ceil(capacity / (stride x
+    episode_length)) + 2)`` when every environment's episodes last at least
+    ``episode_length`` steps (each live row range holds at most that many episode ends), at
+    most ``capacity``; ``capacity`` when ``episode_length`` is None (any data)."""
+    if episode_length is None:
+        return capacity
+    return min(capacity, stride * (-(-capacity // (stride * episode_length)) + 2))
+
+
+def _bits(x: Array) -> Array:
+    """float32 values as their int32 bit patterns (equality that tells -0.0 from 0.0 and a
+    NaN from itself)."""
+    return jax.lax.bitcast_convert_type(x, jnp.int32)
 
 
 class BufferState(NamedTuple):
@@ -147,7 +190,8 @@ class Buffer(NamedTuple):
 
 
 def make_buffer(
-    layout: str, capacity: int, num_agents: int, obs_dim: int, action_dim: int
+    layout: str, capacity: int, num_agents: int, obs_dim: int, action_dim: int, *,
+    stride: int = 1, episode_length: int | None = None,
 ) -> Buffer:
     """Build a multi-agent ring buffer.
 
@@ -159,6 +203,12 @@ def make_buffer(
       num_agents: N, agents in the team.
       obs_dim: O, per-agent observation length.
       action_dim: A, per-agent action length.
+      stride: ``compact`` only: rows per ``add`` (every ``add`` writes exactly this many
+        steps, ``E`` environments side by side; 1: one step per call).
+      episode_length: ``compact`` only: the fewest steps between two episode ends of one
+        environment, which sizes the ring of final observations
+        (:func:`compact_final_slots`; None: room for a final observation on every row).
+        Episodes shorter than this overwrite final observations still in use.
 
     Returns:
       ``Buffer(init, add, gather)``:
@@ -182,9 +232,28 @@ def make_buffer(
     step_shapes = _step_shapes(n, obs_dim, action_dim)
     per_agent = layout == "per_agent"
     packed = layout == "packed"
+    compact = layout == "compact"
     row_floats = packed_row_floats(n, obs_dim, action_dim)
+    stride = check_int("stride", stride, lo=1, hi=capacity)
+    if episode_length is not None:
+        check_int("episode_length", episode_length, lo=1)
+    finals = compact_final_slots(capacity, stride, episode_length)
 
     def init() -> BufferState:
+        if compact:
+            return BufferState(
+                data=CompactData(
+                    obs=jnp.zeros((capacity, n, obs_dim), jnp.float32),
+                    action=jnp.zeros((capacity, n, action_dim), jnp.float32),
+                    reward=jnp.zeros((capacity, n), jnp.float32),
+                    done=jnp.zeros((capacity, n), jnp.float32),
+                    next_slot=jnp.full((capacity,), -1, jnp.int32),
+                    final_obs=jnp.zeros((finals, n, obs_dim), jnp.float32),
+                    final_pos=jnp.zeros((), jnp.int32),
+                    pending=jnp.zeros((stride, n, obs_dim), jnp.float32)),
+                insert_pos=jnp.zeros((), jnp.int32),
+                size=jnp.zeros((), jnp.int32),
+            )
         if packed:
             return BufferState(
                 data=jnp.zeros((capacity, row_floats), jnp.float32),
@@ -219,6 +288,14 @@ def make_buffer(
         rows = (state.insert_pos + jnp.arange(num_steps, dtype=jnp.int32)) % capacity
         new_pos = (state.insert_pos + num_steps) % capacity
         new_size = jnp.minimum(state.size + num_steps, capacity).astype(jnp.int32)
+        if compact:
+            if num_steps != stride:
+                raise ValueError(f"a compact buffer of stride {stride} takes {stride} steps per "
+                                 f"add (one per environment); got {num_steps}")
+            if one_step:
+                fields = [f[None] for f in fields]
+            return BufferState(data=_compact_add(state, rows, *fields), insert_pos=new_pos,
+                               size=new_size)
         if packed:
             if one_step:
                 fields = [f[None] for f in fields]
@@ -246,6 +323,12 @@ def make_buffer(
             raise ValueError(
                 f"per-agent indices must have shape [N={n}, B]; got {indices.shape}"
             )
+        if compact:
+            batch = _compact_gather(state, indices)  # [B, N_all, ...] or [N_draw, B, ...]
+            if time_major:
+                return batch
+            axis = 0 if indices.ndim == 1 else 1
+            return Transition(*(jnp.swapaxes(v, axis, axis + 1) for v in batch))
         if packed:
             # [B, N_all, ...] or [N_draw, B, N_all, ...]
             batch = unpack_rows(state.data[indices], n, obs_dim, action_dim)
@@ -270,6 +353,38 @@ def make_buffer(
                     g = jnp.swapaxes(g, 0, 1) if indices.ndim == 1 else jnp.swapaxes(g, 1, 2)
             out[name] = g
         return Transition(**out)
+
+    def _compact_add(state: BufferState, rows: Array, obs: Array, action: Array,
+                     reward: Array, next_obs: Array, done: Array) -> CompactData:
+        d = state.data
+        # The previous add's rows (the same environments one step earlier): their next_obs
+        # is this add's obs when it matches bit for bit, else it becomes a final observation.
+        prev = (rows - stride) % capacity
+        chained = jnp.all(_bits(d.pending) == _bits(obs), axis=(1, 2))  # [E]
+        final = (state.size > 0) & ~chained
+        count = jnp.cumsum(final.astype(jnp.int32))
+        slots = (d.final_pos + count - 1) % finals
+        final_obs = d.final_obs.at[jnp.where(final, slots, finals)].set(d.pending, mode="drop")
+        old = d.next_slot[prev]
+        link = jnp.where(state.size > 0, jnp.where(final, slots, -1), old)
+        next_slot = d.next_slot.at[prev].set(link).at[rows].set(-2)
+        return CompactData(
+            obs=d.obs.at[rows].set(obs), action=d.action.at[rows].set(action),
+            reward=d.reward.at[rows].set(reward), done=d.done.at[rows].set(done),
+            next_slot=next_slot, final_obs=final_obs,
+            final_pos=((d.final_pos + count[-1]) % finals).astype(jnp.int32),
+            pending=next_obs)
+
+    def _compact_gather(state: BufferState, indices: Array) -> Transition:
+        d = state.data
+        slot = d.next_slot[indices]
+        following = d.obs[(indices + stride) % capacity]
+        newest = d.pending[(indices - state.insert_pos + stride) % capacity % stride]
+        final = d.final_obs[jnp.clip(slot, 0, finals - 1)]
+        s = slot[..., None, None]
+        next_obs = jnp.where(s >= 0, final, jnp.where(s == -2, newest, following))
+        return Transition(obs=d.obs[indices], action=d.action[indices],
+                          reward=d.reward[indices], next_obs=next_obs, done=d.done[indices])
 
     return Buffer(init=init, add=add, gather=gather)
 

@@ -124,9 +124,14 @@ def test_add_rejects_wrong_shapes():
         buf.add(buf.init(), many)
 
 
+#: The layouts that store every field of a row as given (the ``compact`` one derives
+#: ``next_obs`` and takes ``stride`` steps per add: ``tests/replay/test_compact.py``).
+STORED_AS_GIVEN = tuple(x for x in LAYOUTS if x != "compact")
+
+
 @HYP
 @given(
-    layout=st.sampled_from(LAYOUTS),
+    layout=st.sampled_from(STORED_AS_GIVEN),
     capacity=st.integers(1, 5),
     num_steps=st.integers(0, 12),
 )
@@ -152,7 +157,7 @@ def test_ring_writes_match_numpy_loop(layout, capacity, num_steps):
         np.testing.assert_array_equal(got, want[f])
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("layout", STORED_AS_GIVEN)
 def test_multi_step_add_equals_sequential_adds(layout):
     rng = np.random.default_rng(1)
     steps = _steps(rng, 10)
