@@ -109,9 +109,13 @@ def test_bytes_per_stored_step_at_48_agents():
     big = MARLConfig(num_agents=48)
     ratio = plan.replay_bytes(dataclasses.replace(big, layout="compact")) / \
         plan.replay_bytes(big)
-    o, a = 4 + 4 * 48 + 2 * 47 + 2, 5  # spread-48 observation (velocity, position, others)
-    want = (48 * (o + a + 2) + 1 + 48 * o / 25) / (48 * (2 * o + a + 2))
-    assert abs(ratio - want) < 1e-4 and ratio <= 0.55
+    # spread-48: own velocity and position, 48 landmarks, 47 others' positions and messages
+    c, n, o, a = 10**6, 48, 4 + 2 * 48 + 4 * 47, 5
+    finals = 10**6 // 25 + 2  # one per episode of 25 steps, + 2 x num_envs (1)
+    compact = 4 * c * n * (o + a + 2) + 4 * c + 4 * (finals + 1) * n * o + 4
+    assert plan.replay_bytes(dataclasses.replace(big, layout="compact")) == compact
+    assert plan.replay_bytes(big) == 4 * c * n * (2 * o + a + 2)
+    assert ratio == compact / (4 * c * n * (2 * o + a + 2)) <= 0.55
 
 
 def test_the_trainer_stores_what_the_interleaved_trainer_stores():
