@@ -19,8 +19,8 @@ import jax.numpy as jnp
 
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_env, make_init, make_phases
+from jaxrl_pim.replay import MAX_CAPACITY, sum_tree
 from jaxrl_pim.replay import compact_final_slots as replay_compact_finals
-from jaxrl_pim.replay import sum_tree
 from jaxrl_pim.timing import time_call
 
 LONG_RUN_TRANSITIONS = 100_000
@@ -152,8 +152,8 @@ def memory_plan(config: MARLConfig, seeds: int = 1, devices: int = 1,
                 ) -> MemoryPlan:
     """The train-state memory of ``seeds`` seeds of ``config`` over ``devices`` local devices
     (arithmetic on shapes; nothing is allocated). ``available`` ``(bytes, source)`` defaults
-    to :func:`available_memory`; ``max_capacity`` is searched up to ``max_rows`` (default:
-    the config's capacity and 2^31 - 1 rows at most)."""
+    to :func:`available_memory`; ``max_capacity`` is searched up to ``max_rows`` (default and
+    at most ``replay.MAX_CAPACITY`` rows)."""
     bytes_, source = available_memory() if available is None else available
     on_cpu = source.startswith("host") or jax.local_devices()[0].platform == "cpu"
     per_memory = seeds if on_cpu else -(-seeds // devices)  # seeds sharing one memory
@@ -164,7 +164,7 @@ def memory_plan(config: MARLConfig, seeds: int = 1, devices: int = 1,
     def fits_rows(rows: int) -> bool:
         return per_memory * (fixed + replay_bytes(config, rows)) <= usable
 
-    lo, hi = 0, max_rows if max_rows is not None else 2**31 - 1
+    lo, hi = 0, min(max_rows if max_rows is not None else MAX_CAPACITY, MAX_CAPACITY)
     while lo < hi:  # the largest capacity whose states fit (0: none)
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits_rows(mid) else (lo, mid - 1)
