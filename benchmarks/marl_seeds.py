@@ -9,9 +9,10 @@ before timing (compile seconds are recorded apart) and are timed end to end, res
 best of ``--repeats`` whole runs. Seeds per hour = S / seconds x 3600.
 
 The schedule is the paper's (batch 1,024, an update round every 100 env steps, one env)
-shortened to ``--episodes`` episodes of 25 steps (default 200: 5,000 steps), so the buffer
-holds every transition of the run (capacity = steps) and learning starts after a quarter of
-them (the paper's 25,600 would never be reached); both stated in the file's config.
+shortened to ``--episodes`` episodes of 25 steps (default 200: 5,000 steps; ``--quick``
+100), so the buffer holds every transition of the run (capacity = steps) and learning starts
+after a quarter of them, and not before one batch is stored (the paper's 25,600 would never be reached); both
+stated in the file's config. Sizes at which no update round would run are refused.
 
     python benchmarks/marl_seeds.py [--quick | --smoke] [--publish]
 
@@ -40,13 +41,17 @@ def sizes(mode: str) -> dict[str, Any]:
         return {"agents": [3], "seeds": [2], "episodes": 2, "repeats": 1,
                 "batch_size": 16, "update_every": 10, "hidden": (8,)}
     return {"agents": [3] if mode == "quick" else [3, 24], "seeds": [1, 4, 16],
-            "episodes": 40 if mode == "quick" else 200, "repeats": 3 if mode == "quick" else 2,
+            "episodes": 100 if mode == "quick" else 200, "repeats": 3 if mode == "quick" else 2,
             "batch_size": 1_024, "update_every": 100, "hidden": (64, 64)}
 
 
 def config_for(n: int, size: dict[str, Any]) -> MARLConfig:
     """The shortened paper schedule at ``n`` agents (see the module docstring)."""
     steps = size["episodes"] * 25
+    if max(size["batch_size"], steps // 4) >= steps:
+        raise ValueError(f"{size['episodes']} episodes ({steps} steps) never reach learning "
+                         f"(after max(batch {size['batch_size']}, a quarter of the steps)): "
+                         "the run would time no update round")
     return MARLConfig(env="spread", num_agents=n, num_episodes=size["episodes"],
                       buffer_capacity=max(steps, size["batch_size"]),
                       batch_size=size["batch_size"],
@@ -130,7 +135,7 @@ def render_markdown(report_: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = harness.parser(__doc__)
     ap.add_argument("--episodes", type=int, default=None,
-                    help="episodes per seed (default 200; --quick 40; --smoke 2)")
+                    help="episodes per seed (default 200; --quick 100; --smoke 2)")
     ap.add_argument("--repeats", type=int, default=None,
                     help="whole runs timed per variant, best taken (default 2; --quick 3)")
     args, run, mode = harness.start(ap, argv, __file__)
@@ -138,8 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.episodes:
         size["episodes"] = args.episodes
     repeats = args.repeats or size["repeats"]
+    try:
+        configs = {n: config_for(n, size) for n in size["agents"]}
+    except ValueError as err:
+        print(f"marl_seeds.py: {err}", file=sys.stderr)
+        return 2
     out = harness.output_path(args, "marl_seeds")
-    configs = {n: config_for(n, size) for n in size["agents"]}
     config = {"mode": mode, "agents": size["agents"], "seeds": size["seeds"],
               "episodes": size["episodes"], "repeats": repeats, "configs": configs}
     rows = []
