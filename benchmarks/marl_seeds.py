@@ -11,8 +11,9 @@ best of ``--repeats`` whole runs. Seeds per hour = S / seconds x 3600.
 The schedule is the paper's (batch 1,024, an update round every 100 env steps, one env)
 shortened to ``--episodes`` episodes of 25 steps (default 200: 5,000 steps; ``--quick``
 100), so the buffer holds every transition of the run (capacity = steps) and learning starts
-after a quarter of them, and not before one batch is stored (the paper's 25,600 would never be reached); both
-stated in the file's config. Sizes at which no update round would run are refused.
+after a quarter of them, and not before one batch is stored (the paper's 25,600 would never
+be reached); both stated in the file's config. Sizes at which no update round would run are
+refused.
 
     python benchmarks/marl_seeds.py [--quick | --smoke] [--publish]
 
