@@ -109,18 +109,8 @@ def run_rl(spec: dict, launch: float) -> dict:
     seeds = int(spec.get("seeds", 1))
     train = LEARNERS[spec["algo"]].make_train(cfg)
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
-    if seeds > 1:
-        train = jax.vmap(train)
-    else:
-        keys = keys[0]
     startup = time.time() - launch
-    t0 = time.perf_counter()
-    compiled = jax.jit(train).lower(keys).compile()
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    _, metrics = compiled(keys)
-    jax.block_until_ready(metrics)
-    run_s = time.perf_counter() - t0
+    (_, metrics), compile_s, run_s = protocol.compile_and_run(train, keys, seeds)
     ret = np.asarray(metrics["episode_return"]).reshape(seeds, -1)
     finals = [protocol.tail_mean(list(r)) for r in ret]
     finals = [f for f in finals if f is not None]

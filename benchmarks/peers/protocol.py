@@ -82,3 +82,22 @@ def tail_mean(values: list[float], fraction: float = 0.1) -> float | None:
         return None
     k = max(1, int(len(vals) * fraction))
     return sum(vals[-k:]) / k
+
+
+def compile_and_run(train: Any, keys: Any, seeds: int) -> tuple[Any, float, float]:
+    """A JAX side's timed run: ``train`` vmapped over the ``[seeds, ...]`` keys when there is
+    more than one seed (one seed: called on ``keys[0]``), compiled, then run once with its
+    result blocked. Returns ``(output, compile_s, run_s)``. Imports jax (a JAX side's venv
+    has it)."""
+    import jax
+
+    if seeds > 1:
+        train = jax.vmap(train)
+    else:
+        keys = keys[0]
+    t0 = time.perf_counter()
+    compiled = jax.jit(train).lower(keys).compile()
+    compile_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(compiled(keys))
+    return out, compile_s, time.perf_counter() - t0

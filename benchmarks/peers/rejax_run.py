@@ -62,19 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     agent = agent.replace(eval_callback=lambda a, ts, rng: jnp.zeros(()))  # not timed
     seeds = int(spec.get("seeds", 1))
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
-    train = agent.train
-    if seeds > 1:
-        train = jax.vmap(train)
-    else:
-        keys = keys[0]
     startup = time.time() - launch
-    t0 = time.perf_counter()
-    compiled = jax.jit(train).lower(keys).compile()
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    ts, _ = compiled(keys)
-    jax.block_until_ready(ts)
-    run_s = time.perf_counter() - t0
+    (ts, _), compile_s, run_s = protocol.compile_and_run(agent.train, keys, seeds)
 
     def final(ts_one):
         act = agent.make_act(ts_one)
