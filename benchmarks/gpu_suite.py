@@ -338,19 +338,19 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines = [f"Device: {dev['backend']}, {dev['device_count']} x {dev['device_kind']} (jax "
              f"{dev['jax']}); {cfg['mode']} sizes; whole call {res['total_s']:.0f} s "
              f"(deadline {cfg['deadline_s']:.0f} s; the plan's estimate "
-             f"{cfg['plan_estimate_s']:.0f} s).", "",
-             "| tier | part | script | estimated s | took s | status | results file |",
-             "|---|---|---|---|---|---|---|"]
+             f"{cfg['plan_estimate_s']:.0f} s).", ""]
+    rows = []
     for r in res["parts"]:
         status = r["status"] + (f": {r['error'][:100]}" if r.get("error") else "")
         files = ", ".join(f"`{f}`" for f in r.get("files", []) if f.endswith(".json"))
-        took = "" if r.get("seconds") is None else f"{r['seconds']:.1f}"
-        lines.append(f"| {r['tier']} | {r['part']} | `{r['script']}` | {r['estimate_s']:.0f} | "
-                     f"{took} | {status} | {files} |")
+        rows.append([r["tier"], r["part"], f"`{r['script']}`", f"{r['estimate_s']:.0f}",
+                     harness.fmt(r.get("seconds"), ".1f"), status, files])
+    lines += harness.md_table(["tier", "part", "script", "estimated s", "took s", "status",
+                               "results file"], rows)
     heads = [(r["part"], k, v) for r in res["parts"] for k, v in (r.get("headline") or {}).items()]
     if heads:
-        lines += ["", "| part | summary key | value |", "|---|---|---|"]
-        lines += [f"| {p} | `{k}` | {harness.fmt(v)} |" for p, k, v in heads]
+        lines += ["", *harness.md_table(["part", "summary key", "value"],
+                                        [[p, f"`{k}`", harness.fmt(v)] for p, k, v in heads])]
     return "\n".join(lines) + "\n"
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import harness
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -164,8 +166,7 @@ def headline_rows(root: Path) -> tuple[list[dict[str, Any]], list[Comparison]]:
 def headline_table(root: Path, page: Path) -> str:
     """The Markdown table (links relative to ``page``), one row per comparison."""
     rows, missing = headline_rows(root)
-    lines = ["| workload | jaxrl_pim | opponent | worst ratio | median ratio | variants | "
-             "result | device | file |", "|---|---|---|---|---|---|---|---|---|"]
+    cells = []
     for r in rows:
         c = r["comparison"]
         opp = c.opponent + (f" {r['version']}" if r["version"] else "")
@@ -174,9 +175,11 @@ def headline_table(root: Path, page: Path) -> str:
             worst += f" ({c.variant.format(r['worst_variant'])})"
         median = "" if r["median"] is None or r["variants"] == 1 else sig3(r["median"]) + "x"
         link = os.path.relpath(r["path"], page.parent)
-        lines.append(f"| {c.workload} | {c.library} | {opp} | {worst} | {median} | "
-                     f"{r['variants']} | {_verdict(r['worst'], r['median'])} | "
-                     f"`{r['device']}` | [{Path(c.file).name}]({link}) |")
+        cells.append([c.workload, c.library, opp, worst, median, r["variants"],
+                      _verdict(r["worst"], r["median"]), f"`{r['device']}`",
+                      f"[{Path(c.file).name}]({link})"])
+    lines = harness.md_table(["workload", "jaxrl_pim", "opponent", "worst ratio",
+                              "median ratio", "variants", "result", "device", "file"], cells)
     text = "\n".join(lines) + "\n"
     text += ("\nRatios are the library's speed over the opponent's, measured side by side "
              "in one run on the same machine (above 1: the library is faster); the worst "
