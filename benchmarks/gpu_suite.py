@@ -244,7 +244,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def run_section(cmd: list[str], env: dict[str, str], budget_s: float, log_path: Path,
+def run_part(cmd: list[str], env: dict[str, str], budget_s: float, log_path: Path,
                 name: str) -> dict[str, Any]:
     """Run one part's command for at most ``budget_s`` seconds; ``{status, returncode,
     seconds, error}`` with status ``ok``, ``failed``, ``stopped at the deadline`` or (when
@@ -287,7 +287,7 @@ def run_section(cmd: list[str], env: dict[str, str], budget_s: float, log_path: 
     return out
 
 
-def section_files(folder: Path, stem: str) -> list[Path]:
+def part_files(folder: Path, stem: str) -> list[Path]:
     """A part's results files in ``folder``: ``<stem>.json``, its ``.md`` and plots (not the
     ``.partial`` file a run cut short leaves)."""
     return sorted(p for p in folder.iterdir()
@@ -524,7 +524,7 @@ def run_parts(rows: list[dict[str, Any]], mode: str, device: dict[str, Any], env
         print(f"== {part.name} (tier {part.tier}, {left:.0f} s left): {row['command']}",
               flush=True)
         try:
-            row.update(run_section(cmd, env, limit, out / "logs" / f"{part.name}.log",
+            row.update(run_part(cmd, env, limit, out / "logs" / f"{part.name}.log",
                                    part.name))
             if row["status"] == "stopped at the deadline" and limit < left:
                 row.update(status="stopped at its budget",
@@ -537,7 +537,7 @@ def run_parts(rows: list[dict[str, Any]], mode: str, device: dict[str, Any], env
                              files=[], headline={}, seconds=None)
             return True
         if row["status"] == "ok":
-            for p in section_files(work, row["stem"]):
+            for p in part_files(work, row["stem"]):
                 shutil.copy2(p, staged / p.name)
                 row["files"].append(p.name)
             row["headline"] = headline(staged / f"{row['stem']}.json", part.name)
@@ -586,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     names = [p.name for p in PARTS if p.name in args.parts]
     estimates = {p.name: p.estimate_s[mode] for p in PARTS}
     estimates.update(_overrides(args.estimate, "--estimate"))
-    _overrides(args.budget, "--budget")  # checked before anything runs
+    budgets = _overrides(args.budget, "--budget")  # checked before anything runs
     rows = plan(mode, names, estimates)
     print_plan(rows, mode, device, deadline_s)
     if args.plan:
@@ -608,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
     interrupted = False
     try:
         interrupted = run_parts(rows, mode, device, env, out, staged, deadline,
-                                _overrides(args.budget, "--budget"))
+                                budgets)
     except Interrupted:  # between parts
         interrupted = True
         for r in rows:
@@ -617,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # writing and packing finish
     total = deadline.elapsed()
     config = {"mode": mode, "parts": names, "estimates_s": estimates,
-              "budgets_s": _overrides(args.budget, "--budget"),
+              "budgets_s": budgets,
               "plan_estimate_s": plan_total_s(rows), "deadline_s": deadline_s,
               "reserve_s": RESERVE_S, "publish": args.publish}
     results = {"device": device, "parts": rows, "total_s": total, "interrupted": interrupted}

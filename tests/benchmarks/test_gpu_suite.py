@@ -54,22 +54,22 @@ def test_plan_fits_the_lease_in_priority_order_and_names_real_scripts() -> None:
 def test_a_failing_part_is_recorded_with_its_error(tmp_path: Path) -> None:
     suite = _suite()
     cmd = [sys.executable, "-c", "import sys; print('compile failed: boom'); sys.exit(3)"]
-    row = suite.run_section(cmd, script_env(), 60, tmp_path / "logs" / "x.log", "x")
+    row = suite.run_part(cmd, script_env(), 60, tmp_path / "logs" / "x.log", "x")
     assert row["status"] == "failed" and row["returncode"] == 3
     assert "exit status 3" in row["error"] and "boom" in row["error"]
     assert "boom" in (tmp_path / "logs" / "x.log").read_text()
-    slow = suite.run_section([sys.executable, "-c", "import time; time.sleep(30)"],
+    slow = suite.run_part([sys.executable, "-c", "import time; time.sleep(30)"],
                              script_env(), 0.5, tmp_path / "logs" / "y.log", "y")
     assert slow["status"] == "stopped at the deadline" and slow["seconds"] < 15
 
 
-def test_section_files_leave_out_partial_files_and_other_stems(tmp_path: Path) -> None:
+def test_part_files_leave_out_partial_files_and_other_stems(tmp_path: Path) -> None:
     suite = _suite()
     for name in ("marl_profile.json", "marl_profile.md", "marl_profile.png",
                  "marl_profile.partial.json", "marl_profile_quick.json", "marl_gpu.json",
                  "tabular_gpu_roofline.png"):
         (tmp_path / name).write_text("{}")
-    assert [p.name for p in suite.section_files(tmp_path, "marl_profile")] == [
+    assert [p.name for p in suite.part_files(tmp_path, "marl_profile")] == [
         "marl_profile.json", "marl_profile.md", "marl_profile.png"]
 
 
