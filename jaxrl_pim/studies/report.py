@@ -9,6 +9,7 @@ is stored as null).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -62,73 +63,72 @@ def study_summary(report: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A Markdown table: ``header`` cells, a ``|---|`` separator, one line per row of
+    already-formatted cells (each row as long as ``header``)."""
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def ptq_table(results: dict[str, Any]) -> str:
     """Markdown table in the style of the paper's Table 2 (fp32 / fp16 / int8 per task)."""
-    lines = [
-        "| task | policy | fp32 return | fp16 return | int8 return | fp16 ratio | int8 ratio "
-        "| KL fp16 | KL int8 | int8 action agreement | int8 action MSE |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["task", "policy", "fp32 return", "fp16 return", "int8 return", "fp16 ratio",
+              "int8 ratio", "KL fp16", "KL int8", "int8 action agreement", "int8 action MSE"]
+    rows = []
     for name, r in results.items():
         f = r["formats"]
-        lines.append(
-            f"| {name} | {r['policy_kind']} | {_pm(f['fp32'])} | {_pm(f['fp16'])} | "
-            f"{_pm(f['int8'])} | {fmt(f['fp16']['return_ratio'], '.3f')} | "
-            f"{fmt(f['int8']['return_ratio'], '.3f')} | {fmt(f['fp16']['kl_mean'], '.2e')} | "
-            f"{fmt(f['int8']['kl_mean'], '.2e')} | {fmt(f['int8']['action_agreement'], '.3f')} | "
-            f"{fmt(f['int8']['action_mse'], '.2e')} |"
-        )
-    return "\n".join(lines)
+        rows.append([
+            name, r["policy_kind"], _pm(f["fp32"]), _pm(f["fp16"]), _pm(f["int8"]),
+            fmt(f["fp16"]["return_ratio"], ".3f"), fmt(f["int8"]["return_ratio"], ".3f"),
+            fmt(f["fp16"]["kl_mean"], ".2e"), fmt(f["int8"]["kl_mean"], ".2e"),
+            fmt(f["int8"]["action_agreement"], ".3f"), fmt(f["int8"]["action_mse"], ".2e"),
+        ])
+    return _markdown_table(header, rows)
 
 
 def gap_table(results: dict[str, Any]) -> str:
     """Markdown table of the gap ablation's results (one row per task and variant)."""
-    lines = [
-        "| task | target | alpha | mean action gap | fp32 return | int8 return | int8 ratio "
-        "| int8 action agreement |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["task", "target", "alpha", "mean action gap", "fp32 return", "int8 return",
+              "int8 ratio", "int8 action agreement"]
+    rows = []
     for name, variants in results.items():
         for variant, r in variants.items():
             f = r["formats"]
-            lines.append(
-                f"| {name} | {variant.replace('_', ' ')} | {r['alpha']:g} | "
-                f"{fmt(r['mean_action_gap'], '.3g')} | {_pm(f['fp32'])} | {_pm(f['int8'])} | "
-                f"{fmt(f['int8']['return_ratio'], '.3f')} | "
-                f"{fmt(f['int8']['action_agreement'], '.3f')} |"
-            )
-    return "\n".join(lines)
+            rows.append([
+                name, variant.replace("_", " "), f"{r['alpha']:g}",
+                fmt(r["mean_action_gap"], ".3g"), _pm(f["fp32"]), _pm(f["int8"]),
+                fmt(f["int8"]["return_ratio"], ".3f"), fmt(f["int8"]["action_agreement"], ".3f"),
+            ])
+    return _markdown_table(header, rows)
 
 
 def bits_table(results: dict[str, Any]) -> str:
     """Markdown table: mean return (ratio) per task and bit width of the PTQ sweep."""
     names = list(results)
     labels = [k for k in next(iter(results.values()))["formats"] if k.startswith("bits=")]
-    lines = ["| bits | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    rows = []
     for label in labels:
-        cells = []
+        cells = [label[5:]]
         for n in names:
             f = results[n]["formats"][label]
             cells.append(f"{fmt(f['mean_return'], '.1f')} ({fmt(f['return_ratio'], '.2f')})")
-        lines.append(f"| {label[5:]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(cells)
+    return _markdown_table(["bits", *names], rows)
 
 
 def qat_table(results: dict[str, Any]) -> str:
     """Markdown table: fp32, PTQ and QAT returns (mean +- std over seeds) per task and bits."""
-    lines = [
-        "| task | bits | fp32 return | PTQ return | QAT return | PTQ ratio | QAT ratio |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    header = ["task", "bits", "fp32 return", "PTQ return", "QAT return", "PTQ ratio",
+              "QAT ratio"]
+    rows = []
     for name, r in results.items():
         fp = r["fp32"]
         for b, e in r["bits"].items():
             p, q = e["ptq"], e["qat"]
-            lines.append(
-                f"| {name} | {b} | {_pm(fp)} | {_pm(p)} | {_pm(q)} | "
-                f"{fmt(p['return_ratio'], '.3f')} | {fmt(q['return_ratio'], '.3f')} |"
-            )
-    return "\n".join(lines)
+            rows.append([name, b, _pm(fp), _pm(p), _pm(q), fmt(p["return_ratio"], ".3f"),
+                         fmt(q["return_ratio"], ".3f")])
+    return _markdown_table(header, rows)
 
 
 def _pyplot() -> Any:
