@@ -37,13 +37,14 @@ import jax
 import numpy as np
 
 import jaxrl_pim.checkpoint as driver
+from jaxrl_pim import runner
 from jaxrl_pim.checkpoint import Checkpoints, default_every
-from jaxrl_pim.checks import check_int
 from jaxrl_pim.marl import rules
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import TrainState, make_env, make_init, make_train_from
 
 __all__ = [
+    "MARLLearner",
     "Run",
     "default_every",
     "fingerprint",
@@ -84,11 +85,91 @@ def template(config: MARLConfig, episodes_done: int,
     return {"state": state, "episode_return": curve}
 
 
+class MARLLearner:
+    """The MARL trainer as a :class:`jaxrl_pim.runner.Learner` (one object per run): units are
+    episodes, the state a :class:`~jaxrl_pim.marl.trainer.TrainState`, a checkpoint
+    :func:`template` (the state and the learning curve so far); segments are
+    ``make_train_from(config, n)`` programs, compiled once per length (and kept per process).
+
+    ``curve`` is the learning curve before the start state (``[episodes done, num_teams]``;
+    default: none); ``callback(episode, total, metrics)`` is called about 200 times per
+    segment with the run's total.
+    """
+
+    unit = "episode"
+
+    def __init__(self, config: MARLConfig, key: jax.Array | None = None, *,
+                 seed: int | None = None, algorithm: rules.Algorithm | None = None,
+                 callback: Callable[..., Any] | None = None,
+                 curve: np.ndarray | None = None) -> None:
+        self.config, self.key, self.seed, self.algorithm = config, key, seed, algorithm
+        self.total = config.num_episodes
+        total = self.total
+        self._report = (None if callback is None else
+                        (lambda done, _seg_total, m: callback(done, total, m)))
+        self.compile_s = 0.0
+        self._curve = [np.zeros((0, _num_teams(config)), np.float32) if curve is None
+                       else np.asarray(curve, np.float32)]
+        self._checkpoints: Checkpoints | None = None
+
+    def fingerprint(self) -> dict[str, Any]:
+        return fingerprint(self.config, self.key, seed=self.seed)
+
+    def init(self) -> TrainState:
+        if self.key is None:
+            raise ValueError("a fresh MARL run needs a key")
+        return jax.jit(make_init(self.config, self.algorithm))(self.key)
+
+    def template(self, step: int) -> dict[str, Any]:
+        return template(self.config, step, self.algorithm)
+
+    def restore(self, restored: driver.Restored) -> TrainState:
+        where = "the checkpoint folder"
+        if self._checkpoints is not None:
+            where = repr(str(self._checkpoints.directory))
+        if restored.step > self.config.num_episodes:
+            raise ValueError(
+                f"num_episodes ({self.config.num_episodes}) is below the checkpoint's episode "
+                f"count ({restored.step}) in {where}; pass a larger total")
+        state = restored.tree["state"]
+        if int(state.episode) != restored.step:
+            raise ValueError(f"checkpoint {restored.step} of {where} holds episode "
+                             f"{int(state.episode)}")
+        self._curve = [np.asarray(restored.tree["episode_return"], np.float32)]
+        return state
+
+    def curve(self) -> np.ndarray:
+        """The learning curve so far, ``[episodes done, num_teams]`` float32."""
+        if len(self._curve) > 1:
+            self._curve = [np.concatenate(self._curve)]
+        return self._curve[0]
+
+    def train_segment(self, state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
+        t0 = time.perf_counter()
+        program = _segment_program(self.config, n, state, self._report, self.algorithm)
+        self.compile_s += time.perf_counter() - t0
+        state, metrics = program(state)
+        returns = np.asarray(metrics["episode_return"])  # waits for the segment
+        self._curve.append(returns)
+        return state, returns
+
+    def snapshot(self, state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, int]]:
+        return ({"state": state, "episode_return": self.curve()},
+                {"episodes_done": episode, "num_episodes": self.total})
+
+    def report(self, outcome: runner.Outcome) -> dict[str, Any]:
+        timing = {"compile": self.compile_s,
+                  "train": outcome.timing_s["train"] - self.compile_s,
+                  "checkpoint": outcome.timing_s["checkpoint"]}
+        return {"episode_return": self.curve(), "timing_s": timing}
+
+
 def starting_state(
     config: MARLConfig, key: jax.Array, checkpoints: Checkpoints | None = None, *,
     resume: bool = False, algorithm: rules.Algorithm | None = None,
 ) -> tuple[TrainState, np.ndarray]:
-    """The state a run starts from and its learning curve so far ``[episodes, num_teams]``.
+    """The state a run starts from and its learning curve so far ``[episodes, num_teams]``
+    (:func:`jaxrl_pim.runner.start` of a :class:`MARLLearner`).
 
     Without ``checkpoints`` (or in an empty folder) a fresh state from ``key``. With
     ``resume`` the folder's newest checkpoint that restores and verifies (a damaged newer one
@@ -99,22 +180,16 @@ def starting_state(
     configuration (the folder's fingerprint), or one past ``config.num_episodes``, is refused
     too.
     """
-    if checkpoints is not None and resume:
-        checkpoints.check_record()  # another kind of run or configuration: before any work
-    restored = driver.restore_latest(checkpoints, lambda step: template(config, step, algorithm),
-                                     resume=resume, unit="episode")
-    if restored is None:
-        state = jax.jit(make_init(config, algorithm))(key)
-        return state, np.zeros((0, _num_teams(config)), np.float32)
-    if restored.step > config.num_episodes:
-        raise ValueError(
-            f"num_episodes ({config.num_episodes}) is below the checkpoint's episode count "
-            f"({restored.step}) in {str(checkpoints.directory)!r}; pass a larger total")
-    state = restored.tree["state"]
-    if int(state.episode) != restored.step:
-        raise ValueError(f"checkpoint {restored.step} of {str(checkpoints.directory)!r} holds "
-                         f"episode {int(state.episode)}")
-    return state, np.asarray(restored.tree["episode_return"], np.float32)
+    learner = _learner(config, key, checkpoints, algorithm=algorithm)
+    begin = runner.start(learner, checkpoints, resume=resume)
+    return begin.state, learner.curve()
+
+
+def _learner(config: MARLConfig, key: jax.Array | None, checkpoints: Checkpoints | None,
+             **kwargs: Any) -> MARLLearner:
+    learner = MARLLearner(config, key, **kwargs)
+    learner._checkpoints = checkpoints
+    return learner
 
 
 class Run(NamedTuple):
@@ -158,15 +233,21 @@ def _segment_program(config: MARLConfig, n: int, state: TrainState,
     return program
 
 
+def _as_run(outcome: runner.Outcome) -> Run:
+    return Run(outcome.state, outcome.report["episode_return"], outcome.start,
+               outcome.checkpoints_written, outcome.report["timing_s"])
+
+
 def train_segments(
     config: MARLConfig, state: TrainState, episode_return: np.ndarray,
     checkpoints: Checkpoints | None = None, *, every: int | None = None,
     callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
 ) -> Run:
     """Train ``state`` up to ``config.num_episodes`` episodes, saving a checkpoint after every
-    segment when ``checkpoints`` is given (:func:`jaxrl_pim.checkpoint.run_segments`: segments end
-    at multiples of ``every``, default :func:`jaxrl_pim.checkpoint.default_every`, and at the end;
-    without checkpoints the rest is one segment).
+    segment when ``checkpoints`` is given (:func:`jaxrl_pim.runner.run` of a
+    :class:`MARLLearner`: segments end at multiples of ``every``, default
+    :func:`jaxrl_pim.checkpoint.default_every`, and at the end; without checkpoints the rest is
+    one segment).
 
     ``episode_return`` is the curve so far (from :func:`starting_state`); ``callback(episode,
     total, metrics)`` is called about 200 times per segment with the run's total.
@@ -178,30 +259,10 @@ def train_segments(
     if episode_return.shape[0] != start:
         raise ValueError(f"episode_return holds {episode_return.shape[0]} episodes, the state "
                          f"{start}")
-    every = default_every(total) if every is None else check_int("every", every, lo=1)
-    report = None if callback is None else (lambda done, _seg_total, m: callback(done, total, m))
-    compile_s = 0.0
-    curve = [episode_return]
-
-    def train_from(state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
-        nonlocal compile_s
-        t0 = time.perf_counter()
-        program = _segment_program(config, n, state, report, algorithm)
-        compile_s += time.perf_counter() - t0
-        state, metrics = program(state)
-        returns = np.asarray(metrics["episode_return"])  # waits for the segment
-        curve.append(returns)
-        return state, returns
-
-    def snapshot(state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, int]]:
-        return ({"state": state, "episode_return": np.concatenate(curve)},
-                {"episodes_done": episode, "num_episodes": total})
-
-    plan = driver.Plan(start, total, None if checkpoints is None else every)
-    done = driver.run_segments(train_from, state, plan, checkpoints, snapshot=snapshot)
-    timing = {"compile": compile_s, "train": done.timing_s["train"] - compile_s,
-              "checkpoint": done.timing_s["checkpoint"]}
-    return Run(done.state, np.concatenate(curve), start, done.checkpoints_written, timing)
+    learner = _learner(config, None, checkpoints, callback=callback, algorithm=algorithm,
+                       curve=episode_return)
+    return _as_run(runner.run(learner, checkpoints, every=every,
+                              begin=runner.Start(state, start)))
 
 
 def run(
@@ -210,9 +271,8 @@ def run(
     callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
 ) -> Run:
     """A whole run from ``key`` (or, with ``resume``, from the newest checkpoint of
-    ``checkpoints``) to ``config.num_episodes``: :func:`starting_state`, then
-    :func:`train_segments`. ``algorithm`` replaces the rules named by ``config.algo`` (it is
+    ``checkpoints``) to ``config.num_episodes``: :func:`jaxrl_pim.runner.run` of a
+    :class:`MARLLearner`. ``algorithm`` replaces the rules named by ``config.algo`` (it is
     not part of the fingerprint: resume with the same one)."""
-    state, curve = starting_state(config, key, checkpoints, resume=resume, algorithm=algorithm)
-    return train_segments(config, state, curve, checkpoints, every=every, callback=callback,
-                          algorithm=algorithm)
+    learner = _learner(config, key, checkpoints, callback=callback, algorithm=algorithm)
+    return _as_run(runner.run(learner, checkpoints, every=every, resume=resume))

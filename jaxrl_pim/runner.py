@@ -1,0 +1,201 @@
+"""One way to run a trainer from the host: the :class:`Learner` protocol and its host loop.
+
+Every command of the package (``jaxrl-pim tabular``, ``marl``, ``actorq``) drives its
+trainer through :func:`run`: the trainer is wrapped in a small adapter object that follows
+:class:`Learner` (one adapter object per run), and the host loop does the rest -- it starts
+afresh or restores the newest intact checkpoint (:func:`start`), cuts the run into segments
+that end at multiples of the checkpoint period and at the run's end, saves a checkpoint after
+each segment, times the phases and asks the adapter for its report fields. A new learner needs
+a config, a ``make_train`` (contract 1) and an adapter of a few dozen lines.
+
+The protocol, in the run's units (tabular: sync rounds; MARL: episodes; ActorQ: iterations):
+
+* ``unit`` (a word for messages) and ``total`` (units of the whole run);
+* ``fingerprint()``: what a checkpoint of the run must match, as JSON values
+  (:func:`jaxrl_pim.checkpoint.fingerprint`);
+* ``init()``: the state of a fresh run (0 units done);
+* ``template(step)``: the pytree structure (shapes and dtypes) of checkpoint ``step``;
+* ``restore(restored)``: the state to continue from, given a
+  :class:`~jaxrl_pim.checkpoint.Restored` checkpoint (its ``step``, ``tree`` and ``meta``);
+  the adapter checks it and takes back its host-side records (curves, timings);
+* ``train_segment(state, n)``: ``n`` more units, ``-> (state, outputs)``, blocked until the
+  device is done (so the timings mean what they say);
+* ``snapshot(state, done)``: ``-> (tree, meta)``, what checkpoint ``done`` holds;
+* ``report(outcome)``: the run's result fields (a dict) from the :class:`Outcome`.
+
+Example (a counter as the trainer)::
+
+    class Counter:
+        unit, total = "step", 10
+
+        def fingerprint(self): return {"config": {"total": None}}
+        def init(self): return np.int32(0)
+        def template(self, step): return np.int32(0)
+        def restore(self, restored): return restored.tree
+        def train_segment(self, state, n): return np.int32(state + n), n
+        def snapshot(self, state, done): return state, {"done": done}
+        def report(self, outcome): return {"count": int(outcome.state)}
+
+    outcome = run(Counter())                        # no checkpoints: one segment
+    with open_checkpoints(Counter(), folder) as ckpt:
+        outcome = run(Counter(), ckpt, every=3, resume=True)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from jaxrl_pim.checkpoint import (
+    Checkpoints,
+    Plan,
+    Restored,
+    default_every,
+    restore_latest,
+    run_segments,
+)
+from jaxrl_pim.checks import check_int
+
+__all__ = ["Learner", "Outcome", "Start", "open_checkpoints", "run", "start"]
+
+
+@runtime_checkable
+class Learner(Protocol):
+    """What :func:`run` drives: one run of one trainer (see the module docstring)."""
+
+    unit: str
+    total: int
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a checkpoint of this run must match, as JSON values."""
+        ...
+
+    def init(self) -> Any:
+        """The state of a fresh run (0 units done)."""
+        ...
+
+    def template(self, step: int) -> Any:
+        """The pytree structure (shapes and dtypes) of checkpoint ``step``."""
+        ...
+
+    def restore(self, restored: Restored) -> Any:
+        """The state to continue from after checkpoint ``restored.step`` (checked)."""
+        ...
+
+    def train_segment(self, state: Any, n: int) -> tuple[Any, Any]:
+        """``n`` more units from ``state``: ``(state, outputs)``, ready on the host."""
+        ...
+
+    def snapshot(self, state: Any, done: int) -> tuple[Any, dict[str, Any]]:
+        """``(tree, meta)`` saved as checkpoint ``done``."""
+        ...
+
+    def report(self, outcome: Outcome) -> dict[str, Any]:
+        """The run's result fields."""
+        ...
+
+
+class Start(NamedTuple):
+    """Where a run starts (:func:`start`): its ``state``, the units already done (``step``;
+    0 for a fresh run), ``resumed`` (True when the state came from a checkpoint) and the
+    ``seconds`` that building or restoring it took."""
+
+    state: Any
+    step: int
+    resumed: bool = False
+    seconds: float = 0.0
+
+
+class Outcome(NamedTuple):
+    """What :func:`run` returns.
+
+    Attributes:
+      state: the state after the last segment.
+      start: units done before this call (restored from a checkpoint, or given).
+      done: units done at the end (the learner's ``total``).
+      checkpoints_written: checkpoints saved by this call.
+      timing_s: wall-clock seconds of ``start`` (building or restoring the first state),
+        ``train`` (the ``train_segment`` calls, compilation inside them included) and
+        ``checkpoint`` (the saves).
+      report: the learner's ``report(outcome)`` fields (empty in the outcome it is given).
+    """
+
+    state: Any
+    start: int
+    done: int
+    checkpoints_written: int
+    timing_s: dict[str, float]
+    report: dict[str, Any]
+
+
+def open_checkpoints(learner: Learner, folder: str | os.PathLike[str],
+                     keep: int = 3) -> Checkpoints:
+    """The checkpoint folder of ``learner``'s run: ``folder`` (created when missing) with the
+    learner's fingerprint, the newest ``keep`` checkpoints kept."""
+    return Checkpoints(folder, fingerprint=learner.fingerprint(), keep=keep)
+
+
+def start(learner: Learner, checkpoints: Checkpoints | None = None, *, resume: bool = False,
+          warn: Callable[[str], None] | None = None) -> Start:
+    """The state ``learner``'s run starts from.
+
+    Without ``checkpoints``, or in a folder without checkpoints, ``learner.init()``. A folder
+    that holds checkpoints is refused (ValueError) unless ``resume``; with it, a checkpoint of
+    another kind of run or configuration is refused before any work, and the newest intact
+    checkpoint (a damaged newer one is named in one line to ``warn``, default stderr, and
+    kept) goes through ``learner.restore``. A checkpoint past ``learner.total`` is refused.
+    """
+    t0 = time.perf_counter()
+    if checkpoints is not None and resume:
+        checkpoints.check_record()  # another kind of run or configuration: before any work
+    restored = restore_latest(checkpoints, learner.template, resume=resume, unit=learner.unit,
+                              warn=warn)
+    if restored is None:
+        return Start(learner.init(), 0, False, time.perf_counter() - t0)
+    state = learner.restore(restored)  # the learner's own checks first, in its words
+    if restored.step > learner.total:
+        raise ValueError(
+            f"the run's total ({learner.total} {learner.unit}s) is below the checkpoint's "
+            f"{learner.unit} count ({restored.step}) in {str(checkpoints.directory)!r}; pass a "
+            "larger total")
+    return Start(state, restored.step, True, time.perf_counter() - t0)
+
+
+def run(
+    learner: Learner,
+    checkpoints: Checkpoints | None = None,
+    *,
+    every: int | None = None,
+    resume: bool = False,
+    begin: Start | None = None,
+    callback: Callable[[int, int, Any], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Outcome:
+    """Run ``learner`` to its ``total`` from the host.
+
+    ``begin`` is where to start (default :func:`start` with ``checkpoints``, ``resume`` and
+    ``warn``). Without ``checkpoints`` the rest of the run is one segment; with them, segments
+    end at multiples of ``every`` units (default :func:`jaxrl_pim.checkpoint.default_every` of
+    the total, about a tenth of the run) and at the end, and ``learner.snapshot(state, done)``
+    is saved as checkpoint ``done`` after each, so a run and its resumption run the same
+    segments. ``callback(done, total, outputs)`` follows each segment (and its checkpoint).
+    Returns the :class:`Outcome` with the learner's report fields.
+    """
+    total = check_int("total", learner.total, lo=0)
+    if begin is None:
+        begin = start(learner, checkpoints, resume=resume, warn=warn)
+    if checkpoints is None:
+        period = None
+    elif every is None:
+        period = default_every(total)
+    else:
+        period = check_int("every", every, lo=1)
+    finished = run_segments(learner.train_segment, begin.state,
+                            Plan(begin.step, total, period), checkpoints, callback,
+                            snapshot=learner.snapshot)
+    timing = {"start": begin.seconds, **finished.timing_s}
+    outcome = Outcome(finished.state, begin.step, finished.done, finished.checkpoints_written,
+                      timing, {})
+    return outcome._replace(report=dict(learner.report(outcome)))
