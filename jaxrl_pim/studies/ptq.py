@@ -42,6 +42,7 @@ from jaxrl_pim.studies.tasks import (
     QUICK_TASKS,
     TASKS,
     StudyTask,
+    check_study_options,
     final_train_return,
     task_keys,
     train_seeds,
@@ -96,18 +97,9 @@ class PTQConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.tasks, tuple) or not self.tasks:
-            raise ValueError(f"tasks must be a non-empty tuple of names, got {self.tasks!r}")
-        for t in self.tasks:
-            check_choice("task", t, tuple(TASKS))
-        if len(set(self.tasks)) != len(self.tasks):
-            raise ValueError(f"tasks must not repeat, got {self.tasks!r}")
+        check_study_options(self.tasks, self.bits, bits_may_be_empty=True)
         check_int("num_seeds", self.num_seeds, 1, 1024)
         check_int("eval_episodes", self.eval_episodes, 1, 100_000)
-        if not isinstance(self.bits, tuple):
-            raise ValueError(f"bits must be a tuple of bit widths, got {self.bits!r}")
-        for b in self.bits:
-            check_int("bits", b, 2, 16)
         check_choice("scheme", self.scheme, SCHEMES)
         check_choice("per_channel", self.per_channel, (False, True))
         check_choice("include_biases", self.include_biases, (False, True))

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.rl.common import QATConfig
 from jaxrl_pim.studies.ptq import (
     make_paired_evaluate,
@@ -28,7 +28,14 @@ from jaxrl_pim.studies.ptq import (
     quantize_seeds,
     summarize_format,
 )
-from jaxrl_pim.studies.tasks import TASKS, StudyTask, final_train_return, task_keys, train_seeds
+from jaxrl_pim.studies.tasks import (
+    TASKS,
+    StudyTask,
+    check_study_options,
+    final_train_return,
+    task_keys,
+    train_seeds,
+)
 
 #: Tasks whose policies lose reward under low-bit PTQ (PPO on CartPole keeps its return even at
 #: 2 bits, so it cannot show a QAT benefit).
@@ -60,14 +67,7 @@ class QATStudyConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.tasks, tuple) or not self.tasks:
-            raise ValueError(f"tasks must be a non-empty tuple of names, got {self.tasks!r}")
-        for t in self.tasks:
-            check_choice("task", t, tuple(TASKS))
-        if not isinstance(self.bits, tuple) or not self.bits:
-            raise ValueError(f"bits must be a non-empty tuple of bit widths, got {self.bits!r}")
-        for b in self.bits:
-            check_int("bits", b, 2, 16)
+        check_study_options(self.tasks, self.bits, bits_may_be_empty=False)
         check_float("delay_fraction", self.delay_fraction, 0.0, 1.0, hi_open=True)
         check_int("num_seeds", self.num_seeds, 1, 1024)
         check_int("eval_episodes", self.eval_episodes, 1, 100_000)

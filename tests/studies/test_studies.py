@@ -177,6 +177,21 @@ def test_commands_reject_bad_options(argv, message, capsys):
     assert message in err and len(err.strip().splitlines()) == 1
 
 
+def test_study_configs_share_task_and_bits_checks():
+    from jaxrl_pim.studies import PTQConfig, QATStudyConfig
+
+    assert PTQConfig(tasks=("ppo-cartpole",), bits=()).bits == ()  # PTQ: fp formats only
+    for cls in (PTQConfig, QATStudyConfig):
+        with pytest.raises(ValueError, match="tasks must not repeat"):
+            cls(tasks=("ppo-cartpole", "ppo-cartpole"))
+        with pytest.raises(ValueError, match="tasks must be a non-empty tuple"):
+            cls(tasks=())
+        with pytest.raises(ValueError, match="bits must be >= 2"):
+            cls(bits=(8, 1))
+    with pytest.raises(ValueError, match="bits must be a non-empty tuple"):
+        QATStudyConfig(bits=())
+
+
 def test_task_seeds_depend_on_name_and_seed_not_position(monkeypatch):
     """The same task and seed train the same policies (same config, same key) and evaluate
     them from the same states (same key) in ``ptq`` (whatever the task order), ``qat`` and the
