@@ -151,17 +151,31 @@ def compare_outputs(reference: jax.Array, other: jax.Array) -> dict[str, float]:
     }
 
 
-def compare_int8(module: nn.Module, variables: PyTree, x: jax.Array) -> dict[str, dict]:
-    """Run a policy three ways (fp32, fake int8, real int8) on ``x`` and compare outputs.
+def compare_with_references(
+    module: nn.Module, variables: PyTree, x: jax.Array,
+    apply: Callable[..., Any], name: str,
+) -> dict[str, dict]:
+    """Run a policy three ways on ``x`` and compare outputs: in fp32, in fake int8
+    (:func:`fake_int8_apply`) and through ``apply(module, variables, x)`` (a real int8 path
+    such as :func:`int8_apply`), each jitted.
 
-    Returns ``{"int8_vs_fake": ..., "int8_vs_fp32": ..., "fake_vs_fp32": ...}``, each from
-    :func:`compare_outputs` (max abs difference of outputs, argmax agreement in [0, 1]).
+    Returns ``{f"{name}_vs_fake": ..., f"{name}_vs_fp32": ..., "fake_vs_fp32": ...}``, each
+    from :func:`compare_outputs` (max abs difference of outputs, argmax agreement in [0, 1]).
     """
     fp32 = jax.jit(module.apply)(variables, x)
     fake = jax.jit(functools.partial(fake_int8_apply, module))(variables, x)
-    real = jax.jit(functools.partial(int8_apply, module))(variables, x)
+    real = jax.jit(functools.partial(apply, module))(variables, x)
     return {
-        "int8_vs_fake": compare_outputs(fake, real),
-        "int8_vs_fp32": compare_outputs(fp32, real),
+        f"{name}_vs_fake": compare_outputs(fake, real),
+        f"{name}_vs_fp32": compare_outputs(fp32, real),
         "fake_vs_fp32": compare_outputs(fp32, fake),
     }
+
+
+def compare_int8(module: nn.Module, variables: PyTree, x: jax.Array) -> dict[str, dict]:
+    """Run a policy three ways (fp32, fake int8, real int8) on ``x`` and compare outputs.
+
+    Returns ``{"int8_vs_fake": ..., "int8_vs_fp32": ..., "fake_vs_fp32": ...}`` (see
+    :func:`compare_with_references`).
+    """
+    return compare_with_references(module, variables, x, int8_apply, "int8")

@@ -10,14 +10,13 @@ hint when it is missing. The dependency-free equivalent is :mod:`jaxrl_pim.quant
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxrl_pim.quant.int8 import compare_outputs, fake_int8_apply
+from jaxrl_pim.quant.int8 import compare_with_references
 
 PyTree = Any
 
@@ -78,13 +77,8 @@ def qwix_ptq_apply(module: nn.Module, variables: PyTree, x: jax.Array) -> jax.Ar
 def compare_qwix(module: nn.Module, variables: PyTree, x: jax.Array) -> dict[str, dict]:
     """Compare qwix int8 outputs with the fake-quant int8 path and with fp32.
 
-    Returns ``{"qwix_vs_fake": ..., "qwix_vs_fp32": ...}`` (max abs difference of outputs and
-    argmax agreement, see :func:`jaxrl_pim.quant.int8.compare_outputs`).
+    Returns ``{"qwix_vs_fake": ..., "qwix_vs_fp32": ..., "fake_vs_fp32": ...}`` (max abs
+    difference of outputs and argmax agreement, see
+    :func:`jaxrl_pim.quant.int8.compare_with_references`).
     """
-    fp32 = jax.jit(module.apply)(variables, x)
-    fake = jax.jit(functools.partial(fake_int8_apply, module))(variables, x)
-    real = jax.jit(functools.partial(qwix_ptq_apply, module))(variables, x)
-    return {
-        "qwix_vs_fake": compare_outputs(fake, real),
-        "qwix_vs_fp32": compare_outputs(fp32, real),
-    }
+    return compare_with_references(module, variables, x, qwix_ptq_apply, "qwix")

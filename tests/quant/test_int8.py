@@ -97,6 +97,7 @@ def test_qwix_backend(policy):
     report = QB.compare_qwix(module, variables, x)
     scale = report["qwix_vs_fp32"]["max_abs_output"]
     fake_err = I.compare_int8(module, variables, x)["fake_vs_fp32"]["max_abs_diff"]
+    assert report["fake_vs_fp32"]["max_abs_diff"] == fake_err  # the same reference pair
     # qwix uses absmax / 127.5 scales (ours / 127), so it is an independent int8 rounding
     # of the same policy: its error is of the same order as the fake-quant error
     assert 0 < report["qwix_vs_fp32"]["max_abs_diff"] < 0.05 * scale
