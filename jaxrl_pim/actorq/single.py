@@ -9,7 +9,8 @@ broadcast: the learner's policy is quantized (``broadcast.actor_params``) and be
 actors' policy.
 
 ``run_timed`` drives the same iteration from the host in jitted chunks and records the wall
-clock, for time-to-reward curves (compile time is measured separately and excluded).
+clock, for time-to-reward curves (compile time is measured separately and excluded): it is
+:func:`jaxrl_pim.runner.run` of an :class:`ActorQLearner`, the adapter of this trainer.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_pim import runner
 from jaxrl_pim.actorq.actor import EnvCarry, env_step, evaluate, init_carry
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
 from jaxrl_pim.actorq.broadcast import actor_params
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Replay, ReplayState, make_replay
-from jaxrl_pim.checkpoint import Plan, default_every, fingerprint, restore_latest, run_segments
+from jaxrl_pim.checkpoint import Restored, default_every, fingerprint
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.replay import NStepTransition
 
@@ -206,6 +208,131 @@ def _nan_to_none(values: list[float]) -> list[float | None]:
     return [None if not np.isfinite(v) else float(v) for v in values]
 
 
+class ActorQLearner:
+    """Single-program ActorQ as a :class:`jaxrl_pim.runner.Learner` (one object per run):
+    units are iterations, run in jitted chunks of ``chunk`` iterations (segments are whole
+    chunks), the state a :class:`RunState`; a checkpoint holds the state and, in its meta
+    record, the curve so far and the training clock. ``callback(chunks done, num_chunks,
+    {"return": ...})`` follows every chunk.
+
+    The chunk program is compiled on the first segment, followed by one throwaway chunk (so
+    first-execution costs stay off the clock); ``compile_s`` and ``train_s`` (the chunks
+    alone) are kept apart.
+    """
+
+    unit = "iteration"
+
+    def __init__(self, config: ActorQConfig, key: jax.Array, num_chunks: int = 20,
+                 callback: Callable[..., None] | None = None, *, seed: Any = None,
+                 mode: str = "single") -> None:
+        self.config, self.key, self.callback = config, key, callback
+        self.seed, self.mode, self.num_chunks = seed, mode, num_chunks
+        self.system = make_system(config)
+        self.chunk = max(1, config.num_iterations // num_chunks)
+        self.n_chunks = config.num_iterations // self.chunk
+        self.total = self.n_chunks * self.chunk
+        self._init = jax.jit(self.system.init)
+        self._program: Any = None
+        self.compile_s = self.train_s = 0.0
+        self.times: list[float] = []
+        self.steps: list[int] = []
+        self.avgs: list[float] = []
+        self.returns: list[float] = []
+        self.resumed_from: int | None = None
+        self.checkpointed = False  # the report times the saves of a run with checkpoints
+
+    def fingerprint(self) -> dict[str, Any]:
+        seed = self.seed if self.seed is not None else np.asarray(
+            jax.random.key_data(self.key)).tolist()
+        return checkpoint_fingerprint(self.config, seed, self.num_chunks, self.mode)
+
+    def every(self, steps: int | None) -> int:
+        """Iterations between checkpoints for ``steps`` environment steps (default
+        :func:`jaxrl_pim.checkpoint.default_every` of the run's steps), rounded up to whole
+        chunks."""
+        cfg = self.config
+        steps = default_every(cfg.total_steps, cfg.steps_per_iteration) if steps is None \
+            else steps
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"checkpoint_every must be >= 1 environment steps, got {steps!r}")
+        return self.chunk * max(1, -(-steps // (self.chunk * cfg.steps_per_iteration)))
+
+    def init(self) -> RunState:
+        return jax.block_until_ready(self._init(self.key))
+
+    def template(self, step: int) -> RunState:
+        del step
+        return jax.eval_shape(self.system.init, self.key)
+
+    def restore(self, restored: Restored) -> RunState:
+        meta = restored.meta
+        self.train_s = float(meta["train_s"])
+        self.times, self.steps = list(meta["times"]), list(meta["steps"])
+        self.avgs = [float("nan") if v is None else v for v in meta["avgs"]]
+        self.returns = list(meta["returns"])
+        self.resumed_from = int(meta["chunks_done"]) * self.chunk
+        return restored.tree
+
+    def _compile(self, state: RunState) -> Any:
+        t0 = time.perf_counter()
+        system, chunk = self.system, self.chunk
+
+        def run_chunk(state):
+            return jax.lax.scan(lambda s, _: system.iteration(s), state, None, length=chunk)
+
+        program = jax.jit(run_chunk, donate_argnums=0).lower(state).compile()
+        # one throwaway chunk: first-execution costs (allocations, thread pools) stay off the
+        # clock, so the first of several runs in a process is not penalised
+        jax.block_until_ready(program(self._init(jax.random.fold_in(self.key, 2))))
+        self.compile_s += time.perf_counter() - t0
+        return program
+
+    def train_segment(self, state: RunState, iterations: int) -> tuple[RunState, None]:
+        if self._program is None:
+            self._program = self._compile(state)
+        window, per_chunk = self.config.return_window, self.chunk * \
+            self.config.steps_per_iteration
+        for _ in range(iterations // self.chunk):
+            t1 = time.perf_counter()
+            state, m = self._program(state)
+            m = jax.block_until_ready(m)
+            self.train_s += time.perf_counter() - t1
+            self.returns.extend(episode_returns(m).tolist())
+            self.times.append(self.train_s)
+            self.steps.append(len(self.times) * per_chunk)
+            self.avgs.append(float(np.mean(self.returns[-window:])) if self.returns
+                             else float("nan"))
+            if self.callback is not None:
+                self.callback(len(self.times), self.n_chunks, {"return": self.avgs[-1]})
+        return state, None
+
+    def snapshot(self, state: RunState, iterations: int) -> tuple[RunState, dict[str, Any]]:
+        return state, {"chunks_done": iterations // self.chunk, "train_s": self.train_s,
+                       "times": self.times, "steps": self.steps,
+                       "avgs": _nan_to_none(self.avgs), "returns": self.returns}
+
+    def report(self, outcome: Any) -> dict[str, Any]:
+        """The :func:`run_timed` fields; evaluates the final greedy quantized policy."""
+        state = outcome.state
+        t2 = time.perf_counter()
+        final_eval = float(jax.jit(self.system.evaluate)(state.actor_params,
+                                                         jax.random.fold_in(self.key, 1)))
+        eval_s = time.perf_counter() - t2
+        timing = {"compile": outcome.timing_s["start"] + self.compile_s,
+                  "train": self.train_s, "eval": eval_s}
+        if self.checkpointed:
+            timing["checkpoint"] = outcome.timing_s["checkpoint"]
+        return {
+            "curve": Curve(np.asarray(self.times), np.asarray(self.steps),
+                           np.asarray(self.avgs)),
+            "episode_returns": np.asarray(self.returns),
+            "final_eval_return": final_eval,
+            "timing_s": timing,
+            "final_state": state,
+            "resumed_from": self.resumed_from,
+        }
+
+
 def run_timed(
     config: ActorQConfig,
     key: jax.Array,
@@ -216,7 +343,8 @@ def run_timed(
     checkpoint_every: int | None = None,
     resume: bool = False,
 ) -> dict[str, Any]:
-    """Run single-program ActorQ from the host in ``num_chunks`` jitted chunks, timing each.
+    """Run single-program ActorQ from the host in ``num_chunks`` jitted chunks, timing each
+    (:func:`jaxrl_pim.runner.run` of an :class:`ActorQLearner`).
 
     Returns a dict with ``curve`` (:class:`Curve`), ``episode_returns`` (all completed
     episodes), ``final_eval_return`` (greedy quantized policy), ``timing_s`` (compile,
@@ -226,7 +354,7 @@ def run_timed(
     whole :class:`RunState` (learner, actors' policy, environments, replay, PRNG key) and the
     curve so far are saved atomically every ``checkpoint_every`` environment steps, rounded up
     to whole chunks (default :func:`jaxrl_pim.checkpoint.default_every` of ``total_steps``, about
-    10 % of the run), and after the last chunk (:func:`jaxrl_pim.checkpoint.run_segments`); the step
+    10 % of the run), and after the last chunk; the step
     of a checkpoint is the number of iterations done. ``resume=True`` continues from the
     newest checkpoint (a finished run is returned from its final checkpoint without training
     again); the resumed run's final state equals an uninterrupted run's bit for bit, because
@@ -234,81 +362,7 @@ def run_timed(
     ``resume`` a folder that already holds checkpoints is refused (ValueError). The clock of
     a resumed run continues from the checkpoint's (the time lost since it is not counted).
     """
-    system = make_system(config)
-    total = config.num_iterations
-    chunk = max(1, total // num_chunks)
-    n_chunks = total // chunk
-    every = None  # iterations between checkpoints, whole chunks
-    if checkpoints is not None:
-        steps = (default_every(config.total_steps, config.steps_per_iteration)
-                 if checkpoint_every is None else checkpoint_every)
-        if not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"checkpoint_every must be >= 1 environment steps, got {steps!r}")
-        every = chunk * max(1, -(-steps // (chunk * config.steps_per_iteration)))
-
-    def run_chunk(state):
-        return jax.lax.scan(lambda s, _: system.iteration(s), state, None, length=chunk)
-
-    t0 = time.perf_counter()
-    init = jax.jit(system.init)
-    state = jax.block_until_ready(init(key))
-    start_chunk, train_s = 0, 0.0
-    times: list[float] = []
-    steps_l: list[int] = []
-    avgs: list[float] = []
-    all_returns: list[float] = []
-    resumed_from = None
-    restored = restore_latest(checkpoints, lambda _: state, resume=resume, unit="iteration")
-    if restored is not None:
-        state, meta = restored.tree, restored.meta
-        start_chunk = int(meta["chunks_done"])
-        train_s = float(meta["train_s"])
-        times, steps_l = list(meta["times"]), list(meta["steps"])
-        avgs = [float("nan") if v is None else v for v in meta["avgs"]]
-        all_returns = list(meta["returns"])
-        resumed_from = start_chunk * chunk
-    eval_c = jax.jit(system.evaluate)
-    if start_chunk < n_chunks:
-        run_chunk_c = jax.jit(run_chunk, donate_argnums=0).lower(state).compile()
-        # one throwaway chunk: first-execution costs (allocations, thread pools) stay off the
-        # clock, so the first of several runs in a process is not penalised
-        jax.block_until_ready(run_chunk_c(init(jax.random.fold_in(key, 2))))
-    compile_s = time.perf_counter() - t0
-    window = config.return_window
-
-    def train_from(state: RunState, iterations: int) -> tuple[RunState, None]:
-        nonlocal train_s
-        for _ in range(iterations // chunk):
-            t1 = time.perf_counter()
-            state, m = run_chunk_c(state)
-            m = jax.block_until_ready(m)
-            train_s += time.perf_counter() - t1
-            all_returns.extend(episode_returns(m).tolist())
-            times.append(train_s)
-            steps_l.append(len(times) * chunk * config.steps_per_iteration)
-            avgs.append(float(np.mean(all_returns[-window:])) if all_returns else float("nan"))
-            if callback is not None:
-                callback(len(times), n_chunks, {"return": avgs[-1]})
-        return state, None
-
-    def snapshot(state: RunState, iterations: int) -> tuple[RunState, dict[str, Any]]:
-        return state, {"chunks_done": iterations // chunk, "train_s": train_s, "times": times,
-                       "steps": steps_l, "avgs": _nan_to_none(avgs), "returns": all_returns}
-
-    finished = run_segments(train_from, state, Plan(start_chunk * chunk, n_chunks * chunk,
-                                                    every), checkpoints, snapshot=snapshot)
-    state = finished.state
-    t2 = time.perf_counter()
-    final_eval = float(eval_c(state.actor_params, jax.random.fold_in(key, 1)))
-    eval_s = time.perf_counter() - t2
-    timing = {"compile": compile_s, "train": train_s, "eval": eval_s}
-    if checkpoints is not None:
-        timing["checkpoint"] = finished.timing_s["checkpoint"]
-    return {
-        "curve": Curve(np.asarray(times), np.asarray(steps_l), np.asarray(avgs)),
-        "episode_returns": np.asarray(all_returns),
-        "final_eval_return": final_eval,
-        "timing_s": timing,
-        "final_state": state,
-        "resumed_from": resumed_from,
-    }
+    learner = ActorQLearner(config, key, num_chunks, callback)
+    learner.checkpointed = checkpoints is not None
+    every = None if checkpoints is None else learner.every(checkpoint_every)
+    return runner.run(learner, checkpoints, every=every, resume=resume).report

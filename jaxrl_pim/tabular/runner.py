@@ -47,10 +47,11 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxrl_pim.checkpoint import Checkpoints, Plan, default_every, restore_latest, run_segments
-from jaxrl_pim.checks import check_int
+from jaxrl_pim import runner
+from jaxrl_pim.checkpoint import Checkpoints, Restored, fingerprint
 from jaxrl_pim.data.transitions import Dataset
 from jaxrl_pim.distributed import failed_processes
+from jaxrl_pim.tabular.config import episodes_in_rounds  # the one rounds arithmetic
 from jaxrl_pim.tabular.trainer import (
     Callback,
     TabularConfig,
@@ -60,7 +61,6 @@ from jaxrl_pim.tabular.trainer import (
     init_state,
     make_mesh,
     make_sync,
-    make_train,
     make_train_from,
     q_table,
 )
@@ -96,11 +96,6 @@ class RunResult(NamedTuple):
     lanes: tuple[int, int] = (0, 0)
     start_round: int = 0
     checkpoints: int = 0
-
-
-def episodes_in_rounds(config: TabularConfig, start: int, stop: int) -> int:
-    """Episodes that sync rounds ``start .. stop - 1`` run (the last round may be shorter)."""
-    return min(stop * config.sync_period, config.num_episodes) - start * config.sync_period
 
 
 def checkpoint_template(config: TabularConfig, key: jax.Array) -> dict[str, Any]:
@@ -258,44 +253,15 @@ def run(
             jax.make_array_from_process_local_data(sharding, chunks, lane_shape))
     # across processes every process reads the whole table: gather it inside the program
     out = replicated if jax.process_count() > 1 else None
-    start_round, saved = 0, 0
-    if checkpoints is None:
-        train = jax.jit(make_train(config, use_mesh, callback), out_shardings=out)
-        with timer.phase("compile"):
-            compiled = train.lower(key, device_chunks).compile()
-        with timer.phase("run"):
-            q, metrics = timer.block(compiled(key, device_chunks))
-    else:
-        every = (default_every(config.num_rounds) if checkpoint_every is None
-                 else check_int("checkpoint_every", checkpoint_every, 1))
-        state, q_delta = _start_state(config, key, checkpoints, resume, timer)
-        start_round = int(state.round)
-        segments: dict[int, Any] = {}
-
-        def train_from(state: TabularState, n: int) -> tuple[TabularState, Any]:
-            if n not in segments:
-                seg = jax.jit(_raw_segment(config, n, use_mesh, callback, key),
-                              out_shardings=out)
-                with timer.phase("compile"):
-                    segments[n] = seg.lower(state, device_chunks).compile()
-            with timer.phase("run"):
-                done = int(state.round)
-                state, seg_metrics = timer.block(segments[n](state, device_chunks))
-                # back to the host: the next segment and the checkpoint take host arrays
-                state = jax.tree.map(np.asarray, jax.device_get(state))
-            q_delta[done:done + n] = np.asarray(jax.device_get(seg_metrics["q_delta"]))
-            return state, seg_metrics
-
-        def snapshot(state: TabularState, rounds: int) -> tuple[Any, dict[str, int]]:
-            return {"state": state, "q_delta": q_delta}, _checkpoint_meta(config, rounds)
-
-        finished = run_segments(train_from, state,
-                                Plan(start_round, config.num_rounds, every), checkpoints,
-                                snapshot=snapshot)
-        timer.add("checkpoint", finished.timing_s["checkpoint"])
-        state, saved = finished.state, finished.checkpoints_written
-        q, metrics = q_table(config, state), {"q_delta": q_delta}
-        timer.seconds.setdefault("run", 0.0)
+    learner = TabularLearner(config, key, device_chunks, use_mesh, callback, timer=timer,
+                             out_sharding=out, host_state=checkpoints is not None,
+                             folder=None if checkpoints is None else checkpoints.directory)
+    outcome = runner.run(learner, checkpoints, every=checkpoint_every, resume=resume)
+    if checkpoints is not None:  # restoring and saving
+        timer.add("checkpoint", outcome.timing_s["start"] + outcome.timing_s["checkpoint"])
+    start_round, saved = outcome.start, outcome.checkpoints_written
+    q, metrics = outcome.report["q_table"], outcome.report["metrics"]
+    timer.seconds.setdefault("run", 0.0)
     # sync time measured in isolation on the real shapes, times the number of rounds
     sync_fn = jax.jit(make_sync(config, use_mesh))
     if config.independent:
@@ -324,33 +290,82 @@ def run(
     )
 
 
-def _checkpoint_meta(config: TabularConfig, rounds: int) -> dict[str, int]:
-    return {"rounds_done": rounds, "num_rounds": config.num_rounds,
-            "episodes_done": episodes_in_rounds(config, 0, rounds)}
+class TabularLearner:
+    """The tabular trainer as a :class:`jaxrl_pim.runner.Learner` (one object per run, on
+    chunks already on the devices): units are sync rounds, the state a
+    :class:`~jaxrl_pim.tabular.trainer.TabularState` whose key is raw key data (host arrays
+    with ``host_state``, the checkpointed case, so every segment takes the same kind of input,
+    also across processes), a checkpoint :func:`checkpoint_template`. Segments are
+    :func:`~jaxrl_pim.tabular.trainer.make_train_from` programs, compiled once per length
+    (``timer`` phase ``compile``) and run in phase ``run``; ``q_delta`` collects the rounds'
+    metric. ``identity`` is the fingerprint (default: the config and the key); ``folder``, the
+    checkpoint folder, is named in messages.
+    """
 
+    unit = "round"
 
-def _start_state(
-    config: TabularConfig, key: jax.Array, checkpoints: Checkpoints, resume: bool,
-    timer: PhaseTimer,
-) -> tuple[TabularState, np.ndarray]:
-    """The state to start from (restored with ``resume``), its key as raw data, and the
-    ``q_delta`` so far."""
-    key_data = np.asarray(jax.random.key_data(key))
-    with timer.phase("checkpoint"):
-        restored = restore_latest(checkpoints, lambda _: checkpoint_template(config, key),
-                                  resume=resume, unit="round")
-    if restored is None:
-        state = jax.tree.map(np.asarray, init_state(config, key)._replace(key=key_data))
-        return state, np.zeros(config.num_rounds, np.float32)
-    newest = restored.step
-    state = TabularState(*(np.asarray(x) for x in restored.tree["state"]))
-    if int(state.round) != newest or not 0 < newest <= config.num_rounds:
-        raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} holds round "
-                         f"{int(state.round)} of {config.num_rounds}")
-    if not np.array_equal(state.key, key_data):
-        raise ValueError(f"checkpoint {newest} of {str(checkpoints.directory)!r} was made with "
-                         "another key (seed)")
-    return state, np.array(restored.tree["q_delta"], np.float32)
+    def __init__(self, config: TabularConfig, key: jax.Array, chunks: Dataset,
+                 mesh: Mesh | None = None, callback: Callback | None = None, *,
+                 timer: PhaseTimer | None = None, out_sharding: Any = None,
+                 host_state: bool = True, identity: dict[str, Any] | None = None,
+                 folder: Any = None) -> None:
+        self.config, self.key, self.chunks, self.mesh = config, key, chunks, mesh
+        self.callback, self.out_sharding, self.host_state = callback, out_sharding, host_state
+        self.timer = PhaseTimer() if timer is None else timer
+        self.identity, self.folder = identity, folder  # folder: named in messages
+        self.total = config.num_rounds
+        self.key_data = np.asarray(jax.random.key_data(key))
+        self.q_delta = np.zeros(config.num_rounds, np.float32)
+        self._programs: dict[int, Any] = {}
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.identity if self.identity is not None else fingerprint(
+            self.config, key=self.key)
+
+    def init(self) -> TabularState:
+        state = init_state(self.config, self.key)._replace(key=self.key_data)
+        return jax.tree.map(np.asarray, state)
+
+    def template(self, step: int) -> dict[str, Any]:
+        del step
+        return checkpoint_template(self.config, self.key)
+
+    def restore(self, restored: Restored) -> TabularState:
+        config, newest = self.config, restored.step
+        state = TabularState(*(np.asarray(x) for x in restored.tree["state"]))
+        where = f"checkpoint {newest}" + ("" if self.folder is None else
+                                          f" of {str(self.folder)!r}")
+        if int(state.round) != newest or not 0 < newest <= config.num_rounds:
+            raise ValueError(f"{where} holds round {int(state.round)} of {config.num_rounds}")
+        if not np.array_equal(state.key, self.key_data):
+            raise ValueError(f"{where} was made with another key (seed)")
+        self.q_delta = np.array(restored.tree["q_delta"], np.float32)
+        return state
+
+    def train_segment(self, state: TabularState, n: int) -> tuple[TabularState, Any]:
+        timer = self.timer
+        if n not in self._programs:
+            seg = jax.jit(_raw_segment(self.config, n, self.mesh, self.callback, self.key),
+                          out_shardings=self.out_sharding)
+            with timer.phase("compile"):
+                self._programs[n] = seg.lower(state, self.chunks).compile()
+        with timer.phase("run"):
+            done = int(state.round)
+            state, metrics = timer.block(self._programs[n](state, self.chunks))
+            if self.host_state:  # the next segment and the checkpoint take host arrays
+                state = jax.tree.map(np.asarray, jax.device_get(state))
+        self.q_delta[done:done + n] = np.asarray(jax.device_get(metrics["q_delta"]))
+        return state, metrics
+
+    def snapshot(self, state: TabularState, rounds: int) -> tuple[Any, dict[str, int]]:
+        return ({"state": state, "q_delta": self.q_delta},
+                {"rounds_done": rounds, "num_rounds": self.config.num_rounds,
+                 "episodes_done": episodes_in_rounds(self.config, 0, rounds)})
+
+    def report(self, outcome: runner.Outcome) -> dict[str, Any]:
+        """``q_table`` (descaled, on the devices) and ``metrics`` (``q_delta`` per round)."""
+        return {"q_table": q_table(self.config, outcome.state),
+                "metrics": {"q_delta": self.q_delta}}
 
 
 def describe(config: TabularConfig) -> dict[str, Any]:
