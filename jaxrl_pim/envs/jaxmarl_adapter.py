@@ -36,25 +36,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_pim import choices
 from jaxrl_pim.envs.mpe.world import ACTION_DIM, MPEParams, MPEState, ParticleWorld, TeamSpec
 
 INSTALL_HINT = "pip install 'jaxrl-pim[jaxmarl]'"
 
-SUPPORTED: tuple[str, ...] = (
-    "MPE_simple_v3",
-    "MPE_simple_tag_v3",
-    "MPE_simple_world_comm_v3",
-    "MPE_simple_spread_v3",
-    "MPE_simple_crypto_v3",
-    "MPE_simple_speaker_listener_v4",
-    "MPE_simple_push_v3",
-    "MPE_simple_adversary_v3",
-    "MPE_simple_reference_v3",
-    "MPE_simple_facmac_v1",
-    "MPE_simple_facmac_3a_v1",
-    "MPE_simple_facmac_6a_v1",
-    "MPE_simple_facmac_9a_v1",
-)
+SUPPORTED = choices.JAXMARL_SUPPORTED  # in jaxrl_pim.choices (no jax to import)
 """Registered JaxMARL environments the adapter takes (flat observations, fixed-length
 episodes, ``Discrete`` or ``Box(0, 1)`` actions)."""
 
@@ -63,7 +50,7 @@ ACTION_PERMUTATION = np.array([0, 2, 1, 4, 3])
 (or discrete actions) 1-4, the library ``+x, -x, +y, -y``; ``library = jaxmarl[..., perm]``
 and a JaxMARL discrete action ``d`` is the library one-hot at ``perm[d]``."""
 
-PREFIX = "jaxmarl:"
+PREFIX = choices.JAXMARL_PREFIX
 
 
 def require_jaxmarl() -> Any:
@@ -163,20 +150,23 @@ class FromJaxMARL:
         obs, state = self.env.reset(key)
         return self._stack(obs), state
 
-    def step_env(self, key: jax.Array, state: Any, actions: tuple[jax.Array, ...],
-                 params: Any = None) -> tuple:
-        obs, state, rewards, dones, info = self.env.step_env(
-            key, state, self.to_jaxmarl_actions(actions))
+    def _team_step(self, step: Any, key: jax.Array, state: Any,
+                   actions: tuple[jax.Array, ...]) -> tuple:
+        """One JaxMARL ``step`` / ``step_env`` call on team-stacked actions; returns
+        ``(obs, state, rewards, done, info)`` team-stacked, ``done = dones["__all__"]``."""
+        obs, state, rewards, dones, info = step(key, state, self.to_jaxmarl_actions(actions))
         return (self._stack(obs), state, self._stack(rewards),
                 jnp.asarray(dones["__all__"], jnp.bool_), info)
+
+    def step_env(self, key: jax.Array, state: Any, actions: tuple[jax.Array, ...],
+                 params: Any = None) -> tuple:
+        """JaxMARL's ``step_env`` (no reset), team-stacked."""
+        return self._team_step(self.env.step_env, key, state, actions)
 
     def step(self, key: jax.Array, state: Any, actions: tuple[jax.Array, ...],
              params: Any = None) -> tuple:
         """JaxMARL's ``step`` (auto-reset when ``dones["__all__"]``), team-stacked."""
-        obs, state, rewards, dones, info = self.env.step(
-            key, state, self.to_jaxmarl_actions(actions))
-        return (self._stack(obs), state, self._stack(rewards),
-                jnp.asarray(dones["__all__"], jnp.bool_), info)
+        return self._team_step(self.env.step, key, state, actions)
 
 
 def from_jaxmarl(env: str | Any, **env_kwargs: Any) -> tuple[FromJaxMARL, None]:
