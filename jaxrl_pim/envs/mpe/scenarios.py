@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_pim import choices
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.mpe.world import (
     ACTION_DIM,
@@ -35,13 +36,7 @@ MAX_AGENTS = 4096
 SPREAD_PRESETS: dict[int, int] = {3: 3, 6: 6, 12: 12, 24: 24, 48: 48}
 """Cooperative-navigation sizes: preset -> ``num_agents`` for :func:`make_spread`."""
 
-TAG_PRESETS: dict[int, tuple[int, int, int]] = {
-    3: (3, 1, 2),
-    6: (6, 2, 2),
-    12: (12, 4, 4),
-    24: (24, 8, 8),
-    48: (48, 16, 16),
-}
+TAG_PRESETS = choices.TAG_PRESETS  # in jaxrl_pim.choices (no jax to import)
 """Predator-prey sizes: preset (number of predators) -> ``(predators, prey, obstacles)``.
 
 3 and 24 are the published configurations (obs 16/14 and 98/96); the others keep one
@@ -59,6 +54,18 @@ PREY_SIZE, PREY_ACCEL, PREY_MAX_SPEED = 0.05, 4.0, 1.3
 OBSTACLE_SIZE = 0.2
 TAG_REWARD = 10.0
 OCCUPIED_RADIUS = 0.1
+
+
+def _physical_view(state: MPEState) -> jax.Array:
+    """What every agent of the particle worlds sees of the world, ``[M, 4 + 2L + 2(M-1)]``
+    float32 for ``M`` agents and ``L`` landmarks: own velocity (2), own position (2), landmark
+    positions relative to the agent (2L), the other agents' positions relative to it in index
+    order (2(M-1))."""
+    pos, vel, lm = state.agent_pos, state.agent_vel, state.landmark_pos
+    m = pos.shape[0]
+    rel_lm = (lm[None, :, :] - pos[:, None, :]).reshape(m, -1)
+    rel_ag = off_diagonal(pos[None, :, :] - pos[:, None, :]).reshape(m, -1)
+    return jnp.concatenate([vel, pos, rel_lm, rel_ag], axis=1)
 
 
 class SpreadEnv(ParticleWorld):
@@ -91,15 +98,9 @@ class SpreadEnv(ParticleWorld):
     def get_obs(self, state: MPEState, params: MPEParams | None = None, key: Any = None
                 ) -> tuple[jax.Array, ...]:
         """Observations of all agents: a 1-tuple holding float32 ``[N, 4 + 2L + 4(N-1)]``."""
-        pos, vel, lm = state.agent_pos, state.agent_vel, state.landmark_pos
         n = self.num_agents
-        rel_lm = lm[None, :, :] - pos[:, None, :]
-        rel_ag = off_diagonal(pos[None, :, :] - pos[:, None, :])
         comm = jnp.zeros((n, 2 * (n - 1)), jnp.float32)
-        obs = jnp.concatenate(
-            [vel, pos, rel_lm.reshape(n, -1), rel_ag.reshape(n, -1), comm], axis=1
-        )
-        return (obs,)
+        return (jnp.concatenate([_physical_view(state), comm], axis=1),)
 
     def _rewards(self, state: MPEState, params: MPEParams) -> tuple[tuple[jax.Array, ...],
                                                                     dict]:
@@ -166,12 +167,9 @@ class TagEnv(ParticleWorld):
     def get_obs(self, state: MPEState, params: MPEParams | None = None, key: Any = None
                 ) -> tuple[jax.Array, ...]:
         """``(predator_obs [A, 4+2L+2(A+G-1)+2G], prey_obs [G, 4+2L+2(A+G-1)+2(G-1)])``."""
-        pos, vel, lm = state.agent_pos, state.agent_vel, state.landmark_pos
-        a, g, m = self.num_predators, self.num_prey, self.num_agents
-        rel_lm = (lm[None, :, :] - pos[:, None, :]).reshape(m, -1)
-        rel_ag = off_diagonal(pos[None, :, :] - pos[:, None, :]).reshape(m, -1)
-        common = jnp.concatenate([vel, pos, rel_lm, rel_ag], axis=1)
-        prey_vel = vel[a:]
+        a, g = self.num_predators, self.num_prey
+        common = _physical_view(state)
+        prey_vel = state.agent_vel[a:]
         pred_obs = jnp.concatenate(
             [common[:a], jnp.broadcast_to(prey_vel.reshape(1, -1), (a, 2 * g))], axis=1
         )
