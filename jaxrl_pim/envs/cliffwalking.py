@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxrl_pim.envs import api, spaces
+from jaxrl_pim.envs.indexed import IndexedWorld
 
 NUM_ROWS = 4
 NUM_COLS = 12
@@ -63,47 +64,38 @@ class EnvParams(api.EnvParams):
     max_steps_in_episode: int = NO_TIME_LIMIT
 
 
-class CliffWalking(api.Environment[EnvState, EnvParams]):
+class CliffWalking(IndexedWorld[EnvState, EnvParams]):
     """CliffWalking-v1 (or CliffWalkingSlippery-v1) as a gymnax environment."""
+
+    params_type = EnvParams
+    state_type = EnvState
+    num_states = NUM_STATES
+    num_actions = NUM_ACTIONS
 
     def __init__(self, is_slippery: bool = False) -> None:
         if not isinstance(is_slippery, bool):
             raise ValueError(f"is_slippery must be a bool, got {is_slippery!r}")
         self.is_slippery = is_slippery
 
-    @property
-    def default_params(self) -> EnvParams:
-        """Default parameters (no practical time limit)."""
-        return EnvParams()
+    def fields(self, index: Any) -> dict[str, jax.Array]:
+        """The agent's cell: ``position`` = ``index`` (int32)."""
+        return {"position": jnp.asarray(index, dtype=jnp.int32)}
 
-    @property
-    def name(self) -> str:
-        """Environment name."""
-        return "CliffWalking"
+    def index_of(self, state: EnvState) -> jax.Array:
+        """The agent's cell index."""
+        return state.position
 
-    @property
-    def num_actions(self) -> int:
-        """Four moves: up, right, down, left."""
-        return NUM_ACTIONS
-
-    @property
-    def num_states(self) -> int:
-        """48 cells."""
-        return NUM_STATES
-
-    def state_from_index(self, index: Any, time: Any = 0) -> EnvState:
-        """Build an :class:`EnvState` from a cell index (int in ``[0, 48)``; vectorisable)."""
-        return EnvState(
-            time=jnp.broadcast_to(jnp.asarray(time, dtype=jnp.int32), jnp.shape(index)),
-            position=jnp.asarray(index, dtype=jnp.int32),
-        )
+    def initial_index(self, key: jax.Array) -> jax.Array:
+        """Start at cell 36 (row 3, col 0)."""
+        del key
+        return jnp.int32(START)
 
     def move(self, position: Any, direction: Any) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Deterministic effect of moving ``direction`` (0..3) from ``position``.
 
         Returns ``(next_position int32, reward float32, terminated bool)``; the cliff sends the
-        agent to :data:`START` with reward -100. Used by ``step_env`` after the slip draw and by
-        :func:`jaxrl_pim.envs.tabular_model`.
+        agent to :data:`START` with reward -100. Used by :meth:`transition` after the slip draw
+        and by :func:`jaxrl_pim.envs.tabular_model`.
         """
         position = jnp.asarray(position, dtype=jnp.int32)
         direction = jnp.asarray(direction, dtype=jnp.int32)
@@ -116,15 +108,9 @@ class CliffWalking(api.Environment[EnvState, EnvParams]):
         reward = jnp.where(cliff, -100.0, -1.0).astype(jnp.float32)
         return next_position, reward, next_position == GOAL
 
-    def step_env(
-        self,
-        key: jax.Array,
-        state: EnvState,
-        action: int | float | jax.Array,
-        params: EnvParams,
-    ) -> tuple[jax.Array, EnvState, jax.Array, jax.Array, dict[Any, Any]]:
-        """One transition; ``key`` is used only when slippery. Auto-reset is done by ``step``."""
-        action = jnp.asarray(action, dtype=jnp.int32)
+    def transition(self, key: jax.Array, state: EnvState, action: jax.Array
+                   ) -> tuple[EnvState, jax.Array, jax.Array]:
+        """One move; ``key`` is used only when slippery."""
         if self.is_slippery:
             # 0 -> action - 1, 1 -> action, 2 -> action + 1 (mod 4), each with probability 1/3.
             offset = jax.random.randint(key, (), 0, 3) - 1
@@ -132,40 +118,12 @@ class CliffWalking(api.Environment[EnvState, EnvParams]):
         else:
             direction = action
         position, reward, terminated = self.move(state.position, direction)
-        next_state = EnvState(time=state.time + 1, position=position)
-        obs = self.observe(key, next_state, action, params)
-        return obs, next_state, reward, terminated, {}
-
-    def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
-        """Start at cell 36 (row 3, col 0)."""
-        state = self.state_from_index(START)
-        return self.observe(key, state, None, params), state
-
-    def observe(
-        self,
-        key: jax.Array,
-        state: EnvState,
-        action: int | float | jax.Array | None,
-        params: EnvParams,
-    ) -> jax.Array:
-        """Observation = the int32 cell index."""
-        del key, action, params
-        return state.position
+        return EnvState(time=state.time + 1, position=position), reward, terminated
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         """True at the goal cell."""
         del params
         return state.position == GOAL
-
-    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
-        """Discrete(4)."""
-        del params
-        return spaces.Discrete(NUM_ACTIONS)
-
-    def observation_space(self, params: EnvParams) -> spaces.Discrete:
-        """Discrete(48)."""
-        del params
-        return spaces.Discrete(NUM_STATES)
 
     def state_space(self, params: EnvParams) -> spaces.Dict:
         """Position and time spaces."""

@@ -47,6 +47,7 @@ import numpy as np
 from flax import struct
 
 from jaxrl_pim.envs import api, spaces
+from jaxrl_pim.envs.indexed import IndexedWorld
 
 NUM_ROWS = 5
 NUM_COLS = 5
@@ -144,52 +145,34 @@ class EnvParams(api.EnvParams):
     max_steps_in_episode: int = 200
 
 
-class Taxi(api.Environment[EnvState, EnvParams]):
+class Taxi(IndexedWorld[EnvState, EnvParams]):
     """Taxi-v4 (deterministic default) as a gymnax environment; see the module docstring."""
+
+    params_type = EnvParams
+    state_type = EnvState
+    num_states = NUM_STATES
+    num_actions = NUM_ACTIONS
 
     def __init__(self) -> None:
         self._initial_states = initial_states()
 
-    @property
-    def default_params(self) -> EnvParams:
-        """Default parameters: 200-step episodes."""
-        return EnvParams()
-
-    @property
-    def name(self) -> str:
-        """Environment name."""
-        return "Taxi"
-
-    @property
-    def num_actions(self) -> int:
-        """Six actions: south, north, east, west, pick up, drop off."""
-        return NUM_ACTIONS
-
-    @property
-    def num_states(self) -> int:
-        """500 state indices (400 reachable mid-episode plus 4 final ones)."""
-        return NUM_STATES
-
-    def state_from_index(self, index: Any, time: Any = 0) -> EnvState:
-        """Build an :class:`EnvState` from a state index (int in ``[0, 500)``; vectorisable)."""
+    def fields(self, index: Any) -> dict[str, jax.Array]:
+        """The components of state ``index`` (:func:`decode`)."""
         row, col, pass_loc, dest = decode(index)
-        return EnvState(
-            time=jnp.broadcast_to(jnp.asarray(time, dtype=jnp.int32), jnp.shape(index)),
-            taxi_row=row,
-            taxi_col=col,
-            pass_loc=pass_loc,
-            dest=dest,
-        )
+        return {"taxi_row": row, "taxi_col": col, "pass_loc": pass_loc, "dest": dest}
 
-    def step_env(
-        self,
-        key: jax.Array,
-        state: EnvState,
-        action: int | float | jax.Array,
-        params: EnvParams,
-    ) -> tuple[jax.Array, EnvState, jax.Array, jax.Array, dict[Any, Any]]:
-        """One deterministic transition (``key`` is unused); auto-reset is done by ``step``."""
-        action = jnp.asarray(action, dtype=jnp.int32)
+    def index_of(self, state: EnvState) -> jax.Array:
+        """The state index (:func:`encode`)."""
+        return encode(state.taxi_row, state.taxi_col, state.pass_loc, state.dest)
+
+    def initial_index(self, key: jax.Array) -> jax.Array:
+        """Uniform over the 300 initial states (as Taxi-v4's ``initial_state_distrib``)."""
+        pick = jax.random.randint(key, (), 0, self._initial_states.shape[0])
+        return jnp.asarray(self._initial_states)[pick]
+
+    def transition(self, key: jax.Array, state: EnvState, action: jax.Array
+                   ) -> tuple[EnvState, jax.Array, jax.Array]:
+        """One deterministic transition (``key`` is unused)."""
         row, col, pass_loc, dest = state.taxi_row, state.taxi_col, state.pass_loc, state.dest
         loc_row = jnp.asarray(_LOC_ROW)
         loc_col = jnp.asarray(_LOC_COL)
@@ -234,41 +217,12 @@ class Taxi(api.Environment[EnvState, EnvParams]):
             pass_loc=new_pass.astype(jnp.int32),
             dest=dest,
         )
-        obs = self.observe(key, next_state, action, params)
-        return obs, next_state, reward, success, {}
-
-    def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, EnvState]:
-        """Uniform start over the 300 initial states (as Taxi-v4's ``initial_state_distrib``)."""
-        pick = jax.random.randint(key, (), 0, self._initial_states.shape[0])
-        index = jnp.asarray(self._initial_states)[pick]
-        state = self.state_from_index(index)
-        return self.observe(key, state, None, params), state
-
-    def observe(
-        self,
-        key: jax.Array,
-        state: EnvState,
-        action: int | float | jax.Array | None,
-        params: EnvParams,
-    ) -> jax.Array:
-        """Observation = the int32 state index."""
-        del key, action, params
-        return encode(state.taxi_row, state.taxi_col, state.pass_loc, state.dest)
+        return next_state, reward, success
 
     def is_terminated(self, state: EnvState, params: EnvParams) -> jax.Array:
         """True once the passenger stands at its destination."""
         del params
         return state.pass_loc == state.dest
-
-    def action_space(self, params: EnvParams | None = None) -> spaces.Discrete:
-        """Discrete(6)."""
-        del params
-        return spaces.Discrete(NUM_ACTIONS)
-
-    def observation_space(self, params: EnvParams) -> spaces.Discrete:
-        """Discrete(500)."""
-        del params
-        return spaces.Discrete(NUM_STATES)
 
     def state_space(self, params: EnvParams) -> spaces.Dict:
         """Component and time spaces."""
