@@ -419,6 +419,7 @@ class Checkpoints:
             if _is_empty(t):  # stored as a placeholder
                 x = jax.numpy.zeros(jax.eval_shape(jax.random.key_data, t).shape
                                     if _is_key(t) else np.shape(t), x.dtype)
+            x = _uncommitted(x)
             if _is_key(t):
                 x = jax.random.wrap_key_data(x, impl=_key_impl(t))
             if tuple(np.shape(x)) != tuple(np.shape(t)) or x.dtype != t.dtype:
@@ -529,6 +530,18 @@ class Restored(NamedTuple):
     step: int
     tree: Any
     meta: dict[str, Any]
+
+
+def _uncommitted(x: Any) -> Any:
+    """``x`` as a fresh run holds it: a single-device array read back by orbax is committed to
+    its device, and jit keys its cache (in memory and on disk) on that, so a resumed run would
+    compile its program again. Such a leaf comes back uncommitted, on the default device,
+    like the arrays of a fresh ``init``; a leaf spread over several devices or processes is
+    returned as it is (its placement is the run's)."""
+    if (isinstance(x, jax.Array) and x.is_fully_addressable
+            and len(x.sharding.device_set) == 1 and getattr(x, "committed", False)):
+        return jax.numpy.asarray(np.asarray(x))
+    return x
 
 
 def restore_latest(checkpoints: Any, template: Callable[[int], Any], *, resume: bool,

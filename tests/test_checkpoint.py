@@ -46,6 +46,20 @@ def test_round_trip_keeps_values_dtypes_and_keys(tmp_path):
     ckpt.close()
 
 
+def test_a_restored_state_reuses_the_fresh_runs_compiled_program(tmp_path):
+    # orbax reads arrays back committed to their device; jit keys its caches on that, so a
+    # resumed run compiled its program a second time (and missed the on-disk cache)
+    step = jax.jit(lambda s: s._replace(w=s.w + 1.0, step=s.step + 1,
+                                        key=jax.random.split(s.key)[0]))
+    state = step(make_state(2))
+    with Checkpoints(tmp_path) as ckpt:
+        ckpt.save(1, state)
+        restored, _ = ckpt.restore(jax.eval_shape(make_state, 0))
+    assert not any(leaf.committed for leaf in jax.tree.leaves(restored))
+    np.testing.assert_array_equal(step(restored).w, step(state).w)
+    assert step._cache_size() == 1
+
+
 def test_keeps_the_newest(tmp_path):
     with Checkpoints(tmp_path, keep=2) as ckpt:
         assert ckpt.latest() is None
