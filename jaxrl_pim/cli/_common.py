@@ -38,6 +38,24 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def add_command(subparsers: argparse._SubParsersAction, name: str, func: Any, *,
+                description: str, help_formatter: bool = True,
+                **kwargs: Any) -> argparse.ArgumentParser:
+    """Add the sub-command ``name`` whose entry point is ``func`` (the module's ``main(args)
+    -> int``): its one-line help is its summary in :data:`jaxrl_pim.cli.COMMANDS`, its
+    options' help appends their defaults (:class:`HelpFormatter`) unless ``help_formatter``
+    is False (a command whose help texts state every default themselves). Returns its
+    parser."""
+    from jaxrl_pim.cli import COMMANDS
+
+    if help_formatter:
+        kwargs["formatter_class"] = HelpFormatter
+    parser = subparsers.add_parser(name, help=COMMANDS[name][0], description=description,
+                                   **kwargs)
+    parser.set_defaults(func=func)
+    return parser
+
+
 class CommandParser(argparse.ArgumentParser):
     """The parser of ``jaxrl-pim`` and of each command: an option it does not know is reported
     as ``unrecognized arguments: --name`` even where argparse would first take the option's

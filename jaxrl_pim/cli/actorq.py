@@ -35,8 +35,8 @@ from jaxrl_pim.actorq.config import (
 from jaxrl_pim.actorq.energy import EnergyTracker
 from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
 from jaxrl_pim.cli._common import (
-    HelpFormatter,
     add_checkpoint_arguments,
+    add_command,
     check_checkpoint_arguments,
     check_outputs,
     flag_names,
@@ -56,15 +56,12 @@ FLAGS = {"num_actors": "--actors", "envs_per_actor": "--envs-per-actor",
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``actorq`` sub-command."""
     d = DQNConfig()
-    p = subparsers.add_parser(
-        "actorq",
-        help="actor-learner DQN/D4PG with quantized (int8/fp16) actors",
+    p = add_command(
+        subparsers, "actorq", main,
         description="Train ActorQ: full-precision learner, actors holding an fp32/fp16/int8 "
         "copy of the policy refreshed every --actor-update-period steps. Several "
         "--precision values run one after the other with the same seed and add times to "
-        "95 %% of the fp32 reward and speed-ups.",
-        formatter_class=HelpFormatter,
-    )
+        "95 %% of the fp32 reward and speed-ups.")
     p.add_argument("--algo", choices=ALGOS, default=d.algo,
                    help="dqn (discrete actions) or d4pg (continuous actions)")
     p.add_argument("--env", default=None,
@@ -118,7 +115,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="write a JSON report to this file (default: none, print only)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar on stderr (default: on when stderr is a terminal)")
-    p.set_defaults(func=run)
 
 
 #: Seconds ``--ray-address HOST:PORT`` has to accept a TCP connection before the run starts.
@@ -145,8 +141,8 @@ def check_ray_address(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) ->
                          f"waited up to {timeout_s:g} s)") from None
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the command; returns the exit status."""
+def main(args: argparse.Namespace) -> int:
+    """Run ``jaxrl-pim actorq`` with the parsed options; returns the exit status."""
     from jaxrl_pim.report import make_report, write_json
 
     check_checkpoint_arguments(args)

@@ -37,7 +37,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, NoReturn
 
-from jaxrl_pim.cli._common import Stopped, install_stop_handlers
+from jaxrl_pim.cli._common import Stopped, add_command, install_stop_handlers
 from jaxrl_pim.distributed import (
     HEARTBEAT_TIMEOUT_S,
     Processes,
@@ -359,14 +359,12 @@ def launch(
 
 def register(subparsers: Any) -> None:
     """Add the ``launch`` sub-command."""
-    p = subparsers.add_parser(
-        "launch",
-        help="run a command as several local processes of one jax.distributed run",
+    p = add_command(
+        subparsers, "launch", main, help_formatter=False,
         description="Start N local processes of one multi-process run on 127.0.0.1 (a free "
         "port), each with D host CPU devices; prefix their output with [i]; if one fails, "
         "stop the others and exit non-zero. Example: jaxrl-pim launch --processes 2 -- "
-        "tabular --cores 8 --episodes 10",
-    )
+        "tabular --cores 8 --episodes 10")
     p.add_argument("--processes", type=int, required=True, metavar="N",
                    help="processes to start")
     p.add_argument("--devices-per-process", type=int, default=None, metavar="D",
@@ -375,8 +373,8 @@ def register(subparsers: Any) -> None:
                    help="coordinator port on 127.0.0.1 (default: a free one)")
     p.add_argument("command", nargs=argparse.REMAINDER,
                    help=f"-- then the sub-command and its options ({', '.join(COMMANDS)})")
-    p.set_defaults(func=_launch_main)
 
 
-def _launch_main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
+    """Run ``jaxrl-pim launch`` with the parsed options; returns the exit status."""
     return launch(args.command, args.processes, args.devices_per_process, port=args.port)

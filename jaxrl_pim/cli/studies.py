@@ -18,7 +18,7 @@ import argparse
 import sys
 from typing import Any
 
-from jaxrl_pim.cli._common import HelpFormatter, check_outputs, flag_names
+from jaxrl_pim.cli._common import add_command, check_outputs, flag_names
 
 #: Study config fields -> the flags that set them (errors name what the user typed).
 FLAGS = {"num_seeds": "--seeds", "eval_episodes": "--episodes",
@@ -57,14 +57,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from jaxrl_pim.studies.qat import QATStudyConfig
 
     ptq_defaults, qat_defaults = PTQConfig(), QATStudyConfig()
-    p = subparsers.add_parser(
-        "ptq",
-        help="post-training quantization study (fp32/fp16/int8 and a bit sweep)",
+    p = add_command(
+        subparsers, "ptq", main,
         description="Train fp32 policies with the jitted learners, evaluate fake-quantized "
         "copies (fp16, int8, --bits sweep) from the same initial states and report return, "
-        "KL and action agreement vs fp32. --gap-ablation adds plain-vs-advantage-learning DQN.",
-        formatter_class=HelpFormatter,
-    )
+        "KL and action agreement vs fp32. --gap-ablation adds plain-vs-advantage-learning DQN.")
     _common(p, ptq_defaults)
     p.add_argument("--bits", type=int, nargs="+", default=list(ptq_defaults.bits),
                    help="bit widths of the sweep (bits, 2-16; paper scheme: 16 = float16 "
@@ -79,23 +76,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gap-ablation", action="store_true",
                    help="also run the action-gap ablation on the DQN tasks among --tasks "
                    "(trains each twice: plain and advantage-learning targets) (default: off)")
-    p.set_defaults(func=run_ptq_command)
 
-    q = subparsers.add_parser(
-        "qat",
-        help="quantization-aware training study (QAT vs PTQ at the same bits)",
+    q = add_command(
+        subparsers, "qat", main,
         description="Train with fake quantization (straight-through gradient) after a delay "
         "and compare with post-training quantization of fp32 policies at the same bit "
-        "widths (paper quantizer).",
-        formatter_class=HelpFormatter,
-    )
+        "widths (paper quantizer).")
     _common(q, qat_defaults)
     q.add_argument("--bits", type=int, nargs="+", default=list(qat_defaults.bits),
                    help="bit widths to train at (bits, 2-16)")
     q.add_argument("--delay", type=float, default=qat_defaults.delay_fraction,
                    help="fraction of training (0 <= f < 1) before fake quantization "
                    "switches on")
-    q.set_defaults(func=run_qat_command)
 
 
 def _write(path: str, config: Any, results: dict[str, Any], timing: dict[str, Any],
@@ -107,8 +99,13 @@ def _write(path: str, config: Any, results: dict[str, Any], timing: dict[str, An
     _log(f"wrote {path}")
 
 
-def run_ptq_command(args: argparse.Namespace) -> int:
-    """Run ``jaxrl-pim ptq``; returns the exit status."""
+def main(args: argparse.Namespace) -> int:
+    """Run ``jaxrl-pim ptq`` or ``jaxrl-pim qat`` (``args.command``) with the parsed options;
+    returns the exit status."""
+    return _qat(args) if args.command == "qat" else _ptq(args)
+
+
+def _ptq(args: argparse.Namespace) -> int:
     from jaxrl_pim.studies import report
     from jaxrl_pim.studies.gap import gap_ablation_tasks, run_gap_ablation
     from jaxrl_pim.studies.ptq import PTQConfig, run_ptq
@@ -139,8 +136,7 @@ def run_ptq_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_qat_command(args: argparse.Namespace) -> int:
-    """Run ``jaxrl-pim qat``; returns the exit status."""
+def _qat(args: argparse.Namespace) -> int:
     from jaxrl_pim.studies import report
     from jaxrl_pim.studies.qat import QATStudyConfig, run_qat
 

@@ -39,8 +39,8 @@ from jaxrl_pim import pim
 from jaxrl_pim.checkpoint import default_every, fingerprint
 from jaxrl_pim.cli import launch
 from jaxrl_pim.cli._common import (
-    HelpFormatter,
     add_checkpoint_arguments,
+    add_command,
     check_checkpoint_arguments,
     check_outputs,
     flag_names,
@@ -76,14 +76,11 @@ _DEFAULT = {**{f.name: f.default for f in dataclasses.fields(TabularConfig)
 
 def register(subparsers: Any) -> None:
     """Add the ``tabular`` sub-command."""
-    p = subparsers.add_parser(
-        "tabular",
-        help="offline tabular Q-learning / SARSA on vmapped lanes (SwiftRL)",
+    p = add_command(
+        subparsers, "tabular", main,
         description="Collect (or load) an offline dataset, train one Q-table per lane with "
         "periodic averaging, evaluate the greedy policy and print the time breakdown. A "
-        "dataset of your own MDP: --dataset FILE --num-states S --num-actions A.",
-        formatter_class=HelpFormatter,
-    )
+        "dataset of your own MDP: --dataset FILE --num-states S --num-actions A.")
     p.add_argument("--env", choices=ENVS, default=None,
                    help="environment that collects the dataset, sets S and A and evaluates "
                    f"the policy (default: {DEFAULT_ENV}; none with --num-states)")
@@ -156,7 +153,6 @@ def register(subparsers: Any) -> None:
         resume="continue from the newest checkpoint in --checkpoint (same options required; "
         "an empty folder starts from round 0)")
     launch.add_arguments(p)
-    p.set_defaults(func=main)
 
 
 def _mdp(args: argparse.Namespace):
