@@ -30,10 +30,13 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _common(p: argparse.ArgumentParser, defaults: Any) -> None:
-    """Options shared by ``ptq`` and ``qat``; ``defaults`` is the study's default config."""
+def _study(subparsers: argparse._SubParsersAction, name: str, description: str,
+           defaults: Any, bits_help: str) -> argparse.ArgumentParser:
+    """Add the study command ``name`` (``ptq`` or ``qat``) with the options both take;
+    ``defaults`` is the study's default config, ``bits_help`` what its ``--bits`` mean."""
     from jaxrl_pim.studies.tasks import TASKS
 
+    p = add_command(subparsers, name, main, description=description)
     names = tuple(TASKS)
     p.add_argument("--tasks", nargs="+", choices=names, default=list(defaults.tasks),
                    metavar="TASK", help="study tasks (registry names): " + ", ".join(names))
@@ -49,6 +52,9 @@ def _common(p: argparse.ArgumentParser, defaults: Any) -> None:
                    "name, so a task trains the same policies in ptq, qat and --gap-ablation")
     p.add_argument("--json", default=None, metavar="PATH",
                    help="write a JSON report to this file (default: none, print only)")
+    p.add_argument("--bits", type=int, nargs="+", default=list(defaults.bits),
+                   help=bits_help)
+    return p
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,15 +63,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from jaxrl_pim.studies.qat import QATStudyConfig
 
     ptq_defaults, qat_defaults = PTQConfig(), QATStudyConfig()
-    p = add_command(
-        subparsers, "ptq", main,
-        description="Train fp32 policies with the jitted learners, evaluate fake-quantized "
-        "copies (fp16, int8, --bits sweep) from the same initial states and report return, "
-        "KL and action agreement vs fp32. --gap-ablation adds plain-vs-advantage-learning DQN.")
-    _common(p, ptq_defaults)
-    p.add_argument("--bits", type=int, nargs="+", default=list(ptq_defaults.bits),
-                   help="bit widths of the sweep (bits, 2-16; paper scheme: 16 = float16 "
-                   "round trip)")
+    p = _study(
+        subparsers, "ptq",
+        "Train fp32 policies with the jitted learners, evaluate fake-quantized copies (fp16, "
+        "int8, --bits sweep) from the same initial states and report return, KL and action "
+        "agreement vs fp32. --gap-ablation adds plain-vs-advantage-learning DQN.",
+        ptq_defaults, "bit widths of the sweep (bits, 2-16; paper scheme: 16 = float16 round "
+        "trip)")
     p.add_argument("--scheme", choices=SCHEMES, default=ptq_defaults.scheme,
                    help="integer quantizer of int8 and the sweep")
     p.add_argument("--per-channel", action="store_true",
@@ -77,14 +81,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="also run the action-gap ablation on the DQN tasks among --tasks "
                    "(trains each twice: plain and advantage-learning targets) (default: off)")
 
-    q = add_command(
-        subparsers, "qat", main,
-        description="Train with fake quantization (straight-through gradient) after a delay "
-        "and compare with post-training quantization of fp32 policies at the same bit "
-        "widths (paper quantizer).")
-    _common(q, qat_defaults)
-    q.add_argument("--bits", type=int, nargs="+", default=list(qat_defaults.bits),
-                   help="bit widths to train at (bits, 2-16)")
+    q = _study(
+        subparsers, "qat",
+        "Train with fake quantization (straight-through gradient) after a delay and compare "
+        "with post-training quantization of fp32 policies at the same bit widths (paper "
+        "quantizer).", qat_defaults, "bit widths to train at (bits, 2-16)")
     q.add_argument("--delay", type=float, default=qat_defaults.delay_fraction,
                    help="fraction of training (0 <= f < 1) before fake quantization "
                    "switches on")
