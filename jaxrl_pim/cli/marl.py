@@ -25,6 +25,10 @@ the newest one, refusing a checkpoint of another configuration or seed, and ends
 an uninterrupted run ends with, bit for bit. Before training the command prints the plan
 (transitions, update rounds, replay memory), a measured duration estimate for long runs, and a
 warning when no update will run.
+
+The module imports no jax at its top (nor JaxMARL): the options are parsed and their cheap
+checks run (counts, names, combinations of flags, output paths) before jax is imported, so a
+bad option is refused within a second; the rest is imported where it is used.
 """
 
 from __future__ import annotations
@@ -32,12 +36,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jax
-import numpy as np
-
-from jaxrl_pim import report
+from jaxrl_pim.choices import (
+    JAXMARL_PREFIX,
+    JAXMARL_SUPPORTED,
+    LAYOUTS,
+    LONG_RUN_TRANSITIONS,
+    MARL_ALGOS,
+    MARL_ENVS,
+    POLICIES,
+    SAMPLERS,
+    SAMPLING_MODES,
+    TAG_PRESETS,
+)
 from jaxrl_pim.cli._common import (
     add_checkpoint_arguments,
     check_checkpoint_arguments,
@@ -45,15 +57,19 @@ from jaxrl_pim.cli._common import (
     flag_names,
     show_progress,
 )
-from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
-from jaxrl_pim.envs.mpe import TAG_PRESETS
-from jaxrl_pim.marl import checkpoint, plan
-from jaxrl_pim.marl.config import ALGOS, LAYOUTS, SAMPLERS, SAMPLING_MODES, MARLConfig
-from jaxrl_pim.marl.policies import POLICIES
-from jaxrl_pim.marl.trainer import make_env, make_init
-from jaxrl_pim.progress import RichProgress
 
-_DEFAULTS = MARLConfig()
+if TYPE_CHECKING:  # importing the config loads jax
+    from jaxrl_pim.marl.config import MARLConfig
+
+#: The defaults of the options that set MARLConfig fields: MARLConfig's own, written here so
+#: the parser is built without importing jax (tests/cli/test_defaults.py checks they are
+#: MARLConfig()'s).
+DEFAULTS: dict[str, Any] = {
+    "algo": "maddpg", "env": "spread", "num_agents": 3, "num_envs": 1,
+    "num_episodes": 60_000, "sampling_mode": "faithful", "sampler": "uniform",
+    "layout": "interleaved", "buffer_capacity": 1_000_000, "batch_size": 1024,
+    "learning_starts": 25_600, "update_every": 100,
+}
 
 #: MARLConfig fields -> the flags that set them (errors name what the user typed).
 FLAGS = {"num_episodes": "--episodes", "num_envs": "--num-envs", "batch_size": "--batch-size",
@@ -69,7 +85,7 @@ def _presets() -> str:
 
 def register(subparsers: Any) -> None:
     """Add the ``marl`` sub-command."""
-    d = _DEFAULTS
+    d = argparse.Namespace(**DEFAULTS)
     p = subparsers.add_parser(
         "marl",
         help="train MADDPG / MATD3 / MASAC on cooperative navigation or predator-prey",
@@ -97,7 +113,7 @@ def register(subparsers: Any) -> None:
     world.add_argument("--obstacles", type=int, default=None, metavar="L",
                        help="tag: obstacles (default: max(2, prey))")
     algo = p.add_argument_group("algorithm and replay")
-    algo.add_argument("--algo", choices=ALGOS, default=d.algo,
+    algo.add_argument("--algo", choices=MARL_ALGOS, default=d.algo,
                       help="learner (default: %(default)s)")
     algo.add_argument("--sampler", choices=SAMPLERS, default=d.sampler,
                       help="mini-batch index sampler (default: %(default)s)")
@@ -145,7 +161,7 @@ def register(subparsers: Any) -> None:
     out.add_argument("--estimate", action=argparse.BooleanOptionalAction, default=None,
                      help="time one env step and one update round first and print the "
                           "expected duration (default: on for runs of at least "
-                          f"{plan.LONG_RUN_TRANSITIONS:,} transitions)")
+                          f"{LONG_RUN_TRANSITIONS:,} transitions)")
     ckpt = p.add_argument_group(
         "checkpoints", "save the run as it goes and continue it after a crash or a kill")
     add_checkpoint_arguments(
@@ -194,14 +210,18 @@ def _register_evaluate(marl: argparse.ArgumentParser) -> None:
 
 def evaluate_checkpoint(args: argparse.Namespace) -> int:
     """``jaxrl-pim marl evaluate``: load, evaluate, print, optionally render."""
-    from jaxrl_pim.marl.policies import evaluate, load_policies, rollout_positions
-
-    # every cheap check before the checkpoint is read and the episodes compiled
+    # every cheap check before jax is imported, the checkpoint read and the episodes compiled
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (evaluation episodes)")
     if args.render is not None and not args.render.lower().endswith(".gif"):
         raise ValueError(f"--render writes a GIF: {args.render!r} does not end in .gif")
     check_outputs(args, files={"--json": "json", "--render": "render"})
+    import jax
+    import numpy as np
+
+    from jaxrl_pim import report
+    from jaxrl_pim.marl.policies import evaluate, load_policies, rollout_positions
+
     try:
         pol = load_policies(args.checkpoint)
         key = jax.random.PRNGKey(args.seed)
@@ -252,12 +272,14 @@ def _capacity(text: str) -> int | str:
 def _auto_rows(args: argparse.Namespace) -> int:
     """``--capacity auto``'s upper bound: the default capacity, or the rows that
     ``--batch-size`` / ``--learning-starts`` / ``--num-envs`` need when more."""
-    return max(_DEFAULTS.buffer_capacity, args.batch_size, args.learning_starts, args.num_envs)
+    return max(DEFAULTS["buffer_capacity"], args.batch_size, args.learning_starts, args.num_envs)
 
 
-def config_from_args(args: argparse.Namespace) -> MARLConfig:
-    """The run's config from the parsed options (the world options resolved; ``--capacity
-    auto`` gives :func:`_auto_rows`' bound, which :func:`fit_memory` lowers)."""
+def check_args(args: argparse.Namespace) -> tuple[int | None, int | None, int | None]:
+    """The cheap checks of the training options, without importing jax or JaxMARL: counts,
+    the ``--env`` name, the world options that go together, the replay sizes against
+    ``--capacity`` (``auto``: :func:`_auto_rows`' bound). Returns the world's ``(agents,
+    prey, obstacles)`` (None: the config's default); a ValueError names the flag."""
     if args.capacity == "auto":
         args = argparse.Namespace(**{**vars(args), "capacity": _auto_rows(args)})
     if args.episodes < 1:
@@ -268,10 +290,13 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
     if 1 <= args.capacity < args.learning_starts:
         raise ValueError(f"--learning-starts ({args.learning_starts}) must be <= --capacity "
                          f"({args.capacity})")
-    if args.env.startswith("jaxmarl:") and args.env.removeprefix("jaxmarl:") not in \
+    if args.env not in MARL_ENVS and not args.env.startswith(JAXMARL_PREFIX):
+        raise ValueError(f"--env must be one of {', '.join(MARL_ENVS)} or "
+                         f"{JAXMARL_PREFIX}NAME (a JaxMARL environment), got {args.env!r}")
+    if args.env.startswith(JAXMARL_PREFIX) and args.env.removeprefix(JAXMARL_PREFIX) not in \
             JAXMARL_SUPPORTED:
         raise ValueError(f"--env {args.env} is not supported; JaxMARL environments: "
-                         + ", ".join(f"jaxmarl:{n}" for n in JAXMARL_SUPPORTED))
+                         + ", ".join(JAXMARL_PREFIX + n for n in JAXMARL_SUPPORTED))
     if args.env != "tag":
         if args.env != "spread" and args.agents is not None:
             raise ValueError(f"--agents does not apply to {args.env} (its size is the JaxMARL "
@@ -290,7 +315,17 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
         if args.obstacles is not None:
             raise ValueError("--obstacles needs --predators and --prey")
         agents, prey, obstacles = args.agents, None, None
-    if args.env.startswith("jaxmarl:"):
+    return agents, prey, obstacles
+
+
+def config_from_args(args: argparse.Namespace) -> MARLConfig:
+    """The run's config from the parsed options (checked by :func:`check_args` first, the
+    world options resolved; ``--capacity auto`` gives :func:`_auto_rows`' bound, which
+    :func:`fit_memory` lowers)."""
+    agents, prey, obstacles = check_args(args)
+    if args.capacity == "auto":
+        args = argparse.Namespace(**{**vars(args), "capacity": _auto_rows(args)})
+    if args.env.startswith(JAXMARL_PREFIX):
         from jaxrl_pim.envs.jaxmarl_adapter import require_jaxmarl
 
         try:
@@ -303,9 +338,11 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
 
 def _config(args: argparse.Namespace, agents: int | None, prey: int | None,
             obstacles: int | None) -> MARLConfig:
+    from jaxrl_pim.marl.config import MARLConfig
+
     return MARLConfig(
         algo=args.algo, env=args.env,
-        num_agents=_DEFAULTS.num_agents if agents is None else agents, num_prey=prey,
+        num_agents=DEFAULTS["num_agents"] if agents is None else agents, num_prey=prey,
         num_obstacles=obstacles, num_envs=args.num_envs, num_episodes=args.episodes,
         sampling_mode=args.sampling_mode, sampler=args.sampler, layout=args.layout,
         buffer_capacity=args.capacity, batch_size=args.batch_size,
@@ -314,6 +351,11 @@ def _config(args: argparse.Namespace, agents: int | None, prey: int | None,
 
 
 def _state_bytes(config: MARLConfig) -> int:
+    import jax
+    import numpy as np
+
+    from jaxrl_pim.marl.trainer import make_init
+
     shapes = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
     return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
 
@@ -326,6 +368,10 @@ def fit_memory(args: argparse.Namespace, config: MARLConfig, seeds: int = 1,
     are split over (default: every local device). Returns the config and the memory record
     of the report."""
     import dataclasses
+
+    import jax
+
+    from jaxrl_pim.marl import plan
 
     devices = jax.local_device_count() if devices is None else devices
     if args.capacity == "auto":
@@ -342,6 +388,7 @@ def _open_checkpoints(args: argparse.Namespace, config: MARLConfig) -> Any:
     if args.checkpoint is None:
         return None
     from jaxrl_pim.checkpoint import Checkpoints
+    from jaxrl_pim.marl import checkpoint
 
     return Checkpoints(args.checkpoint, keep=3,
                        fingerprint=checkpoint.fingerprint(config, seed=args.seed))
@@ -362,6 +409,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot writes a PNG: {args.plot!r} does not end in .png")
         check_outputs(args, files={"--plot": "plot"})
+    check_args(args)  # every cheap check before jax (and JaxMARL) is imported
     from jaxrl_pim.cli import launch
 
     procs = launch.initialize_from_args(args, "jaxrl-pim marl")  # before any jax work
@@ -390,6 +438,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
          memory: dict[str, Any]) -> int:
+    import jax
+    import numpy as np
+
+    from jaxrl_pim import report
+    from jaxrl_pim.marl import checkpoint, plan
+    from jaxrl_pim.marl.trainer import make_env
+    from jaxrl_pim.progress import RichProgress
+
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
     state, curve = checkpoint.starting_state(config, jax.random.PRNGKey(args.seed),

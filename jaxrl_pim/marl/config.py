@@ -12,15 +12,17 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from jaxrl_pim import choices
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs import mpe
 from jaxrl_pim.envs.jaxmarl_adapter import PREFIX as JAXMARL_PREFIX
 from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
 from jaxrl_pim.replay import LAYOUTS, SAMPLERS, check_capacity
 
-ALGOS: tuple[str, ...] = ("maddpg", "matd3", "masac")
-ENVS: tuple[str, ...] = ("spread", "tag")
-SAMPLING_MODES: tuple[str, ...] = ("faithful", "fast")
+# the option names live in jaxrl_pim.choices (the command checks them before importing jax)
+ALGOS = choices.MARL_ALGOS
+ENVS = choices.MARL_ENVS
+SAMPLING_MODES = choices.SAMPLING_MODES
 MAX_ENVS = 65_536
 MAX_EPISODE_LENGTH = 100_000
 MAX_WIDTH = 65_536

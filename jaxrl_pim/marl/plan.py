@@ -17,13 +17,14 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl_pim import choices
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import make_env, make_init, make_phases
 from jaxrl_pim.replay import MAX_CAPACITY, sum_tree
 from jaxrl_pim.replay import compact_final_slots as replay_compact_finals
 from jaxrl_pim.timing import time_call
 
-LONG_RUN_TRANSITIONS = 100_000
+LONG_RUN_TRANSITIONS = choices.LONG_RUN_TRANSITIONS  # in jaxrl_pim.choices (no jax)
 """Runs storing at least this many transitions count as long (the command estimates them)."""
 
 ESTIMATE_ROWS = 4096

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_pim import choices
 from jaxrl_pim.checks import check_choice, check_int
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.networks import gumbel_softmax, make_networks
@@ -39,7 +40,7 @@ from jaxrl_pim.marl.trainer import make_env, make_init
 __all__ = ["POLICIES", "Policies", "config_from_fingerprint", "evaluate", "load_policies",
            "make_act", "rollout_positions"]
 
-POLICIES = ("greedy", "sample", "random")
+POLICIES = choices.POLICIES  # in jaxrl_pim.choices (no jax to import)
 """Policies :func:`evaluate` runs: ``greedy`` (softmax of the logits, no noise), ``sample``
 (Gumbel-softmax, as in training), ``random`` (Gumbel-softmax of zero logits: uniformly random
 discrete actions, the untrained policy's distribution)."""

@@ -44,9 +44,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from jaxrl_pim import choices
 from jaxrl_pim.checks import check_choice, check_index_range, check_int
 
-LAYOUTS: tuple[str, ...] = ("per_agent", "interleaved", "packed", "compact")
+LAYOUTS = choices.LAYOUTS  # the names live in jaxrl_pim.choices (no jax to import)
 MAX_CAPACITY = 2**30
 """Largest buffer capacity (rows) of every buffer and sampler: int32 ring positions stay below
 2^31, and a priority tree over ``2^30`` leaves has ``2^31`` nodes, the most int32 indexes."""

@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from jaxrl_pim import choices
 from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.replay import sum_tree
 from jaxrl_pim.replay.buffers import check_capacity
@@ -341,4 +342,4 @@ def info_prioritized(
     return Sampler(init, sample, update_priorities, on_add)
 
 
-SAMPLERS: tuple[str, ...] = ("uniform", "neighbor", "prioritized", "info_prioritized")
+SAMPLERS = choices.SAMPLERS  # the names live in jaxrl_pim.choices (no jax to import)

@@ -578,6 +578,125 @@ def test_cheap_checks_come_before_reading_or_importing(tmp_path, monkeypatch, ca
     assert "writes a GIF" in _one_error(capsys, "marl")
 
 
+#: Runs :func:`jaxrl_pim.cli.main` on each argv of a JSON list (argv 1) in one interpreter and
+#: prints, per argv, the exit status, what went to stderr and whether jax / JaxMARL had been
+#: imported by the time the command stopped.
+CHEAP_CHECKS = r"""
+import contextlib, io, json, sys
+from jaxrl_pim.cli import main
+out = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as stop:
+            status = stop.code
+    out.append({"status": status, "err": err.getvalue(),
+                "loaded": [m for m in ("jax", "jaxmarl") if m in sys.modules]})
+print(json.dumps(out))
+"""
+
+#: (argv, the flag the error line names): options refused before jax is imported.
+CHEAP = [
+    (["marl", "evaluate", "--checkpoint", "none", "--episodes", "0"], "--episodes"),
+    (["marl", "evaluate", "--checkpoint", "none", "--render", "x.png"], "--render"),
+    (["marl", "evaluate", "--checkpoint", "none", "--policy", "best"], "--policy"),
+    (["marl", "--episodes", "0"], "--episodes"),
+    (["marl", "--env", "jaxmarl:MPE_simple_v9", "--episodes", "1"], "--env"),
+    (["marl", "--env", "chase"], "--env"),
+    (["marl", "--algo", "ddpg"], "--algo"),
+    (["marl", "--sampler", "lru"], "--sampler"),
+    (["marl", "--layout", "rows"], "--layout"),
+    (["marl", "--sampling-mode", "slow"], "--sampling-mode"),
+    (["marl", "--seeds", "0"], "--seeds"),
+    (["marl", "--eval-episodes", "-1"], "--eval-episodes"),
+    (["marl", "--plot", "c.png"], "--plot"),
+    (["marl", "--env", "tag", "--agents", "3", "--prey", "1"], "--agents"),
+    (["marl", "--env", "jaxmarl:MPE_simple_v3", "--agents", "4"], "--agents"),
+    (["marl", "--capacity", "16", "--batch-size", "32"], "--batch-size"),
+    (["marl", "--capacity", "lots"], "--capacity"),
+    (["marl", "--resume"], "--resume"),
+]
+
+
+def _cheap_checks(cases: list[list[str]]) -> list[dict]:
+    import json
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", CHEAP_CHECKS, json.dumps(cases)], cwd=root,
+                          capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_cheap_checks_refuse_before_jax_is_imported():
+    # one interpreter for every case: a case that imported jax shows in its own record and
+    # in every later one, so the first offender is named
+    got = _cheap_checks([argv for argv, _ in CHEAP])
+    for (argv, flag), res in zip(CHEAP, got, strict=True):
+        lines = _lines(res["err"])
+        assert res["status"] == 2, (argv, res)
+        # one error line naming the flag, last; before it at most argparse's usage
+        assert re.match(rf"jaxrl-pim {argv[0]}( evaluate)?: error: .*{flag}", lines[-1]), \
+            (argv, lines)
+        assert len(lines) == 1 or lines[0].startswith("usage: "), (argv, lines)
+        assert not any(": error: " in ln for ln in lines[:-1]), (argv, lines)
+        assert res["loaded"] == [], (argv, res["loaded"])  # no jax, no JaxMARL
+
+
+def test_a_bad_option_is_refused_within_seconds():
+    import subprocess
+    import time
+
+    # was 16-18 s on a loaded machine when the command imported jax and compiled first; a
+    # bound well above the ~0.5 s it takes now, for slow CI machines
+    root = Path(__file__).resolve().parents[2]
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "jaxrl_pim.cli", "marl", "evaluate",
+                           "--checkpoint", "none", "--episodes", "0"], cwd=root,
+                          capture_output=True, text=True, timeout=60)
+    elapsed = time.perf_counter() - t0
+    assert done.returncode == 2 and "--episodes must be >= 1" in done.stderr, done.stderr
+    assert elapsed < 5.0, elapsed
+
+
+def test_the_marl_commands_defaults_are_marl_configs():
+    from jaxrl_pim.cli.marl import DEFAULTS
+    from jaxrl_pim.marl.config import MARLConfig
+
+    config = MARLConfig()
+    assert DEFAULTS == {name: getattr(config, name) for name in DEFAULTS}
+
+
+def test_the_choices_are_the_librarys():
+    from jaxrl_pim import choices, replay
+    from jaxrl_pim.envs import jaxmarl_adapter, mpe
+    from jaxrl_pim.marl import config, plan, policies
+
+    assert choices.LAYOUTS is replay.LAYOUTS and choices.SAMPLERS is replay.SAMPLERS
+    assert choices.TAG_PRESETS is mpe.TAG_PRESETS
+    assert choices.JAXMARL_SUPPORTED is jaxmarl_adapter.SUPPORTED
+    assert choices.JAXMARL_PREFIX == jaxmarl_adapter.PREFIX == "jaxmarl:"
+    assert choices.MARL_ALGOS is config.ALGOS and choices.MARL_ENVS is config.ENVS
+    assert choices.SAMPLING_MODES is config.SAMPLING_MODES
+    assert choices.POLICIES is policies.POLICIES
+    assert choices.LONG_RUN_TRANSITIONS == plan.LONG_RUN_TRANSITIONS
+
+
+@JAXMARL_MARKS[0]
+@JAXMARL_MARKS[1]
+def test_the_jaxmarl_names_are_jaxmarls_mpe_worlds():
+    import jaxmarl
+
+    from jaxrl_pim.choices import JAXMARL_SUPPORTED
+
+    # every name is registered, and every registered MPE world is one of them (or the list
+    # is out of date with the installed JaxMARL)
+    mpe = [name for name in jaxmarl.registered_envs if name.startswith("MPE_")]
+    assert sorted(JAXMARL_SUPPORTED) == sorted(mpe)
+
+
 def test_check_output_paths_directly(tmp_path):
     ns = argparse.Namespace(json=str(tmp_path / "new" / "deeper" / "r.json"), ck=None)
     _common.check_outputs(ns, files={"--json": "json"}, folders={"--checkpoint": "ck"})
