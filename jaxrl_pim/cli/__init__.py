@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 from jaxrl_pim.cli._common import (
     STOP_GRACE_S,
+    SUMMARIES,
     CommandParser,
     Stopped,
     report_stop,
@@ -63,13 +64,9 @@ def _launch(sub: argparse._SubParsersAction) -> None:
 
 #: Every sub-command: name -> (one-line summary for ``jaxrl-pim --help``, its registrar).
 COMMANDS: dict[str, tuple[str, Registrar]] = {
-    "tabular": ("offline tabular Q-learning / SARSA on vmapped lanes (SwiftRL)", _tabular),
-    "actorq": ("actor-learner DQN/D4PG with quantized (int8/fp16) actors", _actorq),
-    "ptq": ("post-training quantization study (fp32/fp16/int8 and a bit sweep)", _studies),
-    "qat": ("quantization-aware training study (QAT vs PTQ at the same bits)", _studies),
-    "marl": ("train MADDPG / MATD3 / MASAC on cooperative navigation or predator-prey",
-             _marl),
-    "launch": ("run a command as several local processes of one jax.distributed run", _launch),
+    name: (SUMMARIES[name], register) for name, register in (
+        ("tabular", _tabular), ("actorq", _actorq), ("ptq", _studies), ("qat", _studies),
+        ("marl", _marl), ("launch", _launch))
 }
 
 

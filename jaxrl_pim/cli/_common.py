@@ -38,19 +38,28 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+#: Every sub-command's one-line summary (``jaxrl-pim --help`` and the command's own help).
+SUMMARIES: dict[str, str] = {
+    "tabular": "offline tabular Q-learning / SARSA on vmapped lanes (SwiftRL)",
+    "actorq": "actor-learner DQN/D4PG with quantized (int8/fp16) actors",
+    "ptq": "post-training quantization study (fp32/fp16/int8 and a bit sweep)",
+    "qat": "quantization-aware training study (QAT vs PTQ at the same bits)",
+    "marl": "train MADDPG / MATD3 / MASAC on cooperative navigation or predator-prey",
+    "launch": "run a command as several local processes of one jax.distributed run",
+}
+
+
 def add_command(subparsers: argparse._SubParsersAction, name: str, func: Any, *,
                 description: str, help_formatter: bool = True,
                 **kwargs: Any) -> argparse.ArgumentParser:
     """Add the sub-command ``name`` whose entry point is ``func`` (the module's ``main(args)
-    -> int``): its one-line help is its summary in :data:`jaxrl_pim.cli.COMMANDS`, its
+    -> int``): its one-line help is its summary in :data:`SUMMARIES`, its
     options' help appends their defaults (:class:`HelpFormatter`) unless ``help_formatter``
     is False (a command whose help texts state every default themselves). Returns its
     parser."""
-    from jaxrl_pim.cli import COMMANDS
-
     if help_formatter:
         kwargs["formatter_class"] = HelpFormatter
-    parser = subparsers.add_parser(name, help=COMMANDS[name][0], description=description,
+    parser = subparsers.add_parser(name, help=SUMMARIES[name], description=description,
                                    **kwargs)
     parser.set_defaults(func=func)
     return parser
