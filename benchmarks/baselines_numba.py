@@ -61,8 +61,13 @@ def _pick(name: str, text: str, allowed: tuple[str, ...]) -> list[str]:
     return [check_choice(name, x, allowed) for x in picked]
 
 
+#: The results' algorithm labels and the ``TabularConfig.algo`` each names.
+ALGORITHMS = {"q_learning": "q", "sarsa": "sarsa"}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure updates/s of every baseline x variant; write JSON, Markdown and a PNG plot."""
+    from jaxrl_pim.tabular.config import SAMPLINGS, TabularConfig
     from jaxrl_pim.testing import tabular_numba as tn
 
     p = harness.parser(__doc__)
@@ -83,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"comma-separated (default all: {','.join(tn.BASELINES)}; --smoke "
                         "lanes_numba,lanes_block_numba)")
     p.add_argument("--algorithms", default=None,
-                   help="comma-separated (default both; --smoke sarsa)")
+                   help="comma-separated q_learning,sarsa (default both; --smoke sarsa)")
     p.add_argument("--samplings", default=None,
                    help="comma-separated (default all three; --smoke ran)")
     p.add_argument("--formats", default=None, help="comma-separated (default both)")
@@ -105,9 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     baselines = _pick("--baselines", args.baselines or (
         "lanes_numba,lanes_block_numba" if smoke else ",".join(tn.BASELINES)), tn.BASELINES)
     variants = [(a, s, f) for a in _pick("--algorithms", args.algorithms or (
-                    "sarsa" if smoke else ",".join(tn.ALGORITHMS)), tn.ALGORITHMS)
+                    "sarsa" if smoke else ",".join(ALGORITHMS)), ALGORITHMS)
                 for s in _pick("--samplings", args.samplings or (
-                    "ran" if smoke else ",".join(tn.SAMPLINGS)), tn.SAMPLINGS)
+                    "ran" if smoke else ",".join(SAMPLINGS)), SAMPLINGS)
                 for f in _pick("--formats", args.formats or ",".join(tn.FORMATS), tn.FORMATS)]
     path = harness.output_path(args, "baselines_numba")
 
@@ -118,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     t_start = time.perf_counter()
     for algo, samp, fmt in variants:
-        cfg = tn.BaselineConfig(num_states=16, num_actions=4, algorithm=algo, sampling=samp,
-                                fmt=fmt, num_episodes=episodes, sync_period=sync)
+        cfg = TabularConfig(num_states=16, num_actions=4, algo=ALGORITHMS[algo],
+                            sampling=samp, dtype=fmt, num_cores=lanes, num_episodes=episodes,
+                            sync_period=sync, rng="lcg")
         for b in baselines:
             times, cpus = [], []
             for _ in range(repeats):

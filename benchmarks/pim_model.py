@@ -58,12 +58,13 @@ def _name(algo: str, sampling: str, dtype: str) -> str:
 def variant_estimates(system: Any) -> dict[str, Any]:
     """Every {FrozenLake, Taxi} x {Q, SARSA} x {SEQ, RAN, STR} x {INT32, FP32} run on
     2,000 cores, keyed ``env/VARIANT``."""
-    from jaxrl_pim.pim import Workload, estimate
+    from jaxrl_pim.pim import estimate
+    from jaxrl_pim.tabular.config import TabularConfig
 
     out = {}
     for env, shape in (("frozenlake", FL), ("taxi", TAXI)):
         for a, s, d in VARIANTS:
-            w = Workload(**shape, algo=a, sampling=s, dtype=d, num_cores=2000)
+            w = TabularConfig(**shape, algo=a, sampling=s, dtype=d, num_cores=2000)
             out[f"{env}/{_name(a, s, d)}"] = estimate(w, ROWS[env], system)
     return out
 
@@ -76,15 +77,16 @@ def _ratio_from_sync_shares(share: float, base: float) -> float:
 def figures() -> list[dict[str, Any]]:
     """One record per published figure: published and predicted value, role, whether it
     could have missed (``falsifiable``), how its error is measured and its workload."""
-    from jaxrl_pim.pim import SWIFTRL, Workload, estimate
+    from jaxrl_pim.pim import SWIFTRL, estimate
+    from jaxrl_pim.tabular.config import TabularConfig
 
     hd, tb, ma = pim_published.HEADLINE, pim_published.TIME_BREAKDOWN, pim_published.MULTI_AGENT
     ex = pim_published.EXTRA
     sync = tb["sync_share_percent_taxi_2000_cores"]
     v = variant_estimates(SWIFTRL)
-    agents = {n: estimate(Workload(**FL, dtype="int32", num_cores=n, independent=True),
+    agents = {n: estimate(TabularConfig(**FL, dtype="int32", num_cores=n, independent=True),
                           n * 10_000, SWIFTRL) for n in (1000, 2000)}
-    cores = {n: estimate(Workload(**FL, dtype="int32", num_cores=n), ROWS["frozenlake"],
+    cores = {n: estimate(TabularConfig(**FL, dtype="int32", num_cores=n), ROWS["frozenlake"],
                          SWIFTRL) for n in (125, 2000)}
 
     def nonsync(key: str) -> float:
@@ -230,11 +232,12 @@ def arithmetic(records: list[dict[str, Any]]) -> dict[str, Any]:
 def instruction_table() -> list[dict[str, Any]]:
     """Instructions per update by part for the 12 variants on FrozenLake with the
     ``swiftrl`` preset (SARSA's epsilon-greedy share at epsilon 0.1)."""
-    from jaxrl_pim.pim import SWIFTRL, Workload, cycles_per_update, update_instructions
+    from jaxrl_pim.pim import SWIFTRL, cycles_per_update, update_instructions
+    from jaxrl_pim.tabular.config import TabularConfig
 
     rows = []
     for a, s, d in VARIANTS:
-        w = Workload(**FL, algo=a, sampling=s, dtype=d)
+        w = TabularConfig(**FL, algo=a, sampling=s, dtype=d)
         parts = update_instructions(w, SWIFTRL.ops, SWIFTRL.literal_precision)
         cyc = cycles_per_update(w, SWIFTRL)
         rows.append({"variant": _name(a, s, d), **parts,
@@ -339,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = {"mode": harness.mode_of(args),
            "system": pim.SWIFTRL.as_dict(), "target": TARGET,
            "negligible_share_percent": NEGLIGIBLE_SHARE_PERCENT,
-           "calibration_targets": {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v)
+           "calibration_targets": {k: (pim.model_fields(v) if dataclasses.is_dataclass(v)
                                        else v) for k, v in t.items()},
            "sources": pim.SOURCES["swiftrl"]}
     results = {"figures": recs, "calibrated": dict(pim.CALIBRATED),

@@ -52,11 +52,11 @@ SYSTEM_ORDER = ("swiftrl", "upmem", "upmem-v1b", "hbm-pim", "ideal")
 
 
 def _record(sweep: str, x: Any, w: Any, rows: int, system: Any, **extra: Any) -> dict:
-    from jaxrl_pim.pim import estimate
+    from jaxrl_pim.pim import estimate, model_fields
 
     e = estimate(w, rows, system).as_dict()
     return {"sweep": sweep, "x": x, "system": system.name, "tasklets": system.tasklets,
-            "num_dpus": system.num_dpus, "workload": dataclasses.asdict(w), "rows": rows,
+            "num_dpus": system.num_dpus, "workload": model_fields(w), "rows": rows,
             **{k: e[k] for k in (*PHASES, "total")}, "work": e["work"], **extra}
 
 
@@ -80,29 +80,30 @@ def cpu_rates(root: Path) -> dict[str, Any]:
 def sweeps(cpu: dict[str, Any]) -> list[dict[str, Any]]:
     """Every record of the study."""
     from jaxrl_pim.pim import SWIFTRL as BASE
-    from jaxrl_pim.pim import SYSTEMS, Workload
+    from jaxrl_pim.pim import SYSTEMS
+    from jaxrl_pim.tabular.config import TabularConfig
 
     fl, taxi = dict(num_states=16, num_actions=4), dict(num_states=500, num_actions=6)
     out = []
     for n in DPUS:
         system = dataclasses.replace(BASE, num_dpus=n) if n > BASE.num_dpus else BASE
-        out.append(_record("dpus", n, Workload(**fl, dtype="int32", num_cores=n),
+        out.append(_record("dpus", n, TabularConfig(**fl, dtype="int32", num_cores=n),
                            1_000_000, system))
     for env, rows in (("frozenlake", 1_000_000), ("taxi", 5_000_000)):
         shape = fl if env == "frozenlake" else taxi
         for t in TASKLETS:
-            out.append(_record("tasklets", t, Workload(**shape, dtype="int32"), rows,
+            out.append(_record("tasklets", t, TabularConfig(**shape, dtype="int32"), rows,
                                dataclasses.replace(BASE, tasklets=t), env=env))
     for tau in PERIODS:
-        out.append(_record("sync_period", tau, Workload(**taxi, dtype="int32",
-                                                        sync_period=tau), 5_000_000, BASE))
+        out.append(_record("sync_period", tau, TabularConfig(**taxi, dtype="int32",
+                                                             sync_period=tau), 5_000_000, BASE))
     for system in SYSTEMS.values():
         for algo in ("q", "sarsa"):
             for sampling in ("seq", "ran", "str"):
                 for dtype in ("fp32", "int32"):
                     variant = f"{algo.upper()}-{sampling.upper()}-{dtype.upper()}"
-                    w = Workload(**fl, algo=algo, sampling=sampling, dtype=dtype,
-                                 num_cores=cpu["lanes"])
+                    w = TabularConfig(**fl, algo=algo, sampling=sampling, dtype=dtype,
+                                      num_cores=cpu["lanes"])
                     rate = cpu["updates_per_s"].get(variant)
                     cpu_s = None if rate is None else w.num_episodes * cpu["rows"] / rate
                     rec = _record("variants", variant, w, cpu["rows"], system,
@@ -112,7 +113,7 @@ def sweeps(cpu: dict[str, Any]) -> list[dict[str, Any]]:
                     out.append(rec)
     for t in (1, 16):
         for s in STATES:
-            out.append(_record("table_size", s, Workload(s, 4, dtype="int32"), 1_000_000,
+            out.append(_record("table_size", s, TabularConfig(s, 4, dtype="int32"), 1_000_000,
                                dataclasses.replace(BASE, tasklets=t)))
     return out
 

@@ -267,6 +267,7 @@ class _JaxLanes:
 
 def section_numba(args, cache) -> dict:
     """JAX lanes vs the Numba lanes baselines, every variant, alternating best-of rounds."""
+    from jaxrl_pim.tabular import TabularConfig
     from jaxrl_pim.testing import tabular_numba as tn
 
     transitions, model = dataset("frozenlake", ENV_ROWS["frozenlake"] // args.scale, cache)
@@ -275,10 +276,9 @@ def section_numba(args, cache) -> dict:
     rows = []
     for algo, sampling, dtype in selected_variants(args, "numba"):
         name = _variant_name(algo, sampling, dtype)
-        bcfg = tn.BaselineConfig(
-            num_states=model.num_states, num_actions=model.num_actions,
-            algorithm="q_learning" if algo == "q" else "sarsa", sampling=sampling, fmt=dtype,
-            num_episodes=sync, sync_period=sync)
+        bcfg = TabularConfig(model.num_states, model.num_actions, algo=algo, sampling=sampling,
+                             dtype=dtype, num_cores=lanes, num_episodes=sync, sync_period=sync,
+                             rng="lcg")
         # Calibrate: best of two one-round (50-episode) runs per contender; every side then
         # runs the episodes the fastest needs for min_seconds (a multiple of the sync period,
         # 50 % margin). If a timed run still came out shorter (the machine got faster), the
@@ -454,11 +454,8 @@ def section_forms(args, cache) -> dict:
         text = fns[name].as_text()
         ops[name] = lane_forms.innermost_loop_body(text)
         opcodes[name] = lane_forms.innermost_loop_opcodes(text)
-    bcfg = tn.BaselineConfig(num_states=model.num_states, num_actions=model.num_actions,
-                             algorithm="q_learning", sampling="seq", fmt="fp32",
-                             num_episodes=episodes, sync_period=episodes)
     for b in NUMBA_CONTENDERS:
-        tn.run_baseline(b, transitions, bcfg, lanes)  # compiles outside the timed region
+        tn.run_baseline(b, transitions, cfg, lanes)  # compiles outside the timed region
     seconds: dict[str, list[float]] = {k: [] for k in [*fns, *NUMBA_CONTENDERS]}
     tables: dict[str, np.ndarray] = {}
     for _ in range(args.rounds):
@@ -468,7 +465,7 @@ def section_forms(args, cache) -> dict:
             seconds[name].append(time.perf_counter() - t0)
             tables[name] = np.asarray(out)
         for b in NUMBA_CONTENDERS:
-            tables[b], sec = tn.run_baseline(b, transitions, bcfg, lanes)
+            tables[b], sec = tn.run_baseline(b, transitions, cfg, lanes)
             seconds[b].append(sec)
     updates = lanes * data.sa.shape[0] * episodes
     rate = {k: updates / min(v) for k, v in seconds.items()}

@@ -44,6 +44,28 @@ def check_float(
     return value
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (``True`` / ``False``, NumPy's too); raise ValueError
+    otherwise (``1`` or ``"yes"`` is not a bool)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_widths(name: str, value: Any, max_width: int,
+                 max_layers: int | None = None) -> tuple[int, ...]:
+    """Return ``value`` if it is a non-empty tuple of layer widths (at most ``max_layers``),
+    each an integer in ``[1, max_width]``; raise ValueError naming ``name[i]`` otherwise."""
+    if not isinstance(value, tuple) or not value or (max_layers is not None
+                                                     and len(value) > max_layers):
+        most = "" if max_layers is None else f" (at most {max_layers})"
+        raise ValueError(f"{name} must be a non-empty tuple of layer widths{most}, got "
+                         f"{value!r}")
+    for i, width in enumerate(value):
+        check_int(f"{name}[{i}]", width, 1, max_width)
+    return value
+
+
 def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
     """Return ``value`` if it is one of ``choices``; raise ValueError listing them otherwise."""
     choices = tuple(choices)

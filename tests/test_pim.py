@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from jaxrl_pim import pim
-from jaxrl_pim.pim import IDEAL, UPMEM, Workload, estimate
+from jaxrl_pim.pim import IDEAL, UPMEM, estimate
+from jaxrl_pim.tabular.config import TabularConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "cpu"
@@ -24,7 +25,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "cpu"
 def test_ideal_system_by_hand() -> None:
     # one instruction per operation and per cycle, free transfers: a Q-SEQ-INT32 update is
     # 8 (fetch) + 3 (sample) + 11 (max over 4 and the terminal test) + 9 (update) + 3 (loop)
-    w = Workload(16, 4, "q", "seq", "int32", num_cores=10, num_episodes=5, sync_period=2)
+    w = TabularConfig(16, 4, "q", "seq", "int32", num_cores=10, num_episodes=5, sync_period=2)
     e = estimate(w, 10_003, IDEAL)
     assert e.work["instructions_per_update"] == 34
     assert e.work["rows_per_lane"] == 1000 and e.work["updates_per_dpu"] == 5000
@@ -57,7 +58,7 @@ def test_transfer_modes_by_hand() -> None:
 def test_swiftrl_phases_by_hand() -> None:
     s = pim.SWIFTRL
     lat, h = s.transfer_in.latency_s, s.host_average_s_per_entry
-    w = Workload(500, 6, "q", "seq", "int32", num_cores=2000, num_episodes=2000,
+    w = TabularConfig(500, 6, "q", "seq", "int32", num_cores=2000, num_episodes=2000,
                  sync_period=50)
     e = estimate(w, 5_000_000, s)
     table = 500 * 6 * 4
@@ -103,7 +104,7 @@ def test_swiftrl_preset_is_the_papers_machine() -> None:
 
 def test_literal_precision_costs_the_update_in_double() -> None:
     ops = pim.UPMEM_OPS
-    w = Workload(16, 4, "q", "seq", "fp32")
+    w = TabularConfig(16, 4, "q", "seq", "fp32")
     single = pim.update_instructions(w, ops, "single")
     double = pim.update_instructions(w, ops, "double")
     assert single["update"] == ops.cvt_int_fp + 2 * ops.fp_mul + 3 * ops.fp_add + 2
@@ -113,10 +114,10 @@ def test_literal_precision_costs_the_update_in_double() -> None:
                                 + 3 * ops.fp64_add + 2)
     assert single["bootstrap"] == double["bootstrap"]  # float compares stay float
     # int32 does no float arithmetic in Q-learning: the switch changes nothing
-    wi = Workload(16, 4, "q", "seq", "int32")
+    wi = TabularConfig(16, 4, "q", "seq", "int32")
     assert pim.update_instructions(wi, ops, "single") == pim.update_instructions(wi, ops, "double")
     # SARSA's epsilon draw is a real number in both formats: its cost follows the switch
-    ws = Workload(16, 4, "sarsa", "seq", "int32", epsilon=0.1)
+    ws = TabularConfig(16, 4, "sarsa", "seq", "int32", epsilon=0.1)
     bs = pim.update_instructions(ws, ops, "single")["bootstrap"]
     bd = pim.update_instructions(ws, ops, "double")["bootstrap"]
     assert bd - bs == pytest.approx(ops.fp64_mul + ops.fp64_compare - ops.fp_mul
@@ -162,14 +163,14 @@ def test_prim_mram_latency_is_alpha_plus_beta_bytes() -> None:
 
 
 def test_table_streams_from_mram_once_it_outgrows_wram() -> None:
-    fits = estimate(Workload(3968, 4, dtype="int32"), 1_000_000, UPMEM)
-    spills = estimate(Workload(3969, 4, dtype="int32"), 1_000_000, UPMEM)
+    fits = estimate(TabularConfig(3968, 4, dtype="int32"), 1_000_000, UPMEM)
+    spills = estimate(TabularConfig(3969, 4, dtype="int32"), 1_000_000, UPMEM)
     assert fits.work["table_in_wram"] and not spills.work["table_in_wram"]
     # three more DMAs per update: the row Q[s'] (16 bytes) and Q[s, a] (8) read, Q[s, a]
     # written (8, at the write's fixed cost)
     extra = spills.work["dma_cycles_per_update"] - fits.work["dma_cycles_per_update"]
     assert extra == pytest.approx(2 * 77 + 61 + 0.5 * (16 + 8 + 8))
-    assert estimate(Workload(500, 6), 5_000_000, UPMEM).work["table_in_wram"]  # Taxi fits
+    assert estimate(TabularConfig(500, 6), 5_000_000, UPMEM).work["table_in_wram"]  # Taxi fits
 
 
 def test_prim_transfer_bandwidth_against_dpus() -> None:
@@ -191,7 +192,7 @@ def test_prim_transfer_bandwidth_against_dpus() -> None:
 
 
 def test_independent_agents_have_no_sync_and_lanes_share_dpus() -> None:
-    w = Workload(16, 4, dtype="int32", num_cores=5120, independent=True)
+    w = TabularConfig(16, 4, dtype="int32", num_cores=5120, independent=True)
     e = estimate(w, 5120 * 100, UPMEM)
     assert e.sync == 0 and e.work["sync_rounds"] == 0
     assert e.work["lanes_per_dpu"] == 2  # 5,120 lanes on 2,560 DPUs: two after another
@@ -200,7 +201,7 @@ def test_independent_agents_have_no_sync_and_lanes_share_dpus() -> None:
 
 
 def test_more_dpus_never_slower_in_kernel_time() -> None:
-    w = Workload(16, 4, dtype="int32", num_cores=5000)
+    w = TabularConfig(16, 4, dtype="int32", num_cores=5000)
     kernels = [estimate(w, 1_000_000, dataclasses.replace(UPMEM, num_dpus=n)).kernel
                for n in (1, 7, 125, 1000, 2500, 4999, 5000, 10_000)]
     assert all(b <= a for a, b in zip(kernels, kernels[1:], strict=False))
@@ -208,14 +209,14 @@ def test_more_dpus_never_slower_in_kernel_time() -> None:
 
 
 def test_longer_sync_period_never_more_sync_time() -> None:
-    syncs = [estimate(Workload(500, 6, sync_period=t), 5_000_000, UPMEM).sync
+    syncs = [estimate(TabularConfig(500, 6, sync_period=t), 5_000_000, UPMEM).sync
              for t in (1, 2, 3, 7, 50, 51, 999, 2000, 5000)]
     assert all(b <= a for a, b in zip(syncs, syncs[1:], strict=False))
     assert syncs[0] == pytest.approx(2000 * syncs[-1])
 
 
 def test_more_tasklets_saturate_at_the_pipeline_depth() -> None:
-    w = Workload(16, 4, dtype="int32")
+    w = TabularConfig(16, 4, dtype="int32")
     k = {t: estimate(w, 1_000_000, dataclasses.replace(UPMEM, tasklets=t)).kernel
          for t in (1, 2, 11, 16, 24)}
     assert k[1] > k[2] > k[11] and k[11] == k[16] == k[24]
@@ -224,10 +225,10 @@ def test_more_tasklets_saturate_at_the_pipeline_depth() -> None:
 
 
 def test_variants_cost_what_they_count() -> None:
-    base = estimate(Workload(16, 4, dtype="int32"), 1_000_000, UPMEM)
-    fp = estimate(Workload(16, 4, dtype="fp32"), 1_000_000, UPMEM)
-    ran = estimate(Workload(16, 4, sampling="ran", dtype="int32"), 1_000_000, UPMEM)
-    sarsa = estimate(Workload(16, 4, algo="sarsa", dtype="int32"), 1_000_000, UPMEM)
+    base = estimate(TabularConfig(16, 4, dtype="int32"), 1_000_000, UPMEM)
+    fp = estimate(TabularConfig(16, 4, dtype="fp32"), 1_000_000, UPMEM)
+    ran = estimate(TabularConfig(16, 4, sampling="ran", dtype="int32"), 1_000_000, UPMEM)
+    sarsa = estimate(TabularConfig(16, 4, algo="sarsa", dtype="int32"), 1_000_000, UPMEM)
     ops = pim.UPMEM_OPS
     # fp32 (single) swaps 2 multiplies + 2 divisions + 3 adds for the reward's conversion,
     # 2 float multiplies and 3 float adds, and the 3 integer compares of the max for float
@@ -278,22 +279,41 @@ def test_calibration_reproduces_its_three_targets() -> None:
         pim.calibrate(dataclasses.replace(s, tasklets=2))
 
 
-def test_trainer_config_gives_the_same_estimate() -> None:
-    from jaxrl_pim.tabular import TabularConfig
-
-    cfg = TabularConfig(num_states=500, num_actions=6, algo="sarsa", sampling="str",
-                        dtype="int32", num_cores=100, sync_period=7, num_episodes=30)
-    w = Workload(500, 6, "sarsa", "str", "int32", num_cores=100, sync_period=7,
-                 num_episodes=30)
-    assert estimate(cfg, 12_345, UPMEM) == estimate(w, 12_345, UPMEM)
+def test_the_model_reads_exactly_its_fields_of_the_trainer_config() -> None:
+    """Every field in MODEL_FIELDS changes the estimate; the trainer's other fields (rates,
+    generator, kernel choice) do not."""
+    w = TabularConfig(500, 6, "sarsa", "str", "int32", num_cores=100, sync_period=7,
+                      num_episodes=30)
+    base = estimate(w, 12_345, UPMEM).as_dict()
+    read = dict(num_states=501, num_actions=5, algo="q", sampling="seq", dtype="fp32",
+                num_cores=99, sync_period=8, num_episodes=31, epsilon=0.2, stride=3,
+                independent=True)
+    unread = dict(alpha=0.2, gamma=0.9, rng="lcg", lcg_seed=7, compat_max0=True,
+                  kernel="scan", unroll=2, lanes_per_block=8)
+    assert set(read) == set(pim.MODEL_FIELDS)
+    assert set(read) | set(unread) == {f.name for f in dataclasses.fields(TabularConfig)}
+    for name, value in read.items():
+        changed = estimate(dataclasses.replace(w, **{name: value}), 12_345, UPMEM).as_dict()
+        assert changed != base, name
+    q = dataclasses.replace(w, algo="q")  # compat_max0 needs Q-learning
+    base_q = estimate(q, 12_345, UPMEM).as_dict()
+    for name, value in unread.items():
+        same = estimate(dataclasses.replace(q, **{name: value}), 12_345, UPMEM).as_dict()
+        assert same == base_q, name
+    assert pim.model_fields(w) == {f: getattr(w, f) for f in read}
     with pytest.raises(ValueError, match="fewer than one row per lane"):
         estimate(w, 99, UPMEM)
     with pytest.raises(ValueError, match="unknown PIM system"):
         pim.get_system("tpu")
 
 
-def test_importing_the_model_loads_no_jax() -> None:
-    code = "import sys, jaxrl_pim.pim; assert 'jax' not in sys.modules, 'jax loaded'"
+@pytest.mark.parametrize("statement", [
+    "import jaxrl_pim.pim",
+    "import jaxrl_pim.tabular.config",
+    "from jaxrl_pim.tabular import TabularConfig; TabularConfig(16, 4, dtype='int32')",
+])
+def test_importing_the_model_and_the_workload_loads_no_jax(statement: str) -> None:
+    code = f"import sys; {statement}; assert 'jax' not in sys.modules, 'jax loaded'"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
@@ -362,7 +382,7 @@ def test_command_prints_and_stores_the_estimate(system, tmp_path, capsys) -> Non
     assert est["system"] == system and est["parameters"]["name"] == system
     mode = pim.get_system(system).transfer_in.mode
     assert next(ln for ln in printed.splitlines() if ln.startswith("transfer_in")).endswith(mode)
-    cfg = Workload(16, 4, dtype="int32", num_cores=8, num_episodes=4, sync_period=2)
+    cfg = TabularConfig(16, 4, dtype="int32", num_cores=8, num_episodes=4, sync_period=2)
     expected = estimate(cfg, 800, pim.get_system(system))
     assert est["total"] == pytest.approx(expected.total)
     assert est["work"]["updates_per_dpu"] == 100 * 4 and est["work"]["sync_rounds"] == 2
@@ -378,24 +398,8 @@ def test_every_variant_and_environment_has_a_finite_estimate(system) -> None:
             for sampling in ("seq", "ran", "str"):
                 for dtype in ("fp32", "int32", "fp16", "bf16"):
                     for independent in (False, True):
-                        w = Workload(s, a, algo, sampling, dtype, independent=independent)
+                        w = TabularConfig(s, a, algo, sampling, dtype, independent=independent)
                         e = estimate(w, 1_000_000, pim.get_system(system))
                         phases = (e.transfer_in, e.kernel, e.sync, e.transfer_out)
                         assert all(math.isfinite(p) and p >= 0 for p in phases)
                         assert e.kernel > 0 and e.total == pytest.approx(sum(phases))
-
-
-def test_workload_defaults_follow_the_trainer_config() -> None:
-    """pim.Workload mirrors TabularConfig's fields for host code without JAX: every field
-    it shares must keep the trainer's default, so an estimate of a default run is of that
-    run."""
-    import dataclasses
-
-    from jaxrl_pim.tabular import TabularConfig
-
-    trainer = {f.name: f.default for f in dataclasses.fields(TabularConfig)}
-    shared = [f for f in dataclasses.fields(Workload) if f.name in trainer]
-    assert len(shared) >= 9
-    for f in shared:
-        if f.default is not dataclasses.MISSING:
-            assert f.default == trainer[f.name], f.name

@@ -1,7 +1,8 @@
 """What a tabular run would cost on processing-in-memory hardware: a counted-work cost model.
 
 :func:`estimate` takes the same :class:`~jaxrl_pim.tabular.TabularConfig` the trainer runs
-(or a :class:`Workload` with its fields), the dataset's row count and a :class:`PIMSystem`
+(the one workload description, from the jax-free :mod:`jaxrl_pim.tabular.config`), the
+dataset's row count and a :class:`PIMSystem`
 (``pim.SWIFTRL`` for SwiftRL's own machine), and returns a :class:`PIMEstimate` with
 SwiftRL's time breakdown (``transfer_in``, ``kernel``, ``sync``, ``transfer_out``,
 ``total``, seconds). Pure host code: importing it
@@ -22,6 +23,7 @@ See docs/pim.md for the validation against the published figures and the what-if
 from jaxrl_pim.pim.model import (
     ENTRY_BYTES,
     LITERAL_PRECISIONS,
+    MODEL_FIELDS,
     PHASES,
     ROW_BYTES,
     SYSTEM_NAMES,
@@ -32,12 +34,12 @@ from jaxrl_pim.pim.model import (
     PIMEstimate,
     PIMSystem,
     Transfer,
-    Workload,
     cycles_per_update,
     dma_cycles,
     dma_per_update,
     estimate,
     lanes_per_dpu,
+    model_fields,
     side_by_side,
     table_in_wram,
     transfer_seconds,
@@ -65,6 +67,7 @@ __all__ = [
     "HBM_PIM",
     "IDEAL",
     "LITERAL_PRECISIONS",
+    "MODEL_FIELDS",
     "PHASES",
     "ROW_BYTES",
     "SOURCES",
@@ -80,7 +83,6 @@ __all__ = [
     "PIMEstimate",
     "PIMSystem",
     "Transfer",
-    "Workload",
     "calibrate",
     "cycles_per_update",
     "dma_cycles",
@@ -88,6 +90,7 @@ __all__ = [
     "estimate",
     "get_system",
     "lanes_per_dpu",
+    "model_fields",
     "side_by_side",
     "table_in_wram",
     "transfer_seconds",

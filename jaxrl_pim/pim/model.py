@@ -1,11 +1,11 @@
 """The PIM cost model itself: counted work per update, cycles, DMA, transfers and the time
 breakdown.
 
-:func:`estimate` takes the same :class:`~jaxrl_pim.tabular.TabularConfig` the trainer runs
-(any object with its fields will do), the dataset's row count and a :class:`PIMSystem`, and
-returns a :class:`PIMEstimate` with SwiftRL's time breakdown (``transfer_in``, ``kernel``,
-``sync``, ``transfer_out``, ``total``, seconds). Pure host code: importing this module loads
-no JAX.
+:func:`estimate` takes the same :class:`~jaxrl_pim.tabular.config.TabularConfig` the trainer
+runs, the dataset's row count and a :class:`PIMSystem`, and returns a :class:`PIMEstimate`
+with SwiftRL's time breakdown (``transfer_in``, ``kernel``, ``sync``, ``transfer_out``,
+``total``, seconds). The model reads the config's :data:`MODEL_FIELDS` only. Pure host code:
+importing this module (and the config's, :mod:`jaxrl_pim.tabular.config`) loads no JAX.
 
 The model, per lane-holding core (DPU); every term is counted from the configuration:
 
@@ -39,10 +39,10 @@ The model, per lane-holding core (DPU); every term is counted from the configura
   ``broadcast`` sends one buffer to every DPU of a rank, the ranks in parallel (the same
   arithmetic with the broadcast rate). ``transfer_in`` moves the rows and the initial
   tables, ``transfer_out`` the final tables.
-* **Sync**: ``ceil(episodes / sync_period)`` rounds, each gathering every lane's table
-  (``sync_gather``), averaging them on the host (``host_average_s_per_entry`` per lane's
-  table entry) and broadcasting the average (``sync_broadcast``); none in the independent
-  multi-agent mode.
+* **Sync**: ``ceil(episodes / sync_period)`` rounds (``TabularConfig.num_rounds``), each
+  gathering every lane's table (``sync_gather``), averaging them on the host
+  (``host_average_s_per_entry`` per lane's table entry) and broadcasting the average
+  (``sync_broadcast``); none in the independent multi-agent mode.
 
 Not modelled: tasklets sharing one lane's table (SwiftRL runs one tasklet per core; more
 tasklets are modelled as splitting the core's updates, a what-if), host threads fewer than
@@ -59,10 +59,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the model reads the fields; the trainer (and jax) need not load
-    from jaxrl_pim.tabular.trainer import TabularConfig
+from jaxrl_pim.tabular.config import TabularConfig  # jax-free: the trainer does not load
 
 ROW_BYTES = 16  # one transition: s, a, r, s' as four 32-bit words
 ENTRY_BYTES = 4  # one Q-table entry (fp32 or int32; fp16/bf16 tables are stored as 4 bytes)
@@ -70,6 +69,9 @@ SYSTEM_NAMES = ("swiftrl", "upmem", "upmem-v1b", "hbm-pim", "ideal")
 TRANSFER_MODES = ("serial", "parallel", "broadcast")
 LITERAL_PRECISIONS = ("single", "double")
 TRANSFER_PHASES = ("transfer_in", "transfer_out", "sync_gather", "sync_broadcast")
+#: The :class:`TabularConfig` fields the model reads (the others do not change its estimate).
+MODEL_FIELDS = ("num_states", "num_actions", "algo", "sampling", "dtype", "num_cores",
+                "sync_period", "num_episodes", "epsilon", "stride", "independent")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -382,7 +384,7 @@ def estimate(config: TabularConfig, num_rows: int, system: PIMSystem) -> PIMEsti
     table_bytes = entries * ENTRY_BYTES
     in_per_dpu = per_core * (rows_per_lane * ROW_BYTES + table_bytes)
     out_per_dpu = per_core * table_bytes
-    rounds = 0 if config.independent else -(-config.num_episodes // config.sync_period)
+    rounds = 0 if config.independent else config.num_rounds
     r = system.dpus_per_rank
     t_in = transfer_seconds(system.transfer_in, used, in_per_dpu, r)
     t_out = transfer_seconds(system.transfer_out, used, out_per_dpu, r)
@@ -408,22 +410,10 @@ def estimate(config: TabularConfig, num_rows: int, system: PIMSystem) -> PIMEsti
                        transfer_out=t_out, work=work)
 
 
-@dataclasses.dataclass(frozen=True)
-class Workload:
-    """The fields of :class:`~jaxrl_pim.tabular.TabularConfig` the model reads, with the
-    same defaults (for host code that does not load the trainer)."""
-
-    num_states: int
-    num_actions: int
-    algo: str = "q"
-    sampling: str = "seq"
-    dtype: str = "fp32"
-    num_cores: int = 2000
-    sync_period: int = 50
-    num_episodes: int = 2000
-    epsilon: float = 0.1
-    stride: int = 4
-    independent: bool = False
+def model_fields(config: TabularConfig) -> dict[str, Any]:
+    """The :data:`MODEL_FIELDS` of ``config`` as a dict (what a report records of a
+    workload the model costs)."""
+    return {f: getattr(config, f) for f in MODEL_FIELDS}
 
 
 PHASES = (("transfer_in", "transfer_in"), ("compute", "kernel"), ("sync", "sync"),

@@ -19,9 +19,9 @@ from jaxrl_pim.pim.model import (
     OpCosts,
     PIMSystem,
     Transfer,
-    Workload,
     estimate,
 )
+from jaxrl_pim.tabular.config import TabularConfig
 
 _PRIM = "PrIM (Gomez-Luna et al., IEEE Access 2022)"
 _AS_READ = "as read; not in text stored with the project: assumption until checked"
@@ -142,14 +142,14 @@ SOURCES: dict[str, dict[str, str]] = {
 # benchmarks/pim_published.py holds the same figures and benchmarks/pim_model.py checks that.
 CALIBRATION_TARGETS: dict[str, Any] = {
     "multi_agent_2000_agents_s": 1943.78 / 21.92,  # Xeon seconds / PIM speed-up
-    "multi_agent_workload": Workload(16, 4, "q", "seq", "int32", num_cores=2000,
-                                     independent=True),
+    "multi_agent_workload": TabularConfig(16, 4, "q", "seq", "int32", num_cores=2000,
+                                          independent=True),
     "multi_agent_rows": 2000 * 10_000,
     "taxi_q_seq_int32_sync_share": 0.2079,
-    "taxi_workload": Workload(500, 6, "q", "seq", "int32", num_cores=2000),
+    "taxi_workload": TabularConfig(500, 6, "q", "seq", "int32", num_cores=2000),
     "taxi_rows": 5_000_000,
     "frozenlake_q_str_int32_transfer_in_share": 0.2961,
-    "frozenlake_workload": Workload(16, 4, "q", "str", "int32", num_cores=2000),
+    "frozenlake_workload": TabularConfig(16, 4, "q", "str", "int32", num_cores=2000),
     "frozenlake_rows": 1_000_000,
 }
 

@@ -32,14 +32,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-SCALE = 10_000
+from jaxrl_pim.choices import FORMATS as FORMATS
+from jaxrl_pim.tabular.constants import MAX_INT_MEAN_LANES as MAX_INT_MEAN_LANES
+from jaxrl_pim.tabular.constants import SCALE
+
 #: Largest |Q| in scaled int32 units for which every intermediate is exact (2**29).
 Q_LIMIT_SCALED = 2**29
 Q_LIMIT = Q_LIMIT_SCALED / SCALE
-#: Largest number of lanes an exact int32 mean supports.
-MAX_INT_MEAN_LANES = 65_536
-
-FORMATS = ("fp32", "int32", "fp16", "bf16")
 
 
 class NumericFormat(NamedTuple):

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim.tabular import rules
+from jaxrl_pim.tabular.constants import pack_bits, packable  # jax-free, re-exported here
 from jaxrl_pim.tabular.formats import Q_LIMIT_SCALED, SCALE, scale_constant
 from jaxrl_pim.tabular.lanes import LaneData, LaneSpec
 from jaxrl_pim.tabular.sampling import LCG_A, LCG_C, lcg_int, lcg_uniform
@@ -46,18 +47,6 @@ class PackedRows(NamedTuple):
 
     word: jax.Array
     r: jax.Array
-
-
-def pack_bits(num_states: int, num_actions: int) -> tuple[int, int]:
-    """Bits of ``sa`` and of ``s'`` in a packed word: ``(bits(S*A - 1), bits(S - 1))``."""
-    sa_bits = max(1, (num_states * num_actions - 1).bit_length())
-    return sa_bits, max(1, (num_states - 1).bit_length())
-
-
-def packable(num_states: int, num_actions: int) -> bool:
-    """Whether ``sa``, ``s'`` and the terminal flag fit one 32-bit word (31 bits + 1)."""
-    sa_bits, s_bits = pack_bits(num_states, num_actions)
-    return sa_bits + s_bits <= 31
 
 
 def pack_rows(spec: LaneSpec, data: LaneData) -> PackedRows:

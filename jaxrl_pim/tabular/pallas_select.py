@@ -31,12 +31,13 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl_pim.tabular import pallas_gpu, pallas_tpu
+from jaxrl_pim.tabular.constants import (  # jax-free (the config checks them), re-exported
+    KERNEL_NAMES,
+    kernel_fits,
+)
 from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, run_episodes
-from jaxrl_pim.tabular.pallas_common import packable
 from jaxrl_pim.tabular.pallas_lanes import run_episodes_pallas
 
-#: Kernel names (``TabularConfig.kernel`` also takes ``"auto"``).
-KERNEL_NAMES = ("scan", "pallas_lane", "pallas_onehot", "pallas_tpu")
 GPU_BACKENDS = ("gpu", "cuda", "rocm")
 
 
@@ -81,14 +82,6 @@ def canonical_name(name: str) -> str:
 def get_kernel(name: str) -> LaneKernel:
     """The :class:`LaneKernel` called ``name``."""
     return KERNELS[canonical_name(name)]
-
-
-def kernel_fits(name: str, num_states: int, num_actions: int) -> bool:
-    """Whether kernel ``name`` handles tables of this size (the packed-row kernels need
-    ``sa`` and ``s'`` in 31 bits; ``auto`` and the others handle any size)."""
-    if name in ("pallas_lane", "pallas_tpu"):
-        return packable(num_states, num_actions)
-    return True
 
 
 def auto_candidates(backend: str) -> tuple[str, ...]:

@@ -27,10 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-SAMPLINGS = ("seq", "ran", "str")
+from jaxrl_pim.choices import SAMPLINGS as SAMPLINGS
+from jaxrl_pim.tabular.constants import LCG_SEED as LCG_SEED
+
 LCG_A = 1664525
 LCG_C = 1013904223
-LCG_SEED = 42
 
 
 def stride_order(m: int, k: int) -> np.ndarray:

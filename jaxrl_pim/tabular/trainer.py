@@ -1,4 +1,5 @@
-"""SwiftRL on lanes: configuration, chunking and the jittable trainer.
+"""SwiftRL on lanes: chunking and the jittable trainer (:class:`TabularConfig`, re-exported
+here, lives in the jax-free :mod:`jaxrl_pim.tabular.config`).
 
 ``make_train(config, mesh=None, callback=None)`` returns ``train(key, chunks)`` where
 ``chunks`` is a :class:`~jaxrl_pim.data.Dataset` with lane-major arrays ``[C, m]``
@@ -23,14 +24,13 @@ With a ``mesh`` the lanes are split over its single axis with ``jax.shard_map``;
 averages lanes locally (a sum), then reduces over devices (``lax.psum``), so results do not
 depend on the device count (bit-exact for int32).
 
-Over 400 lines on purpose: the config, chunking, the sync step, the state and
+Long on purpose: chunking, the sync step, the state and
 ``make_train`` / ``make_train_from`` read top to bottom in one module, as the trainer
 contract asks.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -40,130 +40,22 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.checks import check_int
 from jaxrl_pim.data.transitions import Dataset, validate
 from jaxrl_pim.tabular import formats
-from jaxrl_pim.tabular.lanes import LaneSpec, to_lane_data, visiting_rows
-from jaxrl_pim.tabular.pallas_select import (
-    KERNEL_NAMES,
-    choose_kernel,
-    get_kernel,
-    kernel_fits,
+from jaxrl_pim.tabular.config import (  # the config lives in a jax-free module
+    ALGOS,
+    KERNELS,
+    RNGS,
+    TabularConfig,
+    episodes_in_rounds,
 )
-from jaxrl_pim.tabular.sampling import LCG_SEED, SAMPLINGS
+from jaxrl_pim.tabular.lanes import to_lane_data, visiting_rows
+from jaxrl_pim.tabular.pallas_select import get_kernel
 
-ALGOS = ("q", "sarsa")
-RNGS = ("jax", "lcg")
-KERNELS = ("auto", *KERNEL_NAMES)
-
-
-@dataclasses.dataclass(frozen=True)
-class TabularConfig:
-    """Offline tabular learning on ``num_cores`` lanes (validated at construction).
-
-    Attributes:
-      num_states, num_actions: MDP size (S, A).
-      algo: ``"q"`` (Q-learning, true max bootstrap) or ``"sarsa"``.
-      sampling: ``"seq"``, ``"ran"`` or ``"str"`` (see :mod:`jaxrl_pim.tabular.sampling`).
-      dtype: Q-table format, one of ``fp32``, ``int32``, ``fp16``, ``bf16``.
-      num_cores: lanes C (PIM cores). In independent mode: agents K.
-      sync_period: episodes between lane averages (tau).
-      num_episodes: episodes; one episode = one pass over a lane's chunk.
-      alpha, gamma: learning rate and discount.
-      epsilon: SARSA exploration rate for ``a'``.
-      stride: ``k`` of ``str`` sampling.
-      rng: ``"jax"`` (threefry PRNG) or ``"lcg"`` (the PIM generator, seed ``lcg_seed``).
-      independent: one lane per agent with its own dataset and no averaging.
-      compat_max0: Q-learning bootstraps with ``max(0, max Q)`` like the published C code.
-      kernel: ``"auto"`` (a fused Pallas kernel on GPU/TPU when it compiles there,
-        ``lax.scan`` elsewhere; see :mod:`jaxrl_pim.tabular.pallas_select`), ``"scan"``,
-        ``"pallas_lane"`` (lane per GPU thread), ``"pallas_onehot"`` (one-hot GPU kernel) or
-        ``"pallas_tpu"``. On CPU the Pallas kernels run in interpret mode: for tests.
-      unroll: steps per ``lax.scan`` iteration in the scan path (speed only).
-      lanes_per_block: lanes one Pallas program handles (speed only); 0 (default) picks
-        about ``lanes / 128`` per program (the loop over rows is sequential, so more programs
-        keep more of the GPU busy: on an H100, 2,000 FrozenLake lanes ran 5.7x faster in the
-        one-hot kernel with 8 lanes per program than with 128), at most 128 for
-        ``pallas_onehot`` and 32 (one warp) for ``pallas_lane``; ``pallas_tpu`` rounds it up
-        to a multiple of 128.
-    """
-
-    num_states: int
-    num_actions: int
-    algo: str = "q"
-    sampling: str = "seq"
-    dtype: str = "fp32"
-    num_cores: int = 2000
-    sync_period: int = 50
-    num_episodes: int = 2000
-    alpha: float = 0.1
-    gamma: float = 0.95
-    epsilon: float = 0.1
-    stride: int = 4
-    rng: str = "jax"
-    lcg_seed: int = LCG_SEED
-    independent: bool = False
-    compat_max0: bool = False
-    kernel: str = "auto"
-    unroll: int = 1
-    lanes_per_block: int = 0
-
-    def __post_init__(self) -> None:
-        check_int("num_states", self.num_states, 1)
-        check_int("num_actions", self.num_actions, 1, 255)
-        check_choice("algo", self.algo, ALGOS)
-        check_choice("sampling", self.sampling, SAMPLINGS)
-        formats.get_format(self.dtype)
-        check_int("num_cores", self.num_cores, 1)
-        check_int("sync_period", self.sync_period, 1)
-        check_int("num_episodes", self.num_episodes, 1)
-        check_float("alpha", self.alpha, 0.0, 1.0, lo_open=True)
-        check_float("gamma", self.gamma, 0.0, 1.0)
-        check_float("epsilon", self.epsilon, 0.0, 1.0)
-        check_int("stride", self.stride, 1)
-        check_choice("rng", self.rng, RNGS)
-        check_int("lcg_seed", self.lcg_seed, 0, 2**32 - 1)
-        check_choice("kernel", self.kernel, KERNELS)
-        if not kernel_fits(self.kernel, self.num_states, self.num_actions):
-            raise ValueError(
-                f"kernel={self.kernel!r} packs s*A+a and s' into 31 bits; num_states="
-                f"{self.num_states} x num_actions={self.num_actions} does not fit: use "
-                "kernel='scan' or 'pallas_onehot'")
-        check_int("unroll", self.unroll, 1, 64)
-        check_int("lanes_per_block", self.lanes_per_block, 0)
-        if self.compat_max0 and self.algo != "q":
-            raise ValueError("compat_max0 applies to Q-learning only (algo='q')")
-        if self.dtype == "int32" and not self.independent:
-            check_int("num_cores", self.num_cores, 1, formats.MAX_INT_MEAN_LANES)
-
-    @property
-    def format(self) -> formats.NumericFormat:
-        """The Q-table :class:`~jaxrl_pim.tabular.formats.NumericFormat`."""
-        return formats.get_format(self.dtype)
-
-    @property
-    def num_rounds(self) -> int:
-        """Sync rounds ``ceil(num_episodes / sync_period)``."""
-        return -(-self.num_episodes // self.sync_period)
-
-    def lane_spec(self) -> LaneSpec:
-        """The static facts the lane kernel needs."""
-        return LaneSpec(
-            self.num_states, self.num_actions, self.algo, self.sampling, self.format,
-            self.alpha, self.gamma, self.epsilon, self.rng, self.compat_max0, self.unroll,
-        )
-
-    def resolved_kernel(self, backend: str | None = None, probe: bool = False) -> str:
-        """The kernel that runs on ``backend`` (one of ``KERNEL_NAMES``).
-
-        ``auto`` means, on GPUs, ``pallas_lane`` then ``pallas_onehot``, on TPUs
-        ``pallas_tpu``; with ``probe`` (as ``make_train`` does) each only if it compiles
-        there for this variant (a failure warns), and the scan path last or elsewhere.
-        """
-        if self.kernel != "auto":
-            return self.kernel
-        return choose_kernel(self.lane_spec(), backend or jax.default_backend(), probe)
-
+__all__ = ["ALGOS", "KERNELS", "RNGS", "TabularConfig", "TabularState", "chunk",
+           "dropped_rows", "init_state", "make_mesh", "make_sync", "make_train",
+           "make_train_from", "q_table"]
 
 def chunk(config: TabularConfig, transitions: Dataset) -> Dataset:
     """Validate a dataset and split it into ``num_cores`` equal contiguous chunks ``[C, m]``.
@@ -338,7 +230,7 @@ def make_train_from(
         if c % n_dev:
             raise ValueError(f"num_cores={c} must be divisible by the {n_dev} devices of the mesh")
     axis = mesh.axis_names[0] if mesh is not None else None
-    full_rounds, rest = divmod(config.num_episodes, config.sync_period)
+    last = episodes_in_rounds(config, total - 1, total)  # the run's last round's episodes
     kernel = config.resolved_kernel(probe=True)
     impl = get_kernel(kernel)
 
@@ -375,7 +267,7 @@ def make_train_from(
         )
 
     round_full = make_round(config.sync_period)
-    round_rest = make_round(rest) if rest else None
+    round_rest = make_round(last) if last < config.sync_period else None
 
     def train_from(
         state: TabularState, chunks: Dataset,
@@ -402,7 +294,7 @@ def make_train_from(
             if round_rest is None:
                 new_q, new_lcg, delta = round_full(*args)
             else:  # the run's last round is the shorter one
-                new_q, new_lcg, delta = jax.lax.cond(r == full_rounds, round_rest, round_full,
+                new_q, new_lcg, delta = jax.lax.cond(r == total - 1, round_rest, round_full,
                                                      *args)
             # a round past the run's end changes nothing (select, so no value is altered)
             active = r < total

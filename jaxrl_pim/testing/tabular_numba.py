@@ -23,14 +23,19 @@ Baselines (all share one update rule and one random-number mapping):
   type, time-major ``[m, C]`` for SEQ/STR (already in visiting order), lane-major ``[C, m]``
   for RAN. Its results equal :func:`lanes_numba`'s bit for bit.
 
-Signatures (keyword options live in :class:`BaselineConfig`)::
+Signatures (``config`` is the trainer's own :class:`~jaxrl_pim.tabular.TabularConfig`,
+with ``rng="lcg"``, ``dtype`` fp32 or int32 and ``independent=False``; see
+:func:`check_config`)::
 
     sequential(data, config)                                        -> (q, seconds)
     cpu_v1(data, config, num_threads=None)                          -> (q, seconds)
     cpu_v2(data, config, num_threads=None)                          -> (q, seconds)
-    lanes_numba(data, config, num_lanes, num_threads=None)          -> (q, seconds)
-    lanes_block_numba(data, config, num_lanes, block_lanes=0, num_threads=None)
+    lanes_numba(data, config, num_lanes=None, num_threads=None)     -> (q, seconds)
+    lanes_block_numba(data, config, num_lanes=None, block_lanes=0, num_threads=None)
                                                                     -> (q, seconds)
+
+``num_lanes=None`` means ``config.num_cores``; the other baselines split the rows over
+threads, not lanes.
 
 ``data``: a mapping or an object (e.g. :class:`jaxrl_pim.data.Dataset`) with the fields
 ``state``, ``action``, ``next_state`` (int ``[M]``), ``reward`` (float ``[M]``) and
@@ -43,10 +48,12 @@ dtypes before the first timed call). ``num_threads=None`` uses every numba threa
 
 Semantics (those of ``TabularConfig(rng="lcg")`` in :mod:`jaxrl_pim.tabular`):
 
+* Sync rounds of ``episodes_in_rounds(config, r, r + 1)`` episodes
+  (:mod:`jaxrl_pim.tabular.config`), each ending with the lane mean.
 * Episode = one pass over a chunk of ``m`` rows: SEQ ``0 .. m-1``; STR(k) ``o, o+k, ...`` for
   ``o = 0..k-1`` (relative to the chunk start); RAN ``m`` draws with replacement.
 * Random numbers: the PIM LCG ``x <- (1664525 x + 1013904223) mod 2**32``, one generator per
-  lane (per thread for CPU-V1, one for :func:`sequential`) started at ``config.seed`` and
+  lane (per thread for CPU-V1, one for :func:`sequential`) started at ``config.lcg_seed`` and
   continued across episodes and sync rounds. Per update, in order: the RAN row (RAN only),
   then for SARSA the exploration number and the random action (both drawn on every SARSA
   update). A draw ``x`` maps to ``u = (x >> 8) * 2**-24`` in float32 and to an integer in
@@ -69,11 +76,12 @@ Also public: :func:`run_baseline` (dispatch by name, one of :data:`BASELINES`),
 
 Example::
 
-    from jaxrl_pim.testing.tabular_numba import BaselineConfig, lanes_block_numba, random_dataset
+    from jaxrl_pim.tabular import TabularConfig
+    from jaxrl_pim.testing.tabular_numba import lanes_block_numba, random_dataset
     data = random_dataset(100_000, 16, 4)
-    cfg = BaselineConfig(num_states=16, num_actions=4, algorithm="sarsa", sampling="ran",
-                         fmt="int32", num_episodes=10, sync_period=5)
-    q, seconds = lanes_block_numba(data, cfg, num_lanes=200)
+    cfg = TabularConfig(num_states=16, num_actions=4, algo="sarsa", sampling="ran",
+                        dtype="int32", num_cores=200, num_episodes=10, sync_period=5, rng="lcg")
+    q, seconds = lanes_block_numba(data, cfg)
 
 Over 400 lines on purpose: every baseline shares one update rule, one fixed-point
 arithmetic and one LCG mapping that must match the trainer draw for draw; one module keeps
@@ -93,16 +101,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from jaxrl_pim.checks import (
-    check_choice,
-    check_finite,
-    check_float,
-    check_index_range,
-    check_int,
-)
+from jaxrl_pim.checks import check_choice, check_finite, check_index_range, check_int
+from jaxrl_pim.tabular.config import ALGOS, TabularConfig, round_lengths
 
-ALGORITHMS = ("q_learning", "sarsa")
-SAMPLINGS = ("seq", "ran", "str")
+#: The Q-table formats these baselines run (``TabularConfig.dtype``; fp16/bf16 are not here).
 FORMATS = ("fp32", "int32")
 BASELINES = ("sequential", "cpu_v1", "cpu_v2", "lanes_numba", "lanes_block_numba")
 LCG_MULTIPLIER = 1664525
@@ -112,68 +114,8 @@ SCALE = 10_000  # int32 fixed-point scale for Q, reward, alpha and gamma (the pa
 DEFAULT_BLOCK_LANES = 32  # lanes interleaved per block by lanes_block_numba (block_lanes=0)
 _INT32_MAX = 2**31 - 1
 
-_ALGO_CODE = {"q_learning": 0, "sarsa": 1}
+_ALGO_CODE = {"q": 0, "sarsa": 1}
 _SAMPLING_CODE = {"seq": 0, "ran": 1, "str": 2}
-
-
-@dataclasses.dataclass(frozen=True)
-class BaselineConfig:
-    """Options shared by every baseline; validated at construction (ValueError on bad input).
-
-    Attributes:
-      num_states, num_actions: table size S x A (A <= 255, as in the trainer).
-      algorithm: ``"q_learning"`` or ``"sarsa"``.
-      sampling: ``"seq"``, ``"ran"`` or ``"str"`` (stride ``stride``).
-      fmt: ``"fp32"`` or ``"int32"`` (fixed point, scale :data:`SCALE` = 10,000).
-      num_episodes: passes over each chunk (the paper: 2,000).
-      sync_period: episodes between averaging rounds (tau; the paper: 50). Unused by
-        ``sequential`` and ``cpu_v1``.
-      alpha, gamma: learning rate and discount.
-      epsilon: SARSA exploration probability for the bootstrap action.
-      stride: k for STR sampling.
-      compat_max0: Q-learning bootstraps with ``max(0, max Q)`` like the published C code.
-      seed: LCG seed of every lane / thread (the trainer's ``lcg_seed``).
-    """
-
-    num_states: int
-    num_actions: int
-    algorithm: str = "q_learning"
-    sampling: str = "seq"
-    fmt: str = "fp32"
-    num_episodes: int = 2000
-    sync_period: int = 50
-    alpha: float = 0.1
-    gamma: float = 0.95
-    epsilon: float = 0.1
-    stride: int = 4
-    compat_max0: bool = False
-    seed: int = 42
-
-    def __post_init__(self) -> None:
-        check_int("num_states", self.num_states, 1, _INT32_MAX)
-        check_int("num_actions", self.num_actions, 1, 255)
-        check_choice("algorithm", self.algorithm, ALGORITHMS)
-        check_choice("sampling", self.sampling, SAMPLINGS)
-        check_choice("fmt", self.fmt, FORMATS)
-        check_int("num_episodes", self.num_episodes, 1)
-        check_int("sync_period", self.sync_period, 1)
-        check_float("alpha", self.alpha, 0.0, 1.0, lo_open=True)
-        check_float("gamma", self.gamma, 0.0, 1.0)
-        check_float("epsilon", self.epsilon, 0.0, 1.0)
-        check_int("stride", self.stride, 1)
-        check_int("seed", self.seed, 0, LCG_MODULUS - 1)
-        if not isinstance(self.compat_max0, bool):
-            raise ValueError(f"compat_max0 must be a bool, got {self.compat_max0!r}")
-        if self.compat_max0 and self.algorithm != "q_learning":
-            raise ValueError("compat_max0 applies to algorithm='q_learning' only; got 'sarsa'")
-        if self.fmt == "int32":
-            if round(self.alpha * SCALE) < 1:
-                raise ValueError(
-                    f"alpha * {SCALE} must round to >= 1 for int32, got alpha={self.alpha}")
-            if round(self.gamma * SCALE) >= SCALE:
-                raise ValueError(
-                    f"gamma must round below 1 at scale {SCALE} for int32 (Q-values would "
-                    f"be unbounded), got gamma={self.gamma}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -233,7 +175,7 @@ def _lcg_draws(seed, n, m, n_act, ran, sarsa, eps_thr):
     return idx, explore, rand_a, x
 
 
-def lcg_draws(config: BaselineConfig, num_updates: int, chunk_rows: int
+def lcg_draws(config: TabularConfig, num_updates: int, chunk_rows: int
               ) -> dict[str, np.ndarray | int]:
     """The draws one lane makes over ``num_updates`` updates of a ``chunk_rows``-row chunk.
 
@@ -244,8 +186,8 @@ def lcg_draws(config: BaselineConfig, num_updates: int, chunk_rows: int
     check_int("num_updates", num_updates, 0)
     check_int("chunk_rows", chunk_rows, 1)
     idx, explore, rand_a, x = _lcg_draws(
-        np.int64(config.seed), int(num_updates), int(chunk_rows), int(config.num_actions),
-        config.sampling == "ran", config.algorithm == "sarsa",
+        np.int64(config.lcg_seed), int(num_updates), int(chunk_rows), int(config.num_actions),
+        config.sampling == "ran", config.algo == "sarsa",
         explore_threshold(config.epsilon))
     return {"index": idx, "explore": explore, "random_action": rand_a, "state": int(x)}
 
@@ -379,20 +321,20 @@ def _build_kernels(update, average, n_act):
                      eps_thr, alpha, gamma, seed)
 
     @njit(parallel=True, cache=False)
-    def lanes_kernel(q_lanes, out, rngs, st, ac, rw, ns, tm, n_ep, sync_period, algo, sampling,
+    def lanes_kernel(q_lanes, out, rngs, st, ac, rw, ns, tm, rounds, algo, sampling,
                      stride, max0, eps_thr, alpha, gamma):
+        """Sync round ``k`` runs ``rounds[k]`` episodes on every lane, then averages."""
         n_lanes, n_s, n_a = q_lanes.shape
         m = st.shape[0] // n_lanes
         flat = q_lanes.reshape(n_lanes, n_s * n_a)
-        done = 0
-        while done < n_ep:
-            n = min(sync_period, n_ep - done)
+        n_rounds = rounds.shape[0]
+        for k in range(n_rounds):
+            n = rounds[k]
             for c in prange(n_lanes):
                 rngs[c] = episodes(q_lanes[c], st, ac, rw, ns, tm, c * m, m, n, algo, sampling,
                                    stride, max0, eps_thr, alpha, gamma, rngs[c])
-            done += n
             average(flat, out)  # serial: S * A * C adds, small beside the updates
-            if done < n_ep:
+            if k + 1 < n_rounds:
                 for c in range(n_lanes):
                     flat[c] = out
 
@@ -406,9 +348,9 @@ def _build_block_kernel(update, average, n_act, algo, ran, max0):
     draws = ran or sarsa
 
     @njit(parallel=True, cache=False)
-    def block_kernel(q, out, rngs, sa, s2, rw, tm, n_lanes, n_ep, sync_period, eps_thr, alpha,
-                     gamma):
-        """Blocks of lanes; per row position every lane of a block is updated.
+    def block_kernel(q, out, rngs, sa, s2, rw, tm, n_lanes, rounds, eps_thr, alpha, gamma):
+        """Blocks of lanes; per row position every lane of a block is updated; sync round
+        ``k`` runs ``rounds[k]`` episodes, then averages.
 
         ``q`` ``[NB, B, S * A]`` (lanes past ``n_lanes`` unused), ``rngs`` ``[NB, B]``;
         ``sa``, ``s2``, ``rw``, ``tm`` block-major ``[NB, m, B]``: block ``bk``, row position
@@ -418,9 +360,9 @@ def _build_block_kernel(update, average, n_act, algo, ran, max0):
         n_blocks, m, block = sa.shape
         n_tab = q.shape[2]
         flat = q.reshape(n_blocks * block, n_tab)
-        done = 0
-        while done < n_ep:
-            n = min(sync_period, n_ep - done)
+        n_rounds = rounds.shape[0]
+        for kr in range(n_rounds):
+            n = rounds[kr]
             for bk in prange(n_blocks):
                 width = min(block, n_lanes - bk * block)
                 qb = q[bk]
@@ -486,9 +428,8 @@ def _build_block_kernel(update, average, n_act, algo, ran, max0):
                                 if max0 and nq < 0:
                                     nq = nq - nq
                             qb[c, k] = update(qb[c, k], r, nq, t, alpha, gamma)
-            done += n
             average(flat[:n_lanes], out)
-            if done < n_ep:
+            if kr + 1 < n_rounds:
                 for c in range(n_lanes):
                     flat[c] = out
 
@@ -507,16 +448,16 @@ def _kernels(fmt: str, num_actions: int) -> tuple:
     return _KERNELS[key]
 
 
-def _block_key(config: BaselineConfig) -> tuple[str, bool, bool]:
-    return (config.algorithm, config.sampling == "ran", bool(config.compat_max0))
+def _block_key(config: TabularConfig) -> tuple[str, bool, bool]:
+    return (config.algo, config.sampling == "ran", bool(config.compat_max0))
 
 
-def _block_kernel(config: BaselineConfig) -> Any:
+def _block_kernel(config: TabularConfig) -> Any:
     """The block kernel specialised for ``config`` (built on first use)."""
-    key = ("block", config.fmt, int(config.num_actions), *_block_key(config))
+    key = ("block", config.dtype, int(config.num_actions), *_block_key(config))
     if key not in _KERNELS:
-        _KERNELS[key] = _build_block_kernel(*_UPDATES[config.fmt], int(config.num_actions),
-                                            _ALGO_CODE[config.algorithm],
+        _KERNELS[key] = _build_block_kernel(*_UPDATES[config.dtype], int(config.num_actions),
+                                            _ALGO_CODE[config.algo],
                                             config.sampling == "ran", bool(config.compat_max0))
     return _KERNELS[key]
 
@@ -553,9 +494,24 @@ def _field(data: Any, name: str) -> np.ndarray:
     return np.asarray(getattr(data, name))
 
 
-def _prepare(data: Any, config: BaselineConfig, n_chunks: int) -> _Prepared:
-    if not isinstance(config, BaselineConfig):
-        raise ValueError(f"config must be a BaselineConfig, got {type(config).__name__}")
+def check_config(config: TabularConfig) -> TabularConfig:
+    """Return ``config`` if these baselines run it: a :class:`TabularConfig` with ``dtype``
+    in :data:`FORMATS`, ``rng="lcg"`` (the only generator here) and shared lanes
+    (``independent=False``); raise ValueError naming the field otherwise. ``kernel``,
+    ``unroll`` and ``lanes_per_block`` (the trainer's speed options) are not read."""
+    if not isinstance(config, TabularConfig):
+        raise ValueError(f"config must be a TabularConfig, got {type(config).__name__}")
+    check_choice("dtype", config.dtype, FORMATS)
+    if config.rng != "lcg":
+        raise ValueError(f"the Numba baselines draw from the PIM LCG: rng must be 'lcg', got "
+                         f"{config.rng!r}")
+    if config.independent:
+        raise ValueError("the Numba baselines average their lanes: independent must be False")
+    return config
+
+
+def _prepare(data: Any, config: TabularConfig, n_chunks: int) -> _Prepared:
+    check_config(config)
     arrays = {k: _field(data, k) for k in ("state", "action", "reward", "next_state",
                                              "terminated")}
     n = arrays["state"].shape
@@ -581,7 +537,7 @@ def _prepare(data: Any, config: BaselineConfig, n_chunks: int) -> _Prepared:
     if arrays["terminated"].dtype.kind not in "biu":
         raise ValueError(f"data.terminated must be bool, got dtype {arrays['terminated'].dtype}")
     arrays = {k: v[:used] for k, v in arrays.items()}  # the last M mod C rows are dropped
-    if config.fmt == "fp32":
+    if config.dtype == "fp32":
         rw = np.ascontiguousarray(arrays["reward"], dtype=np.float32)
         alpha, gamma = np.float32(config.alpha), np.float32(config.gamma)
     else:
@@ -594,7 +550,7 @@ def _prepare(data: Any, config: BaselineConfig, n_chunks: int) -> _Prepared:
             raise ValueError(
                 f"int32 fixed point at scale {SCALE} could overflow: |reward| up to "
                 f"{r_max / SCALE:g} with gamma={config.gamma} allows |Q| up to "
-                f"{bound / SCALE:.4g}; use fmt='fp32' or smaller rewards")
+                f"{bound / SCALE:.4g}; use dtype='fp32' or smaller rewards")
         rw = np.ascontiguousarray(rw64.astype(np.int32))
     return _Prepared(
         st=np.ascontiguousarray(arrays["state"], dtype=np.int32),
@@ -602,7 +558,7 @@ def _prepare(data: Any, config: BaselineConfig, n_chunks: int) -> _Prepared:
         rw=rw,
         ns=np.ascontiguousarray(arrays["next_state"], dtype=np.int32),
         tm=np.ascontiguousarray(arrays["terminated"] != 0, dtype=np.bool_),
-        algo=_ALGO_CODE[config.algorithm], sampling=_SAMPLING_CODE[config.sampling],
+        algo=_ALGO_CODE[config.algo], sampling=_SAMPLING_CODE[config.sampling],
         eps_thr=explore_threshold(config.epsilon), alpha=alpha, gamma=gamma,
     )
 
@@ -619,7 +575,7 @@ def stride_order(m: int, k: int) -> np.ndarray:
     return np.concatenate([np.arange(o, m, k) for o in range(min(k, m))])
 
 
-def _block_layout(p: _Prepared, config: BaselineConfig, n_lanes: int,
+def _block_layout(p: _Prepared, config: TabularConfig, n_lanes: int,
                   block: int) -> tuple[np.ndarray, ...]:
     """``(sa, s2, rw, tm)`` block-major ``[NB, m, B]`` for the block kernel (SEQ/STR rows in
     visiting order); lanes past ``n_lanes`` in the last block are zero padding, never read."""
@@ -639,12 +595,12 @@ def _block_layout(p: _Prepared, config: BaselineConfig, n_lanes: int,
     return tuple(out)
 
 
-def _qdtype(config: BaselineConfig) -> type:
-    return np.float32 if config.fmt == "fp32" else np.int32
+def _qdtype(config: TabularConfig) -> type:
+    return np.float32 if config.dtype == "fp32" else np.int32
 
 
-def _descale(q: np.ndarray, config: BaselineConfig) -> np.ndarray:
-    if config.fmt == "fp32":
+def _descale(q: np.ndarray, config: TabularConfig) -> np.ndarray:
+    if config.dtype == "fp32":
         return np.array(q, dtype=np.float32)
     return (q.astype(np.float64) / SCALE).astype(np.float32)
 
@@ -673,17 +629,23 @@ def _chunksize(n_items: int) -> Iterator[None]:
         numba.set_parallel_chunksize(previous)
 
 
+def _lanes(config: TabularConfig, num_lanes: int | None) -> int:
+    """The lanes of a lanes baseline: ``num_lanes``, or ``config.num_cores`` when None."""
+    return config.num_cores if num_lanes is None else check_int("num_lanes", num_lanes, 1)
+
+
 def _resolve_block(block_lanes: int, n_lanes: int) -> int:
     return min(block_lanes or DEFAULT_BLOCK_LANES, n_lanes)
 
 
-def _call(kind: str, p: _Prepared, config: BaselineConfig, n_chunks: int,
+def _call(kind: str, p: _Prepared, config: TabularConfig, n_chunks: int,
           layout: tuple[np.ndarray, ...] | None) -> tuple[np.ndarray, float, float]:
     """Run kernel ``kind`` once; returns (stored table [S, A], wall s, process CPU s)."""
-    seq_kernel, v1_kernel, lanes_kernel = _kernels(config.fmt, config.num_actions)
+    seq_kernel, v1_kernel, lanes_kernel = _kernels(config.dtype, config.num_actions)
     s, a = config.num_states, config.num_actions
     n_ep = int(config.num_episodes)
-    seed = np.int64(config.seed)
+    rounds = np.asarray(round_lengths(config), dtype=np.int64)  # episodes per sync round
+    seed = np.int64(config.lcg_seed)
     max0 = bool(config.compat_max0)
     scal = (p.algo, p.sampling, int(config.stride), max0, p.eps_thr, p.alpha, p.gamma)
     if kind in ("seq", "v1"):
@@ -700,8 +662,7 @@ def _call(kind: str, p: _Prepared, config: BaselineConfig, n_chunks: int,
         q_lanes = np.zeros((n_chunks, s, a), dtype=_qdtype(config))
         with _chunksize(n_chunks):
             c0, t0 = time.process_time(), time.perf_counter()
-            lanes_kernel(q_lanes, out, rngs, p.st, p.ac, p.rw, p.ns, p.tm, n_ep,
-                         int(config.sync_period), *scal)
+            lanes_kernel(q_lanes, out, rngs, p.st, p.ac, p.rw, p.ns, p.tm, rounds, *scal)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     else:
         n_blocks, _, block = layout[0].shape
@@ -710,16 +671,16 @@ def _call(kind: str, p: _Prepared, config: BaselineConfig, n_chunks: int,
         block_kernel = _block_kernel(config)
         with _chunksize(n_blocks):
             c0, t0 = time.process_time(), time.perf_counter()
-            block_kernel(q_blocks, out, rngs, *layout, int(n_chunks), n_ep,
-                         int(config.sync_period), p.eps_thr, p.alpha, p.gamma)
+            block_kernel(q_blocks, out, rngs, *layout, int(n_chunks), rounds, p.eps_thr,
+                         p.alpha, p.gamma)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return out.reshape(s, a), wall, cpu
 
 
-def _compile(kind: str, config: BaselineConfig, index_dtypes: tuple[str, ...] = ()) -> None:
-    """Compile ``kind`` for ``config.fmt`` and ``config.num_actions`` (and, for the block
+def _compile(kind: str, config: TabularConfig, index_dtypes: tuple[str, ...] = ()) -> None:
+    """Compile ``kind`` for ``config.dtype`` and ``config.num_actions`` (and, for the block
     kernel, the row-index dtypes) by running it on tiny data of the same types."""
-    sig = (kind, config.fmt, config.num_actions, tuple(index_dtypes))
+    sig = (kind, config.dtype, config.num_actions, tuple(index_dtypes))
     if kind == "block":
         sig += _block_key(config)
     if sig in _COMPILED:
@@ -731,8 +692,7 @@ def _compile(kind: str, config: BaselineConfig, index_dtypes: tuple[str, ...] = 
     }
     small = dataclasses.replace(config, num_states=1, num_episodes=2, sync_period=1)
     if kind != "block":  # the per-lane kernels take these as run-time arguments
-        small = dataclasses.replace(small, sampling="seq", algorithm="q_learning",
-                                    compat_max0=False)
+        small = dataclasses.replace(small, sampling="seq", algo="q", compat_max0=False)
     p = _prepare(tiny, small, 2)
     layout = None
     if kind == "block":
@@ -743,7 +703,7 @@ def _compile(kind: str, config: BaselineConfig, index_dtypes: tuple[str, ...] = 
     _COMPILED.add(sig)
 
 
-def _run(kind: str, data: Any, config: BaselineConfig, n_chunks: int,
+def _run(kind: str, data: Any, config: TabularConfig, n_chunks: int,
          block_lanes: int = 0) -> tuple[np.ndarray, float]:
     """Validate, lay out, compile ``kind`` if needed, run it once timed."""
     p = _prepare(data, config, n_chunks)
@@ -767,28 +727,29 @@ def last_timing() -> dict[str, Any]:
     return dict(_LAST_TIMING)
 
 
-def warm_up(fmt: str | None = None, num_actions: int = 4, num_states: int = 16) -> None:
-    """Compile every kernel for ``fmt`` (both formats when None), ``num_actions`` and the row
+def warm_up(dtype: str | None = None, num_actions: int = 4, num_states: int = 16) -> None:
+    """Compile every kernel for ``dtype`` (both formats when None), ``num_actions`` and the row
     index dtypes of ``num_states`` ahead of timed calls (other sizes compile on first use,
     outside the timed region)."""
     check_int("num_actions", num_actions, 1, 255)
     check_int("num_states", num_states, 1)
     dtypes = (str(index_dtype(num_states * num_actions)), str(index_dtype(num_states)))
-    for f in FORMATS if fmt is None else (check_choice("fmt", fmt, FORMATS),):
-        cfg = BaselineConfig(num_states=num_states, num_actions=num_actions, fmt=f)
+    for f in FORMATS if dtype is None else (check_choice("dtype", dtype, FORMATS),):
+        cfg = TabularConfig(num_states=num_states, num_actions=num_actions, dtype=f,
+                            rng="lcg")
         for kind in ("seq", "v1", "lanes"):
             _compile(kind, cfg)
-        for algorithm in ALGORITHMS:  # the block kernel is specialised per algorithm and
+        for algo in ALGOS:  # the block kernel is specialised per algorithm and
             for sampling in ("seq", "ran"):  # sampling kind (STR compiles as SEQ)
-                _compile("block", dataclasses.replace(cfg, algorithm=algorithm,
-                                                      sampling=sampling), dtypes)
+                _compile("block", dataclasses.replace(cfg, algo=algo, sampling=sampling),
+                         dtypes)
 
 
 # ----------------------------------------------------------------------------------------------
 # Public baselines.
 
 
-def sequential(data: Any, config: BaselineConfig) -> tuple[np.ndarray, float]:
+def sequential(data: Any, config: TabularConfig) -> tuple[np.ndarray, float]:
     """Single-thread loop, one Q-table, each episode one pass over all M rows.
 
     Returns (Q float32 [num_states, num_actions], wall seconds of training).
@@ -797,7 +758,7 @@ def sequential(data: Any, config: BaselineConfig) -> tuple[np.ndarray, float]:
 
 
 def cpu_v1(
-    data: Any, config: BaselineConfig, num_threads: int | None = None
+    data: Any, config: TabularConfig, num_threads: int | None = None
 ) -> tuple[np.ndarray, float]:
     """CPU-V1: T threads share ONE Q-table without locks, each over its own contiguous chunk.
 
@@ -813,7 +774,7 @@ def cpu_v1(
 
 
 def cpu_v2(
-    data: Any, config: BaselineConfig, num_threads: int | None = None
+    data: Any, config: TabularConfig, num_threads: int | None = None
 ) -> tuple[np.ndarray, float]:
     """CPU-V2: T threads with private Q-tables over contiguous chunks, averaged every
     ``config.sync_period`` episodes; final table = mean of the T tables.
@@ -828,15 +789,17 @@ def cpu_v2(
 
 
 def lanes_numba(
-    data: Any, config: BaselineConfig, num_lanes: int, num_threads: int | None = None
+    data: Any, config: TabularConfig, num_lanes: int | None = None,
+    num_threads: int | None = None,
 ) -> tuple[np.ndarray, float]:
     """The lanes trainer's algorithm, one lane's chain at a time: ``num_lanes`` private
     Q-tables over equal contiguous chunks (``prange`` over lanes on ``num_threads`` OS
     threads, default all), averaged every ``config.sync_period`` episodes; final = lane mean.
 
-    Deterministic for any thread count. Returns (Q float32 [S, A], wall seconds).
+    ``num_lanes`` defaults to ``config.num_cores``. Deterministic for any thread count.
+    Returns (Q float32 [S, A], wall seconds).
     """
-    check_int("num_lanes", num_lanes, 1)
+    num_lanes = _lanes(config, num_lanes)
     if num_threads is not None:
         check_int("num_threads", num_threads, 1)
     with _threads(num_threads):
@@ -844,16 +807,17 @@ def lanes_numba(
 
 
 def lanes_block_numba(
-    data: Any, config: BaselineConfig, num_lanes: int, block_lanes: int = 0,
+    data: Any, config: TabularConfig, num_lanes: int | None = None, block_lanes: int = 0,
     num_threads: int | None = None,
 ) -> tuple[np.ndarray, float]:
     """The lanes trainer's algorithm interleaved over blocks of lanes (see module docstring):
     ``prange`` over blocks of ``block_lanes`` lanes (0: :data:`DEFAULT_BLOCK_LANES`, at most
     ``num_lanes``); inside a block, every lane takes row ``j`` before any takes row ``j + 1``.
 
-    Same results as :func:`lanes_numba`, bit for bit. Returns (Q float32 [S, A], wall s).
+    ``num_lanes`` defaults to ``config.num_cores``. Same results as :func:`lanes_numba`, bit
+    for bit. Returns (Q float32 [S, A], wall s).
     """
-    check_int("num_lanes", num_lanes, 1)
+    num_lanes = _lanes(config, num_lanes)
     check_int("block_lanes", block_lanes, 0)
     if num_threads is not None:
         check_int("num_threads", num_threads, 1)
@@ -861,10 +825,11 @@ def lanes_block_numba(
         return _run("block", data, config, int(num_lanes), int(block_lanes))
 
 
-def run_baseline(name: str, data: Any, config: BaselineConfig, num_lanes: int,
+def run_baseline(name: str, data: Any, config: TabularConfig, num_lanes: int | None = None,
                  block_lanes: int = 0) -> tuple[np.ndarray, float]:
     """Run baseline ``name`` (one of :data:`BASELINES`) on all numba threads; ``num_lanes``
-    is used by the two lanes baselines, ``block_lanes`` by ``lanes_block_numba``.
+    (default ``config.num_cores``) is used by the two lanes baselines, ``block_lanes`` by
+    ``lanes_block_numba``.
     Returns (Q float32 [S, A], wall seconds)."""
     check_choice("baseline", name, BASELINES)
     if name == "sequential":
@@ -878,15 +843,17 @@ def run_baseline(name: str, data: Any, config: BaselineConfig, num_lanes: int,
     return lanes_block_numba(data, config, num_lanes, block_lanes)
 
 
-def updates_of(name: str, config: BaselineConfig, num_rows: int, num_lanes: int) -> int:
-    """Updates baseline ``name`` performs on ``num_rows`` rows (dropped rows excluded)."""
+def updates_of(name: str, config: TabularConfig, num_rows: int,
+               num_lanes: int | None = None) -> int:
+    """Updates baseline ``name`` performs on ``num_rows`` rows (dropped rows excluded;
+    ``num_lanes`` as in :func:`run_baseline`)."""
     check_choice("baseline", name, BASELINES)
     if name == "sequential":
         chunks = 1
     elif name in ("cpu_v1", "cpu_v2"):
         chunks = numba.config.NUMBA_NUM_THREADS
     else:
-        chunks = num_lanes
+        chunks = _lanes(config, num_lanes)
     return (num_rows // chunks) * chunks * config.num_episodes
 
 

@@ -12,6 +12,7 @@ import jax
 import ml_dtypes
 import numpy as np
 
+from jaxrl_pim.tabular.config import TabularConfig, episodes_in_rounds
 from jaxrl_pim.tabular.sampling import episode_draws
 
 SCALE = 10_000
@@ -42,8 +43,14 @@ def _order(sampling: str, m: int, stride: int) -> list[int]:
     return [i for o in range(min(stride, m)) for i in range(o, m, stride)]
 
 
-def train_reference(cfg, chunks, key):
-    """Reference of ``make_train(cfg)(key, chunks)``; ``chunks`` fields are ``[C, m]``."""
+def train_reference(cfg: TabularConfig, chunks, key) -> np.ndarray:
+    """Reference of ``make_train(cfg)(key, chunks)``; ``chunks`` fields are ``[C, m]``.
+
+    Returns the final table ``[S, A]`` (``[C, S, A]`` in independent mode), float32 (float64
+    for int32, descaled). The sync rounds' lengths come from
+    :func:`~jaxrl_pim.tabular.config.episodes_in_rounds` (the workload's arithmetic, not
+    logic under test).
+    """
     s_all, a_all, r_all, s2_all, t_all = (np.asarray(x) for x in chunks)
     c, m = s_all.shape
     S, A = cfg.num_states, cfg.num_actions
@@ -57,9 +64,9 @@ def train_reference(cfg, chunks, key):
         q = np.zeros((c, S, A), dtype=store)
     lane_keys = jax.random.split(key, c)
     lcg = [cfg.lcg_seed] * c
-    episode = 0
-    while episode < cfg.num_episodes:
-        n_ep = min(cfg.sync_period, cfg.num_episodes - episode)
+    for r in range(cfg.num_rounds):
+        episode = episodes_in_rounds(cfg, 0, r)
+        n_ep = episodes_in_rounds(cfg, r, r + 1)
         for lane in range(c):
             for e in range(episode, episode + n_ep):
                 if cfg.rng == "jax":
@@ -101,7 +108,6 @@ def train_reference(cfg, chunks, key):
                         q_tm1 = f32(q[lane, s, a])
                         target = f32(r_all[lane, i]) + f32(cfg.gamma) * f32(disc) * f32(boot)
                         q[lane, s, a] = store(q_tm1 + f32(cfg.alpha) * (target - q_tm1))
-        episode += n_ep
         if not cfg.independent:
             if fixed:
                 total = q.sum(axis=0)

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.xdist_group("numba")
 
 from jaxrl_pim.data.transitions import Dataset, compact  # noqa: E402
 from jaxrl_pim.tabular import TabularConfig, chunk, make_train  # noqa: E402
+from jaxrl_pim.tabular.config import ALGOS, SAMPLINGS  # noqa: E402
 from jaxrl_pim.tabular.sampling import lcg_int, lcg_next, lcg_uniform  # noqa: E402
 from jaxrl_pim.testing import tabular_numba as tn  # noqa: E402
 from jaxrl_pim.testing.tabular_numpy import train_reference  # noqa: E402
@@ -38,7 +39,7 @@ SYNC = 2
 LANES = 4
 THREADS = 2
 SCALE = 10_000
-VARIANTS = list(itertools.product(tn.ALGORITHMS, tn.SAMPLINGS, tn.FORMATS))
+VARIANTS = list(itertools.product(ALGOS, SAMPLINGS, tn.FORMATS))
 
 
 def _make_data(seed: int = 7, rows: int = ROWS) -> dict[str, np.ndarray]:
@@ -58,25 +59,18 @@ def data():
     return _make_data()
 
 
-def _cfg(algorithm, sampling, fmt, **kw):
-    return tn.BaselineConfig(num_states=S, num_actions=A, algorithm=algorithm,
-                             sampling=sampling, fmt=fmt, num_episodes=kw.pop("episodes", EPISODES),
-                             sync_period=kw.pop("sync", SYNC), epsilon=kw.pop("epsilon", 0.3),
-                             **kw)
-
-
-def _trainer_cfg(cfg: tn.BaselineConfig, lanes: int) -> TabularConfig:
-    return TabularConfig(S, A, algo="q" if cfg.algorithm == "q_learning" else "sarsa",
-                         sampling=cfg.sampling, dtype=cfg.fmt, num_cores=lanes,
-                         sync_period=cfg.sync_period, num_episodes=cfg.num_episodes,
-                         epsilon=cfg.epsilon, stride=cfg.stride, rng="lcg", lcg_seed=cfg.seed,
-                         compat_max0=cfg.compat_max0)
+def _cfg(algo, sampling, dtype, **kw):
+    """The one config the baselines, the NumPy loop and the trainer all take."""
+    return TabularConfig(num_states=S, num_actions=A, algo=algo, sampling=sampling, dtype=dtype,
+                         num_cores=LANES, num_episodes=kw.pop("episodes", EPISODES),
+                         sync_period=kw.pop("sync", SYNC), epsilon=kw.pop("epsilon", 0.3),
+                         rng="lcg", **kw)
 
 
 @functools.cache
-def _reference(cfg: tn.BaselineConfig, lanes: int, rows: int = ROWS) -> np.ndarray:
+def _reference(cfg: TabularConfig, lanes: int, rows: int = ROWS) -> np.ndarray:
     """The NumPy/Python loop on the test data: float32 [S, A] (int32 descaled)."""
-    tcfg = _trainer_cfg(cfg, lanes)
+    tcfg = dataclasses.replace(cfg, num_cores=lanes)
     chunks = chunk(tcfg, Dataset(**{k: v[:rows] for k, v in _make_data().items()}))
     return np.asarray(train_reference(tcfg, chunks, jax.random.key(0)))
 
@@ -117,10 +111,10 @@ def test_sequential_and_cpu_v2_match_reference(data, algorithm, sampling, fmt):
 
 @pytest.mark.parametrize("fmt", tn.FORMATS)
 def test_compat_max0_matches_reference_and_differs(data, fmt):
-    cfg = _cfg("q_learning", "seq", fmt, compat_max0=True)
+    cfg = _cfg("q", "seq", fmt, compat_max0=True)
     q, _ = tn.lanes_block_numba(data, cfg, num_lanes=LANES)
     _assert_match(q, _reference(cfg, LANES), fmt)
-    q_true, _ = tn.lanes_numba(data, _cfg("q_learning", "seq", fmt), num_lanes=LANES)
+    q_true, _ = tn.lanes_numba(data, _cfg("q", "seq", fmt), num_lanes=LANES)
     assert not np.array_equal(q, q_true)  # negative rewards: max(0, .) changes the targets
     np.testing.assert_array_equal(tn.lanes_numba(data, cfg, num_lanes=LANES)[0], q)
 
@@ -137,7 +131,7 @@ def test_uneven_stride_and_partial_sync_round(data, fmt):
 @pytest.mark.parametrize("fmt", tn.FORMATS)
 def test_remainder_rows_are_dropped(data, fmt):
     # 2000 rows in 3 lanes: chunks of 666 rows, the last 2 rows left out (as the JAX trainer).
-    cfg = _cfg("q_learning", "ran", fmt)
+    cfg = _cfg("q", "ran", fmt)
     q, _ = tn.lanes_numba(data, cfg, num_lanes=3)
     assert tn.last_timing()["rows_used"] == 1998
     _assert_match(q, _reference(cfg, 3), fmt)
@@ -149,8 +143,7 @@ def test_remainder_rows_are_dropped(data, fmt):
 # Block-of-lanes kernel vs the per-lane kernel.
 
 
-@pytest.mark.parametrize("algorithm,sampling", list(itertools.product(tn.ALGORITHMS,
-                                                                       tn.SAMPLINGS)))
+@pytest.mark.parametrize("algorithm,sampling", list(itertools.product(ALGOS, SAMPLINGS)))
 @pytest.mark.parametrize("block", [1, 7, 0, 64])
 def test_block_kernel_equals_per_lane_kernel(algorithm, sampling, block):
     # 40 lanes in blocks of 1, 7 (a padded last block), the default and 64 (one padded block).
@@ -179,7 +172,7 @@ def test_lanes_independent_of_thread_count(data):
 
 
 @pytest.mark.parametrize("algorithm,sampling,fmt",
-                         [("q_learning", "seq", "fp32"), ("sarsa", "ran", "int32")])
+                         [("q", "seq", "fp32"), ("sarsa", "ran", "int32")])
 def test_cpu_v1_one_thread_is_sequential(data, algorithm, sampling, fmt):
     cfg = _cfg(algorithm, sampling, fmt)
     q1, _ = tn.cpu_v1(data, cfg, num_threads=1)
@@ -190,7 +183,7 @@ def test_cpu_v1_one_thread_is_sequential(data, algorithm, sampling, fmt):
 @pytest.mark.parametrize("fmt", tn.FORMATS)
 def test_cpu_v1_many_threads_plausible(data, fmt):
     # Racy by design: only bounds hold. |Q| <= max|r| / (1 - gamma), and learning happened.
-    q, _ = tn.cpu_v1(data, _cfg("q_learning", "seq", fmt), num_threads=4)
+    q, _ = tn.cpu_v1(data, _cfg("q", "seq", fmt), num_threads=4)
     assert np.isfinite(q).all()
     assert np.abs(q).max() <= 1.0 / (1 - 0.95) + 1e-3
     assert np.abs(q).max() > 0.05
@@ -228,13 +221,13 @@ def _trainer_draws(seed: int, n: int, m: int, ran: bool, sarsa: bool, epsilon: f
 
 
 @pytest.mark.parametrize("m", [500, 333, 3, 16_777_259, 100_000_007])
-@pytest.mark.parametrize("algorithm,sampling", [("q_learning", "ran"), ("sarsa", "seq"),
+@pytest.mark.parametrize("algorithm,sampling", [("q", "ran"), ("sarsa", "seq"),
                                                 ("sarsa", "ran")])
 def test_lcg_draws_match_trainer_draw_for_draw(m, algorithm, sampling):
     # Chunks above 2**24 rows make the float32 product u * m round: the mapping must agree.
     n = 4000
-    cfg = tn.BaselineConfig(num_states=S, num_actions=A, algorithm=algorithm, sampling=sampling,
-                            epsilon=0.1, seed=123)
+    cfg = TabularConfig(num_states=S, num_actions=A, algo=algorithm, sampling=sampling,
+                        epsilon=0.1, rng="lcg", lcg_seed=123)
     got = tn.lcg_draws(cfg, n, m)
     idx, explore, rand_a, state = _trainer_draws(123, n, m, sampling == "ran",
                                                  algorithm == "sarsa", 0.1)
@@ -264,7 +257,7 @@ def test_explore_threshold_equals_float32_comparison(epsilon):
 @pytest.mark.parametrize("algorithm,sampling,fmt", VARIANTS)
 def test_tables_equal_jax_trainer(data, algorithm, sampling, fmt):
     cfg = _cfg(algorithm, sampling, fmt)
-    tcfg = _trainer_cfg(cfg, LANES)
+    tcfg = dataclasses.replace(cfg, num_cores=LANES)
     q_jax, _ = jax.jit(make_train(tcfg))(jax.random.key(0), chunk(tcfg, Dataset(**data)))
     q_nb, _ = tn.lanes_block_numba(data, cfg, LANES)
     _assert_match(q_nb, np.asarray(q_jax), fmt)
@@ -290,11 +283,11 @@ def test_bad_data_rejected(data, changes, match, baseline):
     if changes.get("terminated", 0) is None:
         del bad["terminated"]
     with pytest.raises(ValueError, match=match):
-        tn.run_baseline(baseline, bad, _cfg("q_learning", "seq", "fp32"), num_lanes=LANES)
+        tn.run_baseline(baseline, bad, _cfg("q", "seq", "fp32"), num_lanes=LANES)
 
 
 def test_bad_sizes_and_options_rejected(data):
-    cfg = _cfg("q_learning", "seq", "fp32")
+    cfg = _cfg("q", "seq", "fp32")
     with pytest.raises(ValueError, match="2001 chunks exceed the dataset size 2000"):
         tn.lanes_block_numba(data, cfg, num_lanes=2001)
     with pytest.raises(ValueError, match="num_lanes must be >= 1"):
@@ -303,17 +296,19 @@ def test_bad_sizes_and_options_rejected(data):
         tn.lanes_block_numba(data, cfg, num_lanes=4, block_lanes=-1)
     with pytest.raises(ValueError, match="num_threads must be >= 1"):
         tn.cpu_v1(data, cfg, num_threads=0)
-    with pytest.raises(ValueError, match="sampling must be one of"):
-        tn.BaselineConfig(num_states=S, num_actions=A, sampling="random")
-    with pytest.raises(ValueError, match="compat_max0 applies to algorithm='q_learning'"):
-        tn.BaselineConfig(num_states=S, num_actions=A, algorithm="sarsa", compat_max0=True)
-    with pytest.raises(ValueError, match="gamma must round below 1"):
-        tn.BaselineConfig(num_states=S, num_actions=A, fmt="int32", gamma=1.0)
+    with pytest.raises(ValueError, match="dtype must be one of 'fp32', 'int32'; got 'fp16'"):
+        tn.sequential(data, _cfg("q", "seq", "fp16"))
+    with pytest.raises(ValueError, match="rng must be 'lcg', got 'jax'"):
+        tn.lanes_numba(data, dataclasses.replace(cfg, rng="jax"))
+    with pytest.raises(ValueError, match="independent must be False"):
+        tn.cpu_v2(data, dataclasses.replace(cfg, independent=True))
+    with pytest.raises(ValueError, match="config must be a TabularConfig, got dict"):
+        tn.sequential(data, {"num_states": S, "num_actions": A})
     with pytest.raises(ValueError, match="baseline must be one of"):
         tn.run_baseline("gpu", data, cfg, num_lanes=4)
     big = {**data, "reward": np.full(ROWS, 20_000.0, dtype=np.float32)}
     with pytest.raises(ValueError, match="int32 fixed point at scale 10000 could overflow"):
-        tn.sequential(big, _cfg("q_learning", "seq", "int32"))
+        tn.sequential(big, _cfg("q", "seq", "int32"))
 
 
 def test_accepts_library_transitions_with_compact_dtypes(data):
@@ -325,6 +320,6 @@ def test_accepts_library_transitions_with_compact_dtypes(data):
 
 
 def test_updates_of_counts_dropped_rows():
-    cfg = _cfg("q_learning", "seq", "fp32", episodes=3)
+    cfg = _cfg("q", "seq", "fp32", episodes=3)
     assert tn.updates_of("lanes_block_numba", cfg, 2000, 3) == 1998 * 3
     assert tn.updates_of("sequential", cfg, 2000, 3) == 2000 * 3
