@@ -25,6 +25,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from jaxrl_pim import choices
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.playground import is_playground_name, parse_name
 from jaxrl_pim.replay.buffers import check_capacity
@@ -36,14 +37,15 @@ if TYPE_CHECKING:
     from jaxrl_pim.actorq.agent import Agent
     from jaxrl_pim.envs.factory import EnvInfo
 
-ALGOS = ("dqn", "d4pg")
-PRECISIONS = ("fp32", "fp16", "int8")
-MODES = ("single", "ray", "processes")
-COMPUTES = ("native", "float32")
+# the option names live in jaxrl_pim.choices (the command checks them before importing jax)
+ALGOS = choices.ACTORQ_ALGOS
+PRECISIONS = choices.PRECISIONS
+MODES = choices.MODES
+COMPUTES = choices.COMPUTES
 # The tasks with tuned defaults (and tests); any gymnax task with flat observations and
 # discrete (DQN) or continuous (D4PG) actions is accepted.
-DQN_ENVS = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
-D4PG_ENVS = ("Pendulum-v1",)
+DQN_ENVS = choices.DQN_ENVS
+D4PG_ENVS = choices.D4PG_ENVS
 # D4PG also accepts MuJoCo Playground DM Control Suite tasks, "playground/<EnvName>" with an
 # optional "@<max_steps>" time limit (default: the task's episode_length, 1000 steps); the
 # name itself is checked when the environment is built (jaxrl_pim.envs.playground).

@@ -22,18 +22,7 @@ import contextlib
 import socket
 from typing import Any
 
-from jaxrl_pim.actorq.config import (
-    ALGOS,
-    COMPUTES,
-    D4PG_ENVS,
-    DQN_ENVS,
-    MODES,
-    PRECISIONS,
-    DQNConfig,
-    default_config,
-)
-from jaxrl_pim.actorq.energy import EnergyTracker
-from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
+from jaxrl_pim.choices import ACTORQ_ALGOS, COMPUTES, D4PG_ENVS, DQN_ENVS, MODES, PRECISIONS
 from jaxrl_pim.cli._common import (
     add_checkpoint_arguments,
     add_command,
@@ -42,8 +31,16 @@ from jaxrl_pim.cli._common import (
     flag_names,
     show_progress,
 )
-from jaxrl_pim.progress import RichProgress
 
+# The module imports no jax at its top: the options are parsed and their cheap checks run
+# (counts, names, combinations of flags, output paths) before jax is imported, so a bad
+# option is refused within a second.
+
+#: The defaults of the options that set config fields: DQNConfig's own, written here so the
+#: parser is built without importing jax (tests/cli/test_defaults.py checks them).
+DEFAULTS: dict[str, Any] = {"algo": "dqn", "actor_compute": "native", "num_actors": 4,
+                            "envs_per_actor": 1, "actor_update_period": 100,
+                            "total_steps": 20_000}
 #: The command's defaults that differ from the ActorQ config's, and why: the command exists to
 #: run quantized actors, so its actors are int8 (the config's own default is fp32).
 COMMAND_DEFAULTS: dict[str, Any] = {"precision": ("int8",)}
@@ -55,14 +52,14 @@ FLAGS = {"num_actors": "--actors", "envs_per_actor": "--envs-per-actor",
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``actorq`` sub-command."""
-    d = DQNConfig()
+    d = argparse.Namespace(**DEFAULTS)
     p = add_command(
         subparsers, "actorq", main,
         description="Train ActorQ: full-precision learner, actors holding an fp32/fp16/int8 "
         "copy of the policy refreshed every --actor-update-period steps. Several "
         "--precision values run one after the other with the same seed and add times to "
         "95 %% of the fp32 reward and speed-ups.")
-    p.add_argument("--algo", choices=ALGOS, default=d.algo,
+    p.add_argument("--algo", choices=ACTORQ_ALGOS, default=d.algo,
                    help="dqn (discrete actions) or d4pg (continuous actions)")
     p.add_argument("--env", default=None,
                    help="gymnax task with flat observations (tuned: DQN CartPole-v1, "
@@ -143,14 +140,24 @@ def check_ray_address(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) ->
 
 def main(args: argparse.Namespace) -> int:
     """Run ``jaxrl-pim actorq`` with the parsed options; returns the exit status."""
-    from jaxrl_pim.report import make_report, write_json
-
+    # the cheap checks and every output path before jax is imported
     check_checkpoint_arguments(args)
+    for flag, count in (("--actors", args.actors), ("--envs-per-actor", args.envs_per_actor),
+                        ("--actor-update-period", args.actor_update_period),
+                        ("--steps", args.steps), *(("--hidden", h) for h in args.hidden or ())):
+        if count < 1:
+            raise ValueError(f"{flag} must be >= 1, got {count}")
     check_outputs(args, files={"--json": "json"})  # before any work
     if args.ray_address is not None and args.mode != "ray":
         raise ValueError("--ray-address needs --mode ray")
     if args.ray_address is not None:
         check_ray_address(args.ray_address)
+    from jaxrl_pim.actorq.config import default_config
+    from jaxrl_pim.actorq.energy import EnergyTracker
+    from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
+    from jaxrl_pim.progress import RichProgress
+    from jaxrl_pim.report import make_report, write_json
+
     overrides: dict[str, Any] = dict(
         actor_compute=args.actor_compute,
         num_actors=args.actors,

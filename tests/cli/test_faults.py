@@ -617,6 +617,15 @@ CHEAP = [
     (["marl", "--capacity", "16", "--batch-size", "32"], "--batch-size"),
     (["marl", "--capacity", "lots"], "--capacity"),
     (["marl", "--resume"], "--resume"),
+    (["actorq", "--actors", "0"], "--actors"),
+    (["actorq", "--envs-per-actor", "0"], "--envs-per-actor"),
+    (["actorq", "--actor-update-period", "0"], "--actor-update-period"),
+    (["actorq", "--steps", "0"], "--steps"),
+    (["actorq", "--hidden", "64", "0"], "--hidden"),
+    (["actorq", "--algo", "sac"], "--algo"),
+    (["actorq", "--precision", "int4"], "--precision"),
+    (["actorq", "--ray-address", "auto"], "--ray-address"),
+    (["actorq", "--checkpoint-every", "10"], "--checkpoint-every"),
 ]
 
 
@@ -661,16 +670,22 @@ def test_a_bad_option_is_refused_within_seconds():
     assert elapsed < 5.0, elapsed
 
 
-def test_the_marl_commands_defaults_are_marl_configs():
+def test_the_commands_defaults_are_their_configs():
     from jaxrl_pim.cli.marl import DEFAULTS
     from jaxrl_pim.marl.config import MARLConfig
 
     config = MARLConfig()
     assert DEFAULTS == {name: getattr(config, name) for name in DEFAULTS}
+    from jaxrl_pim.actorq.config import DQNConfig
+    from jaxrl_pim.cli import actorq
+
+    dqn = DQNConfig()
+    assert actorq.DEFAULTS == {name: getattr(dqn, name) for name in actorq.DEFAULTS}
 
 
 def test_the_choices_are_the_librarys():
     from jaxrl_pim import choices, replay
+    from jaxrl_pim.actorq import config as actorq_config
     from jaxrl_pim.envs import jaxmarl_adapter, mpe
     from jaxrl_pim.marl import config, plan, policies
 
@@ -682,6 +697,10 @@ def test_the_choices_are_the_librarys():
     assert choices.SAMPLING_MODES is config.SAMPLING_MODES
     assert choices.POLICIES is policies.POLICIES
     assert choices.LONG_RUN_TRANSITIONS == plan.LONG_RUN_TRANSITIONS
+    assert (choices.ACTORQ_ALGOS, choices.PRECISIONS, choices.MODES, choices.COMPUTES,
+            choices.DQN_ENVS, choices.D4PG_ENVS) == (
+        actorq_config.ALGOS, actorq_config.PRECISIONS, actorq_config.MODES,
+        actorq_config.COMPUTES, actorq_config.DQN_ENVS, actorq_config.D4PG_ENVS)
 
 
 @JAXMARL_MARKS[0]
