@@ -175,3 +175,28 @@ def test_the_three_commands_drive_their_trainers_through_the_runner(spy_start):
         learner = spy_start[-1]
         assert type(learner) is kind and isinstance(learner, runner.Learner), argv[0]
     assert len(spy_start) == 3
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "int32"])
+def test_tabular_run_without_checkpoints_equals_make_train_bit_for_bit(dtype):
+    """The tabular run without checkpoints is one runner segment over an initial state: it
+    ends with the table of the one-program trainer, every bit."""
+    import jax
+
+    from jaxrl_pim.data import Dataset
+    from jaxrl_pim.tabular import TabularConfig, chunk, make_train
+    from jaxrl_pim.tabular.runner import run
+
+    rng = np.random.default_rng(0)
+    d = Dataset(*(rng.integers(0, n, 4 * 25).astype(t) for n, t in
+                  [(7, np.uint8), (3, np.uint8), (4, np.float32), (7, np.uint8)]),
+                rng.random(4 * 25) < 0.1)
+    cfg = TabularConfig(7, 3, algo="sarsa", sampling="ran", dtype=dtype, num_cores=4,
+                        sync_period=2, num_episodes=5)
+    key = jax.random.key(5)
+    q, metrics = jax.jit(make_train(cfg))(key, chunk(cfg, d))
+    result = run(cfg, d, key, num_devices=1)
+    np.testing.assert_array_equal(result.q_table, np.asarray(q))
+    np.testing.assert_array_equal(result.metrics["q_delta"], np.asarray(metrics["q_delta"]))
+    assert (result.start_round, result.checkpoints, result.updates) == (0, 0, 4 * 25 * 5)
+    assert "checkpoint" not in result.timing_s and result.timing_s["compute"] >= 0
