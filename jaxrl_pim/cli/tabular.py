@@ -29,14 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
-from rich.console import Console
-from rich.table import Table
 
-from jaxrl_pim import data as data_lib
 from jaxrl_pim import pim
-from jaxrl_pim.checkpoint import default_every, fingerprint
 from jaxrl_pim.cli import launch
 from jaxrl_pim.cli._common import (
     add_checkpoint_arguments,
@@ -47,20 +42,11 @@ from jaxrl_pim.cli._common import (
     show_progress,
 )
 from jaxrl_pim.distributed import describe_lost_peer
-from jaxrl_pim.progress import RichProgress
-from jaxrl_pim.report import atomic_save, make_report, write_json
-from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
-from jaxrl_pim.tabular.formats import FORMATS
-from jaxrl_pim.tabular.runner import (
-    describe,
-    process_lanes,
-    process_rows,
-    run,
-    run_mesh,
-)
-from jaxrl_pim.tabular.sampling import SAMPLINGS
-from jaxrl_pim.tabular.trainer import ALGOS, RNGS, TabularConfig
+from jaxrl_pim.tabular.config import ALGOS, FORMATS, RNGS, SAMPLINGS, TabularConfig
 
+# The module imports no jax at its top (TabularConfig and the option names need none): the
+# options are parsed and their cheap checks run (counts, combinations of flags, output paths)
+# before jax is imported, so a bad option is refused within a second.
 ENVS = ("frozenlake", "taxi", "cliffwalking")
 PROG = "jaxrl-pim tabular"
 DEFAULT_ENV = "frozenlake"
@@ -155,8 +141,8 @@ def register(subparsers: Any) -> None:
     launch.add_arguments(p)
 
 
-def _mdp(args: argparse.Namespace):
-    """``(env name or None, env, env_params, model or None, S, A, terminal mask or None)``."""
+def _check_mdp_flags(args: argparse.Namespace) -> None:
+    """The flags that describe the MDP go together (checked before any import)."""
     own = args.num_states is not None or args.num_actions is not None
     if own:
         if args.num_states is None or args.num_actions is None:
@@ -167,6 +153,14 @@ def _mdp(args: argparse.Namespace):
     if args.terminal_states is not None and (args.env is not None or not own):
         raise ValueError("--terminal-states goes with --num-states/--num-actions (a dataset "
                          "of your own MDP); an environment gives its own terminal states")
+    if args.terminal_states is not None:
+        _terminal_mask(args.terminal_states, args.num_states)
+
+
+def _mdp(args: argparse.Namespace):
+    """``(env name or None, env, env_params, model or None, S, A, terminal mask or None)``."""
+    _check_mdp_flags(args)
+    own = args.num_states is not None or args.num_actions is not None
     name = args.env if args.env is not None or own else DEFAULT_ENV
     if name is None:
         s, a = args.num_states, args.num_actions
@@ -211,17 +205,36 @@ def _fingerprint(config: TabularConfig, args: argparse.Namespace, env_name: str 
                                   "terminal_states": args.terminal_states}
     else:
         source = {"transitions": args.transitions, "agents": args.agents}
+    from jaxrl_pim.checkpoint import fingerprint
+
     return fingerprint(config, env=env_name, seed=args.seed, **source)
 
 
 def main(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
-    # the cheap checks and every output path first: a bad one never costs a run's results
+    # the cheap checks and every output path first, before jax is imported: a bad one never
+    # costs a run's results, nor the seconds of the imports
     if args.eval_episodes < 1:
         raise ValueError(f"--eval-episodes must be >= 1, got {args.eval_episodes}")
-    _positive("--transitions", args.transitions)
+    for flag, count in (("--transitions", args.transitions), ("--cores", args.cores),
+                        ("--sync-period", args.sync_period), ("--episodes", args.episodes),
+                        ("--agents", args.agents), ("--devices", args.devices),
+                        ("--num-states", args.num_states),
+                        ("--num-actions", args.num_actions)):
+        if count is not None:
+            _positive(flag, count)
+    _check_mdp_flags(args)
     check_checkpoint_arguments(args)
     check_outputs(args, files={"--json": "json", "--save-q": "save_q"})
+    import jax
+    from rich.console import Console
+
+    from jaxrl_pim import data as data_lib
+    from jaxrl_pim.progress import RichProgress
+    from jaxrl_pim.report import atomic_save, make_report, write_json
+    from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
+    from jaxrl_pim.tabular.runner import describe, process_lanes, process_rows, run, run_mesh
+
     procs = launch.initialize_from_args(args, PROG)  # before any jax work
     console = Console(stderr=True)
     env_name, env, env_params, model, num_states, num_actions, terminal = _mdp(args)
@@ -378,6 +391,8 @@ def _print_size(config: TabularConfig, dataset_rows: int, checkpoints: Any,
     line = (f"{PROG}: {config.num_cores:,} lanes x {rows:,} rows x {config.num_episodes:,} "
             f"episodes = {updates:.3g} updates in {config.num_rounds:,} sync rounds")
     if checkpoints is not None:
+        from jaxrl_pim.checkpoint import default_every
+
         every = args.checkpoint_every or default_every(config.num_rounds)
         line += f"; a checkpoint every {every} rounds in {args.checkpoint}"
         if args.resume:
@@ -412,6 +427,9 @@ def _positive(name: str, value: int) -> int:
 
 
 def _print_table(config: TabularConfig, results: dict, timing: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     where = results["env"] or f"your MDP ({config.num_states} x {config.num_actions})"
     table = Table(title=f"{results['variant']} on {where}, {config.num_cores} lanes, "
                   f"sync every {config.sync_period}, {config.num_episodes} episodes")

@@ -617,6 +617,17 @@ CHEAP = [
     (["marl", "--capacity", "16", "--batch-size", "32"], "--batch-size"),
     (["marl", "--capacity", "lots"], "--capacity"),
     (["marl", "--resume"], "--resume"),
+    (["tabular", "--episodes", "0"], "--episodes"),
+    (["tabular", "--cores", "0"], "--cores"),
+    (["tabular", "--sync-period", "0"], "--sync-period"),
+    (["tabular", "--transitions", "0"], "--transitions"),
+    (["tabular", "--eval-episodes", "0"], "--eval-episodes"),
+    (["tabular", "--agents", "0"], "--agents"),
+    (["tabular", "--env", "chess"], "--env"),
+    (["tabular", "--dtype", "int8"], "--dtype"),
+    (["tabular", "--num-states", "4"], "--num-actions"),
+    (["tabular", "--num-states", "4", "--num-actions", "2", "--dataset", "d.txt",
+      "--terminal-states", "7"], "--terminal-states"),
     (["actorq", "--actors", "0"], "--actors"),
     (["actorq", "--envs-per-actor", "0"], "--envs-per-actor"),
     (["actorq", "--actor-update-period", "0"], "--actor-update-period"),
@@ -696,24 +707,16 @@ def test_the_choices_are_the_librarys():
     assert choices.MARL_ALGOS is config.ALGOS and choices.MARL_ENVS is config.ENVS
     assert choices.SAMPLING_MODES is config.SAMPLING_MODES
     assert choices.POLICIES is policies.POLICIES
+    from jaxrl_pim.tabular import config as tabular_config
+
+    assert (choices.TABULAR_ALGOS, choices.FORMATS, choices.SAMPLINGS, choices.RNGS) == (
+        tabular_config.ALGOS, tabular_config.FORMATS, tabular_config.SAMPLINGS,
+        tabular_config.RNGS)
     assert choices.LONG_RUN_TRANSITIONS == plan.LONG_RUN_TRANSITIONS
     assert (choices.ACTORQ_ALGOS, choices.PRECISIONS, choices.MODES, choices.COMPUTES,
             choices.DQN_ENVS, choices.D4PG_ENVS) == (
         actorq_config.ALGOS, actorq_config.PRECISIONS, actorq_config.MODES,
         actorq_config.COMPUTES, actorq_config.DQN_ENVS, actorq_config.D4PG_ENVS)
-
-
-@JAXMARL_MARKS[0]
-@JAXMARL_MARKS[1]
-def test_the_jaxmarl_names_are_jaxmarls_mpe_worlds():
-    import jaxmarl
-
-    from jaxrl_pim.choices import JAXMARL_SUPPORTED
-
-    # every name is registered, and every registered MPE world is one of them (or the list
-    # is out of date with the installed JaxMARL)
-    mpe = [name for name in jaxmarl.registered_envs if name.startswith("MPE_")]
-    assert sorted(JAXMARL_SUPPORTED) == sorted(mpe)
 
 
 def test_check_output_paths_directly(tmp_path):

@@ -148,6 +148,9 @@ def test_unsupported_envs_are_one_line(jaxmarl):
         MARLConfig(env="jaxmarl:hanabi")
     for name in SUPPORTED:
         assert name in jaxmarl.registered_envs
+    # and every registered MPE world is one of them (jaxrl_pim.choices keeps the list without
+    # importing JaxMARL; a JaxMARL that registers another world shows here)
+    assert sorted(SUPPORTED) == sorted(n for n in jaxmarl.registered_envs if n.startswith("MPE_"))
 
 
 def _jaxmarl_rollout(env, num_envs: int, steps: int, key):
