@@ -231,6 +231,43 @@ def run(
     timer = PhaseTimer()
     mesh = run_mesh(config, num_devices)
     lanes = process_lanes(config, mesh)
+    device_chunks, whole = _chunks_on_devices(config, transitions, mesh, lanes, num_rows,
+                                              timer)
+    use_mesh = mesh if mesh.devices.size > 1 else None
+    # across processes every process reads the whole table: gather it inside the program
+    out = NamedSharding(mesh, P()) if jax.process_count() > 1 else None
+    learner = TabularLearner(config, key, device_chunks, use_mesh, callback, timer=timer,
+                             out_sharding=out, host_state=checkpoints is not None,
+                             folder=None if checkpoints is None else checkpoints.directory)
+    outcome = runner.run(learner, checkpoints, every=checkpoint_every, resume=resume)
+    if checkpoints is not None:  # restoring and saving
+        timer.add("checkpoint", outcome.timing_s["start"] + outcome.timing_s["checkpoint"])
+    run_s = timer.seconds.pop("run", 0.0)
+    sync_s = min(_sync_seconds(config, mesh, lanes), run_s)
+    timer.add("compute", run_s - sync_s)
+    timer.add("sync", sync_s)
+    with timer.phase("transfer_out"):
+        q_host = np.asarray(jax.device_get(outcome.report["q_table"]))
+        metrics_host = {k: np.asarray(jax.device_get(v))
+                        for k, v in outcome.report["metrics"].items()}
+    timing = timer.as_dict(total=False)
+    timing["total"] = sum(v for k, v in timing.items() if k != "compile")
+    episodes = episodes_in_rounds(config, outcome.start, config.num_rounds)
+    updates = config.num_cores * device_chunks.shape[1] * episodes
+    return RunResult(
+        q_host, metrics_host, timing, updates, updates / max(run_s, 1e-12),
+        0 if config.independent else dropped_rows(config, whole), mesh.devices.size,
+        jax.process_count(), lanes, outcome.start, outcome.checkpoints_written,
+    )
+
+
+def _chunks_on_devices(
+    config: TabularConfig, transitions: Dataset, mesh: Mesh, lanes: tuple[int, int],
+    num_rows: int | None, timer: PhaseTimer,
+) -> tuple[Dataset, int]:
+    """The chunks ``[num_cores, m]`` split over ``mesh`` (this process's lanes built here,
+    phase ``prepare``; copied to the devices, phase ``transfer_in``) and the whole dataset's
+    row count; a data error in any process stops every process."""
     with timer.phase("prepare"):
         error: ValueError | None = None
         try:
@@ -243,51 +280,27 @@ def run(
         if failed:
             raise ValueError(f"process {failed[0]} rejected its part of the data (see its "
                              "output)")
-    n_dev = mesh.devices.size
-    use_mesh = mesh if n_dev > 1 else None
     sharding = NamedSharding(mesh, P(mesh.axis_names[0]))
-    replicated = NamedSharding(mesh, P())
     lane_shape = (config.num_cores, *chunks.shape[1:])
     with timer.phase("transfer_in"):
         device_chunks = timer.block(
             jax.make_array_from_process_local_data(sharding, chunks, lane_shape))
-    # across processes every process reads the whole table: gather it inside the program
-    out = replicated if jax.process_count() > 1 else None
-    learner = TabularLearner(config, key, device_chunks, use_mesh, callback, timer=timer,
-                             out_sharding=out, host_state=checkpoints is not None,
-                             folder=None if checkpoints is None else checkpoints.directory)
-    outcome = runner.run(learner, checkpoints, every=checkpoint_every, resume=resume)
-    if checkpoints is not None:  # restoring and saving
-        timer.add("checkpoint", outcome.timing_s["start"] + outcome.timing_s["checkpoint"])
-    start_round, saved = outcome.start, outcome.checkpoints_written
-    q, metrics = outcome.report["q_table"], outcome.report["metrics"]
-    timer.seconds.setdefault("run", 0.0)
-    # sync time measured in isolation on the real shapes, times the number of rounds
-    sync_fn = jax.jit(make_sync(config, use_mesh))
+    return device_chunks, whole
+
+
+def _sync_seconds(config: TabularConfig, mesh: Mesh, lanes: tuple[int, int]) -> float:
+    """The run's estimated sync time: ``num_rounds`` x the sync step (lane mean and
+    broadcast, across devices on ``mesh``) timed in isolation on the real shapes; 0 in
+    independent mode (never averaged)."""
     if config.independent:
-        sync_s = 0.0
-    else:
-        q_lanes = jax.make_array_from_process_local_data(
-            sharding, np.zeros((lanes[1] - lanes[0], config.num_states, config.num_actions),
-                               config.format.storage),
-            (config.num_cores, config.num_states, config.num_actions))
-        sync_s = time_call(lambda: sync_fn(q_lanes), repeats=5) * config.num_rounds
-    run_s = timer.seconds.pop("run")
-    sync_s = min(sync_s, run_s)
-    timer.add("compute", run_s - sync_s)
-    timer.add("sync", sync_s)
-    with timer.phase("transfer_out"):
-        q_host = np.asarray(jax.device_get(q))
-        metrics_host = {k: np.asarray(jax.device_get(v)) for k, v in metrics.items()}
-    timing = timer.as_dict(total=False)
-    timing["total"] = sum(v for k, v in timing.items() if k != "compile")
-    episodes = episodes_in_rounds(config, start_round, config.num_rounds)
-    updates = config.num_cores * chunks.shape[1] * episodes
-    return RunResult(
-        q_host, metrics_host, timing, updates, updates / max(run_s, 1e-12),
-        0 if config.independent else dropped_rows(config, whole), n_dev,
-        jax.process_count(), lanes, start_round, saved,
-    )
+        return 0.0
+    sync_fn = jax.jit(make_sync(config, mesh if mesh.devices.size > 1 else None))
+    shape = (config.num_states, config.num_actions)
+    q_lanes = jax.make_array_from_process_local_data(
+        NamedSharding(mesh, P(mesh.axis_names[0])),
+        np.zeros((lanes[1] - lanes[0], *shape), config.format.storage),
+        (config.num_cores, *shape))
+    return time_call(lambda: sync_fn(q_lanes), repeats=5) * config.num_rounds
 
 
 class TabularLearner:
