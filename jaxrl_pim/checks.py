@@ -52,7 +52,11 @@ def check_bool(name: str, value: Any) -> bool:
     return bool(value)
 
 
-def check_widths(name: str, value: Any, max_width: int,
+#: The widest network layer a config accepts by default (:func:`check_widths`).
+MAX_LAYER_WIDTH = 65_536
+
+
+def check_widths(name: str, value: Any, max_width: int = MAX_LAYER_WIDTH,
                  max_layers: int | None = None) -> tuple[int, ...]:
     """Return ``value`` if it is a non-empty tuple of layer widths (at most ``max_layers``),
     each an integer in ``[1, max_width]``; raise ValueError naming ``name[i]`` otherwise."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from jaxrl_pim import choices
-from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.checks import check_bool, check_choice, check_float, check_int, check_widths
 from jaxrl_pim.envs.playground import is_playground_name, parse_name
 from jaxrl_pim.replay.buffers import check_capacity
 from jaxrl_pim.rl.common import check_env
@@ -150,7 +150,7 @@ class ActorQConfig:
         check_int("envs_per_actor", self.envs_per_actor, 1, 4096)
         check_int("actor_update_period", self.actor_update_period, 1, 10**7)
         check_int("total_steps", self.total_steps, 1, 10**10)
-        _check_sizes("hidden_sizes", self.hidden_sizes)
+        check_widths("hidden_sizes", self.hidden_sizes)
         check_float("learning_rate", self.learning_rate, 0.0, 1.0, lo_open=True)
         check_int("batch_size", self.batch_size, 1, 1 << 16)
         check_capacity(self.buffer_capacity, "buffer_capacity")
@@ -226,8 +226,7 @@ class DQNConfig(ActorQConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.prioritized, bool):
-            raise ValueError(f"prioritized must be a bool, got {self.prioritized!r}")
+        check_bool("prioritized", self.prioritized)
         check_float("per_alpha", self.per_alpha, 0.0, 1.0)
         check_float("per_beta", self.per_beta, 0.0, 1.0)
         check_float("per_eps", self.per_eps, 0.0, 1.0, lo_open=True)
@@ -292,7 +291,7 @@ class D4PGConfig(ActorQConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_sizes("critic_hidden_sizes", self.critic_hidden_sizes)
+        check_widths("critic_hidden_sizes", self.critic_hidden_sizes)
         if self.policy_learning_rate is not None:
             check_float("policy_learning_rate", self.policy_learning_rate, 0.0, 1.0,
                         lo_open=True)
@@ -317,13 +316,6 @@ class D4PGConfig(ActorQConfig):
 
 CONFIGS: dict[str, type[ActorQConfig]] = {"dqn": DQNConfig, "d4pg": D4PGConfig}
 """The algorithm config of each name in ``ALGOS``."""
-
-
-def _check_sizes(name: str, sizes: Any) -> None:
-    if not isinstance(sizes, tuple) or not sizes:
-        raise ValueError(f"{name} must be a non-empty tuple, got {sizes!r}")
-    for i, h in enumerate(sizes):
-        check_int(f"{name}[{i}]", h, 1, 65536)
 
 
 def default_config(

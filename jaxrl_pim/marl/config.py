@@ -13,7 +13,7 @@ import dataclasses
 import math
 
 from jaxrl_pim import choices
-from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.checks import check_bool, check_choice, check_float, check_int, check_widths
 from jaxrl_pim.envs import mpe
 from jaxrl_pim.envs.jaxmarl_adapter import PREFIX as JAXMARL_PREFIX
 from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
@@ -25,7 +25,6 @@ ENVS = choices.MARL_ENVS
 SAMPLING_MODES = choices.SAMPLING_MODES
 MAX_ENVS = 65_536
 MAX_EPISODE_LENGTH = 100_000
-MAX_WIDTH = 65_536
 
 __all__ = [
     "ALGOS",
@@ -147,10 +146,7 @@ class MARLConfig:
         check_float("gamma", self.gamma, 0.0, 1.0)
         check_float("tau", self.tau, 0.0, 1.0, lo_open=True)
         check_float("grad_clip", self.grad_clip, 0.0, lo_open=True)
-        if not isinstance(self.hidden, tuple) or not self.hidden:
-            raise ValueError(f"hidden must be a non-empty tuple of widths, got {self.hidden!r}")
-        for w in self.hidden:
-            check_int("hidden width", w, lo=1, hi=MAX_WIDTH)
+        check_widths("hidden", self.hidden)
         check_float("logits_reg", self.logits_reg, 0.0)
         check_float("temperature", self.temperature, 0.0, lo_open=True)
         check_int("policy_delay", self.policy_delay, lo=1)
@@ -164,8 +160,7 @@ class MARLConfig:
                 f"batch_size ({self.batch_size}) must be divisible by num_refs "
                 f"({self.num_refs}) for {self.sampler} sampling"
             )
-        if not isinstance(self.window, bool):
-            raise ValueError(f"window must be True or False, got {self.window!r}")
+        check_bool("window", self.window)
         check_float("priority_alpha", self.priority_alpha, 0.0)
         check_float("priority_beta", self.priority_beta, 0.0, 1.0)
 

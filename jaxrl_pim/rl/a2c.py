@@ -17,7 +17,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.factory import EnvInfo, make
 from jaxrl_pim.rl import common
 from jaxrl_pim.rl.networks import (
@@ -52,19 +51,8 @@ class A2CConfig:
 
     def __post_init__(self) -> None:
         common.check_env("env_name", self.env_name, algo="A2C")
-        check_int("num_envs", self.num_envs, 1, 65536)
-        check_int("num_steps", self.num_steps, 1, 100_000)
-        check_int("total_timesteps", self.total_timesteps, self.num_envs * self.num_steps)
-        check_float("lr", self.lr, 0.0, 1.0, lo_open=True)
-        check_float("gamma", self.gamma, 0.0, 1.0)
-        check_float("gae_lambda", self.gae_lambda, 0.0, 1.0)
-        check_float("ent_coef", self.ent_coef, 0.0)
-        check_float("vf_coef", self.vf_coef, 0.0)
-        check_float("max_grad_norm", self.max_grad_norm, 0.0, lo_open=True)
-        common.check_hidden("hidden", self.hidden)
-        check_choice("activation", self.activation, common.ACTIVATIONS)
-        if self.qat is not None and not isinstance(self.qat, common.QATConfig):
-            raise ValueError(f"qat must be a QATConfig or None, got {self.qat!r}")
+        common.check_rollout(self)
+        common.check_network(self)
 
     @property
     def num_updates(self) -> int:

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl_pim.checks import check_float, check_int
+from jaxrl_pim.checks import check_bool, check_choice, check_float, check_int, check_widths
 from jaxrl_pim.envs.factory import EnvInfo, make, make_with_info
+from jaxrl_pim.replay.buffers import check_capacity
 
 #: gymnax tasks with a discrete action space that the learners are tested on (DQN, PPO, A2C);
 #: any gymnax environment with flat observations and discrete actions is accepted.
@@ -91,11 +92,7 @@ def input_map(env_name: str, normalize_obs: bool) -> Callable[[jax.Array], jax.A
 
 def check_hidden(name: str, hidden: Any) -> tuple[int, ...]:
     """Validate a tuple of hidden layer widths (1-4 layers, each 1-4096)."""
-    if not isinstance(hidden, tuple) or not 1 <= len(hidden) <= 4:
-        raise ValueError(f"{name} must be a tuple of 1 to 4 layer widths, got {hidden!r}")
-    for i, width in enumerate(hidden):
-        check_int(f"{name}[{i}]", width, 1, 4096)
-    return hidden
+    return check_widths(name, hidden, 4096, max_layers=4)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +111,56 @@ class QATConfig:
     def __post_init__(self) -> None:
         check_int("qat.bits", self.bits, 2, 16)
         check_float("qat.delay_fraction", self.delay_fraction, 0.0, 1.0, hi_open=True)
+
+
+# Checks of the fields several learners' configs share (each config's __post_init__ calls the
+# ones it has; every message names the field and the value).
+
+
+def check_network(config: Any) -> None:
+    """``hidden`` (1-4 widths of 1-4096), ``activation`` (one of :data:`ACTIVATIONS`) and
+    ``qat`` (a :class:`QATConfig` or None) of a config (A2C, PPO, DQN, DDPG)."""
+    check_hidden("hidden", config.hidden)
+    check_choice("activation", config.activation, ACTIVATIONS)
+    if config.qat is not None and not isinstance(config.qat, QATConfig):
+        raise ValueError(f"qat must be a QATConfig or None, got {config.qat!r}")
+
+
+def check_rollout(config: Any) -> None:
+    """The on-policy sizes and rates of a config (A2C, PPO): ``num_envs`` (1-65,536),
+    ``num_steps`` (1-100,000) per rollout, ``total_timesteps`` (at least one rollout,
+    ``num_envs * num_steps``), ``lr`` in (0, 1], ``gamma`` and ``gae_lambda`` in [0, 1],
+    ``ent_coef`` and ``vf_coef`` >= 0 and ``max_grad_norm`` > 0."""
+    check_int("num_envs", config.num_envs, 1, 65536)
+    check_int("num_steps", config.num_steps, 1, 100_000)
+    check_int("total_timesteps", config.total_timesteps, config.num_envs * config.num_steps)
+    check_float("lr", config.lr, 0.0, 1.0, lo_open=True)
+    check_float("gamma", config.gamma, 0.0, 1.0)
+    check_float("gae_lambda", config.gae_lambda, 0.0, 1.0)
+    check_float("ent_coef", config.ent_coef, 0.0)
+    check_float("vf_coef", config.vf_coef, 0.0)
+    check_float("max_grad_norm", config.max_grad_norm, 0.0, lo_open=True)
+
+
+def check_replay_sizes(config: Any) -> None:
+    """The replay sizes of an off-policy config (DQN, DDPG): ``num_envs`` (1-65,536),
+    ``total_timesteps`` (>= ``num_envs``, one vectorised step), ``buffer_capacity`` (a
+    capacity the buffers take, >= ``num_envs``: one step's rows), ``batch_size`` (1 to the
+    capacity) and ``learning_starts`` (>= ``batch_size``)."""
+    check_int("num_envs", config.num_envs, 1, 65536)
+    check_int("total_timesteps", config.total_timesteps, config.num_envs)
+    check_capacity(config.buffer_capacity, "buffer_capacity")
+    check_int("buffer_capacity", config.buffer_capacity, config.num_envs)  # one step's rows
+    check_int("batch_size", config.batch_size, 1, config.buffer_capacity)
+    check_int("learning_starts", config.learning_starts, config.batch_size)
+
+
+def check_normalize_obs(config: Any) -> None:
+    """``normalize_obs`` is a bool, and True only for a task with bounded observations
+    (:func:`obs_normalizer` rejects the others)."""
+    check_bool("normalize_obs", config.normalize_obs)
+    if config.normalize_obs:
+        obs_normalizer(config.env_name)
 
 
 def qat_params(params: Any, qat: QATConfig | None, step: jax.Array, delay: int) -> Any:

@@ -22,9 +22,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.envs.factory import make
-from jaxrl_pim.replay import BufferState, check_capacity
+from jaxrl_pim.replay import BufferState
 from jaxrl_pim.rl import common
 from jaxrl_pim.rl.dqn import make_replay, one_step, sample_uniform
 from jaxrl_pim.rl.networks import DeterministicActor, ParametricPolicy, QCritic
@@ -53,26 +53,15 @@ class DDPGConfig:
 
     def __post_init__(self) -> None:
         common.check_env("env_name", self.env_name, discrete=False, algo="DDPG")
-        check_int("num_envs", self.num_envs, 1, 65536)
-        check_int("total_timesteps", self.total_timesteps, self.num_envs)
-        check_capacity(self.buffer_capacity, "buffer_capacity")
-        check_int("buffer_capacity", self.buffer_capacity, self.num_envs)  # one step's rows
-        check_int("batch_size", self.batch_size, 1, self.buffer_capacity)
-        check_int("learning_starts", self.learning_starts, self.batch_size)
+        common.check_replay_sizes(self)
         check_float("actor_lr", self.actor_lr, 0.0, 1.0, lo_open=True)
         check_float("critic_lr", self.critic_lr, 0.0, 1.0, lo_open=True)
         check_float("gamma", self.gamma, 0.0, 1.0)
         check_float("tau", self.tau, 0.0, 1.0, lo_open=True)
         check_float("expl_noise", self.expl_noise, 0.0, 10.0, lo_open=True)
         check_int("noise_hold", self.noise_hold, 1, 10_000)
-        if not isinstance(self.normalize_obs, bool):
-            raise ValueError(f"normalize_obs must be a bool, got {self.normalize_obs!r}")
-        if self.normalize_obs:
-            common.obs_normalizer(self.env_name)  # rejects unbounded observation spaces
-        common.check_hidden("hidden", self.hidden)
-        check_choice("activation", self.activation, common.ACTIVATIONS)
-        if self.qat is not None and not isinstance(self.qat, common.QATConfig):
-            raise ValueError(f"qat must be a QATConfig or None, got {self.qat!r}")
+        common.check_normalize_obs(self)
+        common.check_network(self)
 
     @property
     def num_iterations(self) -> int:

@@ -33,14 +33,13 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.checks import check_bool, check_float, check_int
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.replay import (
     Buffer,
     BufferState,
     NStepTransition,
     Sampler,
-    check_capacity,
     make_ring_buffer,
     uniform,
 )
@@ -76,12 +75,7 @@ class DQNConfig:
 
     def __post_init__(self) -> None:
         common.check_env("env_name", self.env_name, discrete=True, algo="DQN")
-        check_int("num_envs", self.num_envs, 1, 65536)
-        check_int("total_timesteps", self.total_timesteps, self.num_envs)
-        check_capacity(self.buffer_capacity, "buffer_capacity")
-        check_int("buffer_capacity", self.buffer_capacity, self.num_envs)  # one step's rows
-        check_int("batch_size", self.batch_size, 1, self.buffer_capacity)
-        check_int("learning_starts", self.learning_starts, self.batch_size)
+        common.check_replay_sizes(self)
         check_int("train_frequency", self.train_frequency, 1)
         check_int("target_update_interval", self.target_update_interval, 1)
         check_float("lr", self.lr, 0.0, 1.0, lo_open=True)
@@ -92,15 +86,9 @@ class DQNConfig:
         check_float("max_grad_norm", self.max_grad_norm, 0.0, lo_open=True)
         check_int("explore_hold", self.explore_hold, 1, 10_000)
         check_float("advantage_learning", self.advantage_learning, 0.0, 1.0, hi_open=True)
-        for name in ("anneal_lr", "normalize_obs"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        if self.normalize_obs:
-            common.obs_normalizer(self.env_name)  # rejects unbounded observation spaces
-        common.check_hidden("hidden", self.hidden)
-        check_choice("activation", self.activation, common.ACTIVATIONS)
-        if self.qat is not None and not isinstance(self.qat, common.QATConfig):
-            raise ValueError(f"qat must be a QATConfig or None, got {self.qat!r}")
+        check_bool("anneal_lr", self.anneal_lr)
+        common.check_normalize_obs(self)
+        common.check_network(self)
 
     @property
     def num_iterations(self) -> int:

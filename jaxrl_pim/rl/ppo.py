@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.checks import check_bool, check_float, check_int
 from jaxrl_pim.envs.factory import EnvInfo, make
 from jaxrl_pim.rl import common
 from jaxrl_pim.rl.networks import (
@@ -64,27 +64,17 @@ class PPOConfig:
 
     def __post_init__(self) -> None:
         common.check_env("env_name", self.env_name, algo="PPO")
-        check_int("num_envs", self.num_envs, 1, 65536)
-        check_int("num_steps", self.num_steps, 1, 100_000)
+        common.check_rollout(self)
         check_int("update_epochs", self.update_epochs, 1, 1000)
         check_int("num_minibatches", self.num_minibatches, 1, 65536)
-        check_int("total_timesteps", self.total_timesteps, self.num_envs * self.num_steps)
         if (self.num_envs * self.num_steps) % self.num_minibatches:
             raise ValueError(
                 f"num_minibatches ({self.num_minibatches}) must divide num_envs * num_steps "
                 f"({self.num_envs * self.num_steps})"
             )
-        check_float("lr", self.lr, 0.0, 1.0, lo_open=True)
-        check_float("gamma", self.gamma, 0.0, 1.0)
-        check_float("gae_lambda", self.gae_lambda, 0.0, 1.0)
+        check_bool("anneal_lr", self.anneal_lr)
         check_float("clip_eps", self.clip_eps, 0.0, 10.0, lo_open=True)
-        check_float("ent_coef", self.ent_coef, 0.0)
-        check_float("vf_coef", self.vf_coef, 0.0)
-        check_float("max_grad_norm", self.max_grad_norm, 0.0, lo_open=True)
-        common.check_hidden("hidden", self.hidden)
-        check_choice("activation", self.activation, common.ACTIVATIONS)
-        if self.qat is not None and not isinstance(self.qat, common.QATConfig):
-            raise ValueError(f"qat must be a QATConfig or None, got {self.qat!r}")
+        common.check_network(self)
 
     @property
     def num_updates(self) -> int:
