@@ -9,6 +9,8 @@ quantized copies of ``state.params`` can be evaluated (:mod:`jaxrl_pim.studies`)
   loss is also ActorQ's DQN learner's.
 * :mod:`.ppo`: PPO (clipped surrogate, GAE), categorical or Gaussian policy.
 * :mod:`.a2c`: A2C (n-step / GAE advantages), categorical or Gaussian policy.
+* :mod:`.actor_critic`: what A2C and PPO share (actor and critic networks, action sampling,
+  the rollout, the training state).
 * :mod:`.ddpg`: DDPG (Gaussian exploration noise, target nets, Polyak averaging).
 * :mod:`.evaluate`: greedy evaluation on any gymnax environment and fp32-vs-quantized policy
   divergences.

@@ -11,23 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_pim.envs.factory import EnvInfo, make
-from jaxrl_pim.rl import common
-from jaxrl_pim.rl.networks import (
-    MLP,
-    GaussianActor,
-    ParametricPolicy,
-    categorical_entropy,
-    categorical_log_prob,
-    gaussian_entropy,
-    gaussian_log_prob,
-)
+from jaxrl_pim.envs.factory import make
+from jaxrl_pim.rl import actor_critic, common
+from jaxrl_pim.rl.networks import ParametricPolicy
 from jaxrl_pim.rl.ppo import gae_advantages
 
 
@@ -60,16 +51,11 @@ class A2CConfig:
         return self.total_timesteps // (self.num_envs * self.num_steps)
 
 
-class A2CState(NamedTuple):
-    """Final training state; ``params`` are the policy's parameters."""
+class A2CState(actor_critic.ActorCriticState):
+    """Final A2C training state (:class:`~jaxrl_pim.rl.actor_critic.ActorCriticState`);
+    ``params`` are the policy's parameters."""
 
-    params: Any
-    critic_params: Any
-    opt_state: Any
-    env_state: Any
-    obs: jax.Array
-    stats: common.EpisodeStats
-    key: jax.Array
+    __slots__ = ()
 
 
 def policy_gradient_loss(log_probs: jax.Array, advantages: jax.Array) -> jax.Array:
@@ -77,21 +63,9 @@ def policy_gradient_loss(log_probs: jax.Array, advantages: jax.Array) -> jax.Arr
     return -jnp.mean(log_probs * jax.lax.stop_gradient(advantages))
 
 
-def _actor_and_spec(config: A2CConfig) -> tuple[Any, EnvInfo]:
-    spec = common.env_info(config.env_name)
-    if spec.discrete:
-        return MLP(config.hidden, spec.num_actions, config.activation, 0.01), spec
-    return GaussianActor(config.hidden, spec.action_dim, config.activation), spec
-
-
 def make_policy(config: A2CConfig) -> ParametricPolicy:
     """Categorical logits (discrete) or Gaussian ``(mean, log_std)`` (continuous)."""
-    actor, spec = _actor_and_spec(config)
-    if spec.discrete:
-        return ParametricPolicy("categorical", actor.apply,
-                                lambda logits: jnp.argmax(logits, axis=-1))
-    low, high = spec.action_low, spec.action_high
-    return ParametricPolicy("gaussian", actor.apply, lambda dist: jnp.clip(dist[0], low, high))
+    return actor_critic.make_policy(config.env_name, config.hidden, config.activation)
 
 
 def make_train(
@@ -103,89 +77,46 @@ def make_train(
     ``policy_loss``, ``value_loss``, ``entropy``.
     """
     env, env_params = make(config.env_name)
-    actor, spec = _actor_and_spec(config)
-    critic = MLP(config.hidden, 1, config.activation, 1.0)
-    discrete = spec.discrete
+    ac = actor_critic.make_actor_critic(config.env_name, config.hidden, config.activation)
     num_updates = config.num_updates
     qat_start = int(config.qat.delay_fraction * num_updates) if config.qat else 0
     tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.lr))
 
-    def sample_action(params, obs, key):
-        out = actor.apply(params, obs)
-        if discrete:
-            return jax.random.categorical(key, out), None
-        mean, log_std = out
-        action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
-        return action, jnp.clip(action, spec.action_low, spec.action_high)
-
-    def logp_ent(params, obs, action):
-        out = actor.apply(params, obs)
-        if discrete:
-            return categorical_log_prob(out, action), categorical_entropy(out)
-        return gaussian_log_prob(out[0], out[1], action), gaussian_entropy(out[1])
-
     def train(key: jax.Array) -> tuple[A2CState, dict[str, jax.Array]]:
         key, k_actor, k_critic, k_env = jax.random.split(key, 4)
-        obs0 = jnp.zeros((1, spec.obs_dim), jnp.float32)
-        params = actor.init(k_actor, obs0)
-        critic_params = critic.init(k_critic, obs0)
+        params, critic_params = ac.init(k_actor, k_critic)
         obs, env_state = common.vmap_reset(env, env_params, k_env, config.num_envs)
 
-        def update(carry, update_idx):
-            params, critic_params, opt_state, env_state, obs, stats, key = carry
-            act_params = common.qat_params(params, config.qat, update_idx, qat_start)
-
-            def env_step(carry, _):
-                env_state, obs, stats, key = carry
-                key, k_act, k_step = jax.random.split(key, 3)
-                action, env_action = sample_action(act_params, obs, k_act)
-                env_action = action if env_action is None else env_action
-                out = common.vmap_step(env, env_params, k_step, env_state, env_action)
-                stats, finished = common.update_stats(stats, out.reward, out.done)
-                final_value = critic.apply(critic_params, out.final_obs)[..., 0]
-                reward = out.reward + config.gamma * final_value * out.truncated
-                return (out.env_state, out.obs, stats, key), (
-                    obs, action, reward, out.done, finished
-                )
-
-            (env_state, obs, stats, key), traj = jax.lax.scan(
-                env_step, (env_state, obs, stats, key), None, config.num_steps
-            )
-            t_obs, t_action, t_reward, t_done, t_finished = traj
-            values = critic.apply(critic_params, t_obs)[..., 0]
-            last_value = critic.apply(critic_params, obs)[..., 0]
+        def update(st: A2CState, update_idx):
+            act_params = common.qat_params(st.params, config.qat, update_idx, qat_start)
+            st, traj = ac.rollout(env, env_params, config.num_steps, config.gamma, act_params, st)
+            values = ac.value(st.critic_params, traj.obs)
+            last_value = ac.value(st.critic_params, st.obs)
             adv, returns = gae_advantages(
-                t_reward, values, t_done, last_value, config.gamma, config.gae_lambda
+                traj.reward, values, traj.done, last_value, config.gamma, config.gae_lambda
             )
 
             def loss_fn(both):
                 p, cp = both
                 p = common.qat_params(p, config.qat, update_idx, qat_start)
-                logp, ent = logp_ent(p, t_obs, t_action)
+                logp, ent = ac.log_prob_entropy(p, traj.obs, traj.action)
                 pl = policy_gradient_loss(logp, adv)
-                v = critic.apply(cp, t_obs)[..., 0]
+                v = ac.value(cp, traj.obs)
                 vl = 0.5 * jnp.mean((v - jax.lax.stop_gradient(returns)) ** 2)
                 return pl + config.vf_coef * vl - config.ent_coef * ent.mean(), (pl, vl,
                                                                                   ent.mean())
 
-            grads, (pl, vl, ent) = jax.grad(loss_fn, has_aux=True)((params, critic_params))
-            upd, opt_state = tx.update(grads, opt_state, (params, critic_params))
-            params, critic_params = optax.apply_updates((params, critic_params), upd)
-            metrics = {
-                "episode_return": common.mean_finished(t_finished, t_done),
-                "episodes": jnp.sum(t_done),
-                "policy_loss": pl,
-                "value_loss": vl,
-                "entropy": ent,
-            }
+            both = (st.params, st.critic_params)
+            grads, (pl, vl, ent) = jax.grad(loss_fn, has_aux=True)(both)
+            upd, opt_state = tx.update(grads, st.opt_state, both)
+            params, critic_params = optax.apply_updates(both, upd)
+            metrics = actor_critic.rollout_metrics(traj, pl, vl, ent)
             common.maybe_callback(callback, update_idx + 1, num_updates, metrics)
-            return (params, critic_params, opt_state, env_state, obs, stats, key), metrics
+            return st._replace(params=params, critic_params=critic_params,
+                               opt_state=opt_state), metrics
 
-        carry = (
-            params, critic_params, tx.init((params, critic_params)), env_state, obs,
-            common.init_stats(config.num_envs), key,
-        )
-        carry, metrics = jax.lax.scan(update, carry, jnp.arange(num_updates))
-        return A2CState(*carry), metrics
+        state = A2CState(params, critic_params, tx.init((params, critic_params)), env_state,
+                         obs, common.init_stats(config.num_envs), key)
+        return jax.lax.scan(update, state, jnp.arange(num_updates))
 
     return train

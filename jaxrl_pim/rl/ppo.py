@@ -16,24 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
 from jaxrl_pim.checks import check_bool, check_float, check_int
-from jaxrl_pim.envs.factory import EnvInfo, make
-from jaxrl_pim.rl import common
-from jaxrl_pim.rl.networks import (
-    MLP,
-    GaussianActor,
-    ParametricPolicy,
-    categorical_entropy,
-    categorical_log_prob,
-    gaussian_entropy,
-    gaussian_log_prob,
-)
+from jaxrl_pim.envs.factory import make
+from jaxrl_pim.rl import actor_critic, common
+from jaxrl_pim.rl.networks import ParametricPolicy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,16 +78,11 @@ class PPOConfig:
         return self.num_envs * self.num_steps // self.num_minibatches
 
 
-class PPOState(NamedTuple):
-    """Final training state; ``params`` are the policy's parameters."""
+class PPOState(actor_critic.ActorCriticState):
+    """Final PPO training state (:class:`~jaxrl_pim.rl.actor_critic.ActorCriticState`);
+    ``params`` are the policy's parameters."""
 
-    params: Any
-    critic_params: Any
-    opt_state: Any
-    env_state: Any
-    obs: jax.Array
-    stats: common.EpisodeStats
-    key: jax.Array
+    __slots__ = ()
 
 
 def gae_advantages(
@@ -151,23 +137,9 @@ def clipped_value_loss(
     return 0.5 * jnp.mean(jnp.maximum((values - returns) ** 2, (clipped - returns) ** 2))
 
 
-def _actor_and_spec(config: PPOConfig) -> tuple[Any, EnvInfo]:
-    spec = common.env_info(config.env_name)
-    if spec.discrete:
-        actor = MLP(config.hidden, spec.num_actions, config.activation, 0.01)
-    else:
-        actor = GaussianActor(config.hidden, spec.action_dim, config.activation)
-    return actor, spec
-
-
 def make_policy(config: PPOConfig) -> ParametricPolicy:
     """The trained policy's pure functions (categorical logits or Gaussian ``(mean, log_std)``)."""
-    actor, spec = _actor_and_spec(config)
-    if spec.discrete:
-        return ParametricPolicy("categorical", actor.apply,
-                                lambda logits: jnp.argmax(logits, axis=-1))
-    low, high = spec.action_low, spec.action_high
-    return ParametricPolicy("gaussian", actor.apply, lambda dist: jnp.clip(dist[0], low, high))
+    return actor_critic.make_policy(config.env_name, config.hidden, config.activation)
 
 
 def make_train(
@@ -181,9 +153,7 @@ def make_train(
     metrics)`` is an opt-in host progress hook.
     """
     env, env_params = make(config.env_name)
-    actor, spec = _actor_and_spec(config)
-    critic = MLP(config.hidden, 1, config.activation, 1.0)
-    discrete = spec.discrete
+    ac = actor_critic.make_actor_critic(config.env_name, config.hidden, config.activation)
     num_updates = config.num_updates
     qat_start = int(config.qat.delay_fraction * num_updates) if config.qat else 0
     steps_per_update = config.update_epochs * config.num_minibatches
@@ -196,74 +166,37 @@ def make_train(
         optax.clip_by_global_norm(config.max_grad_norm), optax.adam(schedule, eps=1e-5)
     )
 
-    def dist_logp_ent(params, obs, action):
-        out = actor.apply(params, obs)
-        if discrete:
-            return categorical_log_prob(out, action), categorical_entropy(out)
-        mean, log_std = out
-        return gaussian_log_prob(mean, log_std, action), gaussian_entropy(log_std)
-
-    def sample_action(params, obs, key):
-        out = actor.apply(params, obs)
-        if discrete:
-            action = jax.random.categorical(key, out)
-            return action, categorical_log_prob(out, action), action
-        mean, log_std = out
-        action = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
-        env_action = jnp.clip(action, spec.action_low, spec.action_high)
-        return action, gaussian_log_prob(mean, log_std, action), env_action
-
     def train(key: jax.Array) -> tuple[PPOState, dict[str, jax.Array]]:
         key, k_actor, k_critic, k_env = jax.random.split(key, 4)
-        obs0 = jnp.zeros((1, spec.obs_dim), jnp.float32)
-        params = actor.init(k_actor, obs0)
-        critic_params = critic.init(k_critic, obs0)
+        params, critic_params = ac.init(k_actor, k_critic)
         opt_state = tx.init((params, critic_params))
         obs, env_state = common.vmap_reset(env, env_params, k_env, config.num_envs)
 
-        def update(carry, update_idx):
-            params, critic_params, opt_state, env_state, obs, stats, key = carry
-            act_params = common.qat_params(params, config.qat, update_idx, qat_start)
+        def update(st: PPOState, update_idx):
+            act_params = common.qat_params(st.params, config.qat, update_idx, qat_start)
 
             # 1. Roll out num_steps in every env with the current (possibly fake-quantized) policy.
-            def env_step(carry, _):
-                env_state, obs, stats, key = carry
-                key, k_act, k_step = jax.random.split(key, 3)
-                action, logp, env_action = sample_action(act_params, obs, k_act)
-                value = critic.apply(critic_params, obs)[..., 0]
-                out = common.vmap_step(env, env_params, k_step, env_state, env_action)
-                next_obs, env_state, done = out.obs, out.env_state, out.done
-                stats, finished = common.update_stats(stats, out.reward, done)
-                # Time limits are not terminal: bootstrap them with V(final observation).
-                final_value = critic.apply(critic_params, out.final_obs)[..., 0]
-                reward = out.reward + config.gamma * final_value * out.truncated
-                transition = (obs, action, logp, value, reward, done, finished)
-                return (env_state, next_obs, stats, key), transition
-
-            (env_state, obs, stats, key), traj = jax.lax.scan(
-                env_step, (env_state, obs, stats, key), None, config.num_steps
-            )
-            t_obs, t_action, t_logp, t_value, t_reward, t_done, t_finished = traj
-            last_value = critic.apply(critic_params, obs)[..., 0]
+            st, traj = ac.rollout(env, env_params, config.num_steps, config.gamma, act_params, st)
+            last_value = ac.value(st.critic_params, st.obs)
             adv, returns = gae_advantages(
-                t_reward, t_value, t_done, last_value, config.gamma, config.gae_lambda
+                traj.reward, traj.value, traj.done, last_value, config.gamma, config.gae_lambda
             )
 
             # 2. Several epochs of minibatch updates on the flattened rollout.
             batch = jax.tree.map(
                 lambda x: x.reshape((-1,) + x.shape[2:]),
-                (t_obs, t_action, t_logp, t_value, adv, returns),
+                (traj.obs, traj.action, traj.logp, traj.value, adv, returns),
             )
 
             def loss_fn(both, mb):
                 p, cp = both
                 m_obs, m_action, m_logp, m_value, m_adv, m_ret = mb
                 p = common.qat_params(p, config.qat, update_idx, qat_start)
-                logp, entropy = dist_logp_ent(p, m_obs, m_action)
+                logp, entropy = ac.log_prob_entropy(p, m_obs, m_action)
                 m_adv = (m_adv - m_adv.mean()) / (m_adv.std() + 1e-8)
                 log_ratio = logp - m_logp
                 pl = clipped_surrogate_loss(log_ratio, m_adv, config.clip_eps)
-                value = critic.apply(cp, m_obs)[..., 0]
+                value = ac.value(cp, m_obs)
                 vl = clipped_value_loss(value, m_value, m_ret, config.clip_eps)
                 ent = entropy.mean()
                 loss = pl + config.vf_coef * vl - config.ent_coef * ent
@@ -293,25 +226,17 @@ def make_train(
                 return (params, critic_params, opt_state, key), aux
 
             (params, critic_params, opt_state, key), aux = jax.lax.scan(
-                epoch, (params, critic_params, opt_state, key), None, config.update_epochs
+                epoch, (st.params, st.critic_params, st.opt_state, st.key), None,
+                config.update_epochs,
             )
             pl, vl, ent, kl = jax.tree.map(jnp.mean, aux)
-            metrics = {
-                "episode_return": common.mean_finished(t_finished, t_done),
-                "episodes": jnp.sum(t_done),
-                "policy_loss": pl,
-                "value_loss": vl,
-                "entropy": ent,
-                "approx_kl": kl,
-            }
+            metrics = {**actor_critic.rollout_metrics(traj, pl, vl, ent), "approx_kl": kl}
             common.maybe_callback(callback, update_idx + 1, num_updates, metrics)
-            return (params, critic_params, opt_state, env_state, obs, stats, key), metrics
+            return st._replace(params=params, critic_params=critic_params, opt_state=opt_state,
+                               key=key), metrics
 
-        carry = (
-            params, critic_params, opt_state, env_state, obs,
-            common.init_stats(config.num_envs), key,
-        )
-        carry, metrics = jax.lax.scan(update, carry, jnp.arange(num_updates))
-        return PPOState(*carry), metrics
+        state = PPOState(params, critic_params, opt_state, env_state, obs,
+                         common.init_stats(config.num_envs), key)
+        return jax.lax.scan(update, state, jnp.arange(num_updates))
 
     return train

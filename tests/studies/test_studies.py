@@ -18,14 +18,15 @@ import pytest
 
 from jaxrl_pim import cli
 from jaxrl_pim.quant import QuantSpec, fake_quantize
-from jaxrl_pim.rl import dqn, ppo
+from jaxrl_pim.rl import actor_critic, dqn
 from jaxrl_pim.rl.evaluate import make_evaluate
 from jaxrl_pim.studies import gap, ptq, qat, report, tasks
 
 
 def _random_policies(task, num_seeds, key):
     """Stand-in for studies.train_seeds: freshly initialised PPO actors, one per seed."""
-    actor, spec = ppo._actor_and_spec(task.config)
+    cfg = task.config
+    actor, _, spec = actor_critic.make_actor_critic(cfg.env_name, cfg.hidden, cfg.activation)
     obs = jnp.zeros((1, spec.obs_dim))
     # Scale the weights up so the random policies are far from uniform. (Jitted: the
     # orthogonal initializer's Householder loop op by op is many small compilations.)
