@@ -34,6 +34,7 @@ bad option is refused within a second; the rest is imported where it is used.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -216,6 +217,9 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
     if args.render is not None and not args.render.lower().endswith(".gif"):
         raise ValueError(f"--render writes a GIF: {args.render!r} does not end in .gif")
     check_outputs(args, files={"--json": "json", "--render": "render"})
+    if not os.path.isdir(args.checkpoint):
+        raise ValueError(f"--checkpoint {args.checkpoint!r} is not a folder (expected a MARL "
+                         "run's --checkpoint folder)")
     import jax
     import numpy as np
 

@@ -602,6 +602,7 @@ CHEAP = [
     (["marl", "evaluate", "--checkpoint", "none", "--episodes", "0"], "--episodes"),
     (["marl", "evaluate", "--checkpoint", "none", "--render", "x.png"], "--render"),
     (["marl", "evaluate", "--checkpoint", "none", "--policy", "best"], "--policy"),
+    (["marl", "evaluate", "--checkpoint", "none"], "--checkpoint"),
     (["marl", "--episodes", "0"], "--episodes"),
     (["marl", "--env", "jaxmarl:MPE_simple_v9", "--episodes", "1"], "--env"),
     (["marl", "--env", "chase"], "--env"),
