@@ -219,29 +219,28 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"Device: {report['system'].get('device_kind')}; {cfg['num_envs']} vmapped envs, "
         f"{cfg['num_steps']} steps, best of {cfg['repeats']}, {cfg['clock']} clock.",
         "",
-        "| env | agents | steps/s | best run s | compile s |",
-        "|---|---:|---:|---:|---:|",
     ]
-    for r in report["results"]["rows"]:
-        lines.append(f"| {r['env']} | {r['agents']} | {r['steps_per_s']:,.0f} | "
-                     f"{r['seconds']:.3f} | {r['compile_s']:.1f} |")
+    lines += harness.md_table(
+        ["env", "agents", "steps/s", "best run s", "compile s"],
+        ([r["env"], r["agents"], f"{r['steps_per_s']:,.0f}", f"{r['seconds']:.3f}",
+          f"{r['compile_s']:.1f}"] for r in report["results"]["rows"]),
+        ["", ":", ":", ":", ":"])
     rows = report["results"].get("jaxmarl")
     if rows is not None:
         lines += [
             "", f"Against JaxMARL {cfg.get('jaxmarl_version')} (same semantics: position-then-"
             "velocity integration, JaxMARL's rewards, the same random actions mapped to its "
             f"action order and agent order; parity checked over {PARITY_STEPS} steps first; "
-            "steps/s of the library here are of the matched worlds):", "",
-            "| env | agents | library steps/s | JaxMARL steps/s | speed-up | parity max abs "
-            "pos / vel |", "|---|---:|---:|---:|---:|---|"]
-        for r in rows:
-            p = r["parity"]
-            lines.append(
-                f"| {r['env']} | {r['agents']} | {r['ours']['steps_per_s']:,.0f} | "
-                f"{r['jaxmarl']['steps_per_s']:,.0f} | "
-                f"{r['ours']['steps_per_s'] / r['jaxmarl']['steps_per_s']:.2f}x | "
-                f"{p['max_abs_pos']:.1e} / {p['max_abs_vel']:.1e}"
-                f"{'' if p['ok'] else ' (FAILED)'} |")
+            "steps/s of the library here are of the matched worlds):", ""]
+        lines += harness.md_table(
+            ["env", "agents", "library steps/s", "JaxMARL steps/s", "speed-up",
+             "parity max abs pos / vel"],
+            ([r["env"], r["agents"], f"{r['ours']['steps_per_s']:,.0f}",
+              f"{r['jaxmarl']['steps_per_s']:,.0f}",
+              f"{r['ours']['steps_per_s'] / r['jaxmarl']['steps_per_s']:.2f}x",
+              f"{r['parity']['max_abs_pos']:.1e} / {r['parity']['max_abs_vel']:.1e}"
+              f"{'' if r['parity']['ok'] else ' (FAILED)'}"] for r in rows),
+            ["", ":", ":", ":", ":", ""])
     return "\n".join(lines) + "\n"
 
 

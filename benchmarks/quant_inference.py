@@ -243,28 +243,30 @@ def render_markdown(report: dict[str, Any]) -> str:
     res, cfg = report["results"], report["config"]
     lines = [f"Device: {res['device']} ({cfg['mode']} sizes). Time per jitted call on a batch "
              f"of observations: best of {cfg['sizes']['repeats']} loops of calls, dispatch "
-             "included; speed-up = fp32 time / this precision's time.", "",
-             "| network | batch | precision | ms per call | us per row | vs fp32 |",
-             "|---|---|---|---|---|---|"]
-    for r in res["inference"]:
-        head = f"| {r['network']} | {r['batch']} | {r['precision']} | "
+             "included; speed-up = fp32 time / this precision's time.", ""]
+
+    def inference_row(r: dict[str, Any]) -> list[Any]:
+        head = [r["network"], r["batch"], r["precision"]]
         if r.get("error"):
-            lines.append(head + f"failed: {r['error'][:80]} | | |")
-            continue
+            return head + [f"failed: {r['error'][:80]}", "", ""]
         base = _find(res["inference"], network=r["network"], batch=r["batch"], precision="fp32")
         vs = "" if base is None else f"{base['seconds_per_call'] / r['seconds_per_call']:.2f}x"
-        lines.append(head + f"{r['ms_per_call']:.4g} | {r['us_per_row']:.4g} | {vs} |")
+        return head + [f"{r['ms_per_call']:.4g}", f"{r['us_per_row']:.4g}", vs]
+
+    lines += harness.md_table(
+        ["network", "batch", "precision", "ms per call", "us per row", "vs fp32"],
+        map(inference_row, res["inference"]))
     copy = res["copy"]
     lines += ["", f"Broadcast (best of {cfg['sizes']['broadcast_repeats']}); the device's "
               f"host-to-device copy rate measured in the same run: "
-              f"{copy['bytes_per_s'] / 1e9:.3g} GB/s ({copy['bytes']:,} B).", "",
-              "| network | precision | bytes | pack ms | deserialize ms | load ms | total ms | "
-              "load GB/s | device-side quantize ms |", "|" + "---|" * 9]
-    for r in res["broadcast"]:
-        lines.append(f"| {r['network']} | {r['precision']} | {r['bytes']:,} | "
-                     f"{_ms(r['pack_ms'])} | {_ms(r['deserialize_ms'])} | {_ms(r['load_ms'])} | "
-                     f"{_ms(r['total_ms'])} | {r['load_bytes_per_s'] / 1e9:.3g} | "
-                     f"{_ms(r['device_quantize_ms'])} |")
+              f"{copy['bytes_per_s'] / 1e9:.3g} GB/s ({copy['bytes']:,} B).", ""]
+    lines += harness.md_table(
+        ["network", "precision", "bytes", "pack ms", "deserialize ms", "load ms", "total ms",
+         "load GB/s", "device-side quantize ms"],
+        ([r["network"], r["precision"], f"{r['bytes']:,}", _ms(r["pack_ms"]),
+          _ms(r["deserialize_ms"]), _ms(r["load_ms"]), _ms(r["total_ms"]),
+          f"{r['load_bytes_per_s'] / 1e9:.3g}", _ms(r["device_quantize_ms"])]
+         for r in res["broadcast"]))
     return "\n".join(lines) + "\n"
 
 
