@@ -47,7 +47,8 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import jaxrl_pim.checkpoint as driver
-from jaxrl_pim.checkpoint import Checkpoints, default_every
+from jaxrl_pim import runner
+from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.checks import check_int
 from jaxrl_pim.marl import checkpoint as marl_checkpoint
 from jaxrl_pim.marl.config import MARLConfig
@@ -224,51 +225,71 @@ def run_seeds(
     if checkpoints is not None and jax.process_count() > 1:
         raise ValueError("checkpoints of a group of seeds over several processes are not "
                          "supported yet; run without checkpoints, or in one process")
-    total = config.num_episodes
-    teams = len(make_env(config)[0].teams)
-    t0 = time.perf_counter()
-    if checkpoints is not None and resume:
-        checkpoints.check_record()
-    restored = driver.restore_latest(checkpoints, lambda s: _template(config, num_seeds, s),
-                                     resume=resume, unit="episode")
-    if restored is None:
-        keys = np.asarray(seed_keys(seed, num_seeds))  # placed shard by shard (any process)
-        keys = jax.make_array_from_callback(keys.shape, _split(mesh), lambda i: keys[i])
-        state = make_init_seeds(config, mesh)(keys)
-        curve = [np.zeros((num_seeds, 0, teams), np.float32)]
-        start = 0
-    else:
-        if restored.step > total:
-            raise ValueError(
-                f"num_episodes ({total}) is below the checkpoint's episode count "
-                f"({restored.step}) in {str(checkpoints.directory)!r}; pass a larger total")
-        state = jax.device_put(restored.tree["state"], _split(mesh))
-        curve = [np.asarray(restored.tree["episode_return"], np.float32)]
-        start = restored.step
-    timing = {"init": time.perf_counter() - t0, "compile": 0.0}
-    every = default_every(total) if every is None else check_int("every", every, lo=1)
-    programs: dict[int, Any] = {}
+    out = runner.run(SeedsLearner(config, seed, num_seeds, mesh, checkpoints), checkpoints,
+                     every=every, resume=resume)
+    return SeedsRun(out.state, out.report["episode_return"], out.start,
+                    out.checkpoints_written, int(mesh.devices.size), out.report["timing_s"])
 
-    def train_from(state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
-        if n not in programs:
+
+class SeedsLearner:
+    """A group of seeds as a :class:`jaxrl_pim.runner.Learner` (one object per run, what
+    :func:`run_seeds` drives): units are episodes, the state the stacked ``TrainState``
+    ``[S, ...]`` split over ``mesh``, a checkpoint every seed's state and curves
+    (``episode_return [S, episodes done, num_teams]``); one compiled
+    :func:`make_train_seeds_from` program per segment length."""
+
+    unit = "episode"
+
+    def __init__(self, config: MARLConfig, seed: int, num_seeds: int, mesh: Mesh,
+                 checkpoints: Checkpoints | None = None) -> None:
+        self.config, self.seed, self.num_seeds, self.mesh = config, seed, num_seeds, mesh
+        self.total = config.num_episodes
+        self.folder = None if checkpoints is None else checkpoints.directory
+        teams = len(make_env(config)[0].teams)
+        self.curve = [np.zeros((num_seeds, 0, teams), np.float32)]
+        self.compile_s = 0.0
+        self._programs: dict[int, Any] = {}
+
+    def fingerprint(self) -> dict[str, Any]:
+        return fingerprint(self.config, self.seed, self.num_seeds)
+
+    def init(self) -> TrainState:
+        keys = np.asarray(seed_keys(self.seed, self.num_seeds))  # placed shard by shard
+        keys = jax.make_array_from_callback(keys.shape, _split(self.mesh), lambda i: keys[i])
+        return make_init_seeds(self.config, self.mesh)(keys)
+
+    def template(self, step: int) -> dict[str, Any]:
+        return _template(self.config, self.num_seeds, step)
+
+    def restore(self, restored: driver.Restored) -> TrainState:
+        if restored.step > self.total:
+            raise ValueError(
+                f"num_episodes ({self.total}) is below the checkpoint's episode count "
+                f"({restored.step}) in {str(self.folder)!r}; pass a larger total")
+        self.curve = [np.asarray(restored.tree["episode_return"], np.float32)]
+        return jax.device_put(restored.tree["state"], _split(self.mesh))
+
+    def train_segment(self, state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
+        if n not in self._programs:
             t = time.perf_counter()
-            programs[n] = make_train_seeds_from(config, n, mesh).lower(state).compile()
-            timing["compile"] += time.perf_counter() - t
-        state, metrics = programs[n](state)
+            self._programs[n] = make_train_seeds_from(self.config, n, self.mesh).lower(
+                state).compile()
+            self.compile_s += time.perf_counter() - t
+        state, metrics = self._programs[n](state)
         returns = _to_host(metrics["episode_return"])  # waits for the segment
-        curve.append(returns)
+        self.curve.append(returns)
         return state, returns
 
-    def snapshot(state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, int]]:
-        return ({"state": state, "episode_return": np.concatenate(curve, axis=1)},
-                {"episodes_done": episode, "num_episodes": total, "num_seeds": num_seeds})
+    def snapshot(self, state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, int]]:
+        return ({"state": state, "episode_return": np.concatenate(self.curve, axis=1)},
+                {"episodes_done": episode, "num_episodes": self.total,
+                 "num_seeds": self.num_seeds})
 
-    plan = driver.Plan(start, total, None if checkpoints is None else every)
-    done = driver.run_segments(train_from, state, plan, checkpoints, snapshot=snapshot)
-    timing.update(train=done.timing_s["train"] - timing["compile"],
-                  checkpoint=done.timing_s["checkpoint"])
-    return SeedsRun(done.state, np.concatenate(curve, axis=1), start,
-                    done.checkpoints_written, int(mesh.devices.size), timing)
+    def report(self, outcome: Any) -> dict[str, Any]:
+        timing = {"init": outcome.timing_s["start"], "compile": self.compile_s,
+                  "train": outcome.timing_s["train"] - self.compile_s,
+                  "checkpoint": outcome.timing_s["checkpoint"]}
+        return {"episode_return": np.concatenate(self.curve, axis=1), "timing_s": timing}
 
 
 
