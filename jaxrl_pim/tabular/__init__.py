@@ -16,6 +16,8 @@ A run in segments of whole sync rounds (to checkpoint it, or to stop and continu
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from jaxrl_pim.tabular.config import ALGOS, FORMATS, SAMPLINGS, TabularConfig
@@ -51,6 +53,20 @@ if TYPE_CHECKING:  # the static import graph and type checkers see every name
         make_train_from,
         q_table,
     )
+
+
+class _Package(types.ModuleType):
+    """This package's module type: the import system sets a submodule as an attribute of its
+    package when it first loads it, which would hide the function ``evaluate`` behind the
+    module ``evaluate``; a lazy name keeps its own value."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and isinstance(value, types.ModuleType):
+            return  # the submodule stays reachable as sys.modules[...]
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
