@@ -640,9 +640,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the sections, write the results file, its table and plot."""
     p = harness.parser(__doc__)
-    p.add_argument("--sections", nargs="+", choices=SECTIONS, default=None,
-                   help="sections to run; the others are absent from the file (default: all; "
-                   "--smoke: all but playground)")
+    harness.add_parts(p, SECTIONS, "all but playground", flag="--sections")
     p.add_argument("--seeds", type=int, default=None,
                    help="time-to-reward seeds per precision (default: 3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the other sections")

@@ -106,6 +106,16 @@ def add_file_tag(p: argparse.ArgumentParser, tags: tuple[str, ...]) -> None:
                    help="write <name>_<TAG>.json instead of <name>.json (default: none)")
 
 
+def add_parts(p: argparse.ArgumentParser, choices: Sequence[str], smoke: str,
+              flag: str = "--parts") -> None:
+    """``--parts NAME ...`` (or ``flag``, e.g. ``--sections``): which of the script's parts
+    run; the others are absent from the results file. Default None: all (the script picks
+    its ``--smoke`` subset, which ``smoke`` describes for the help)."""
+    p.add_argument(flag, nargs="+", choices=choices, default=None,
+                   help=f"{flag[2:]} to run; the others are absent from the file (default: "
+                        f"all; --smoke: {smoke})")
+
+
 def output_path(args: argparse.Namespace, name: str) -> Path:
     """Where ``<name>[_<file tag>][_quick].json`` goes under the convention above; refuses
     (ValueError) to overwrite an existing file unless ``--publish`` was given."""

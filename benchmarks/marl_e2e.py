@@ -534,10 +534,8 @@ def plot_curves(quality: dict[str, Any], fast_mode: dict[str, Any], path: Path) 
 
 def main(argv: list[str] | None = None) -> int:
     ap = harness.parser(__doc__)
-    ap.add_argument("--parts", nargs="+", choices=PARTS, default=None,
-                    help="parts to run; the others are absent from the file (default: all; "
-                    "--smoke: timing and quality, part 3 being part 2's trainer vmapped "
-                    "over seeds, whose compile alone takes most of a minute)")
+    harness.add_parts(ap, PARTS, "timing and quality, part 3 being part 2's trainer vmapped "
+                      "over seeds, whose compile alone takes most of a minute")
     ap.add_argument("--seeds", type=int, default=None,
                     help="seeds of part 3 (default CPU 6, --quick 4, GPU 8, --smoke 2)")
     ap.add_argument("--memory-fraction", type=float, default=0.5,

@@ -202,9 +202,7 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = harness.parser(__doc__)
-    parser.add_argument("--parts", nargs="+", choices=PARTS, default=None,
-                        help="parts to run; the others are absent from the file (default: "
-                        "all; --smoke: ptq)")
+    harness.add_parts(parser, PARTS, "ptq")
     parser.add_argument("--seeds", type=int, default=None,
                         help="seeds per task (default CPU 5, --quick 3, GPU 8 / 4)")
     parser.add_argument("--episodes", type=int, default=None,
