@@ -53,6 +53,7 @@ RUN_TIMEOUT_S = 1800
 def run_layout(layout: str, cfg: dict[str, Any], sync_period: int, folder: Path) -> dict:
     """One ``jaxrl-pim tabular`` run in ``layout``; the numbers of its report."""
     from jaxrl_pim.cli.launch import process_environment
+    from jaxrl_pim.tabular.config import TabularConfig
 
     processes, devices = LAYOUTS[layout]
     report, q = folder / f"{layout}-{sync_period}.json", folder / f"{layout}-{sync_period}.npy"
@@ -75,7 +76,7 @@ def run_layout(layout: str, cfg: dict[str, Any], sync_period: int, folder: Path)
         raise RuntimeError(f"{layout} run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(report.read_text())
     t, res = data["timing_s"], data["results"]
-    rounds = -(-cfg["episodes"] // sync_period)
+    rounds = TabularConfig(**data["config"]).num_rounds  # the run's own config
     if (res["processes"], res["devices"]) != (processes, processes * devices):
         raise RuntimeError(f"{layout}: the report says {res['processes']} processes, "
                            f"{res['devices']} devices")
