@@ -155,9 +155,12 @@ def spy_start(monkeypatch):
 
 
 def test_the_three_commands_drive_their_trainers_through_the_runner(spy_start):
+    """tabular, marl (one seed and a group of seeds) and actorq (single program) reach the
+    runner's start with their adapter, before any training."""
     from jaxrl_pim.actorq.single import ActorQLearner
     from jaxrl_pim.cli import main
     from jaxrl_pim.marl.checkpoint import MARLLearner
+    from jaxrl_pim.marl.seeds import SeedsLearner
     from jaxrl_pim.tabular.runner import TabularLearner
 
     commands = [
@@ -166,6 +169,9 @@ def test_the_three_commands_drive_their_trainers_through_the_runner(spy_start):
         (["marl", "--agents", "2", "--episodes", "2", "--num-envs", "2", "--capacity", "100",
           "--batch-size", "8", "--learning-starts", "8", "--no-progress", "--no-estimate"],
          MARLLearner),
+        (["marl", "--agents", "2", "--episodes", "2", "--num-envs", "2", "--capacity", "100",
+          "--batch-size", "8", "--learning-starts", "8", "--no-progress", "--seeds", "2"],
+         SeedsLearner),
         (["actorq", "--mode", "single", "--actors", "2", "--steps", "200", "--hidden", "8",
           "--precision", "int8", "--no-progress"], ActorQLearner),
     ]
@@ -174,7 +180,7 @@ def test_the_three_commands_drive_their_trainers_through_the_runner(spy_start):
             main(argv)
         learner = spy_start[-1]
         assert type(learner) is kind and isinstance(learner, runner.Learner), argv[0]
-    assert len(spy_start) == 3
+    assert len(spy_start) == len(commands)
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "int32"])
