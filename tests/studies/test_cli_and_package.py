@@ -103,6 +103,7 @@ def test_no_deprecated_modules_or_names_remain():
         "jaxrl_pim.marl": ("make_system",),
         "jaxrl_pim.marl.networks": ("MLP", "polyak", "categorical_entropy"),
         "jaxrl_pim.quant": ("fake_quant_ste", "fake_quantize_ste"),
+        "jaxrl_pim.pim": ("Workload",),  # the model takes tabular.config.TabularConfig
     }
     for name, olds in old_names.items():
         module = importlib.import_module(name)
