@@ -33,7 +33,9 @@ class Comparison:
     holding a ratio or a ``{variant: ratio}`` object (library over opponent, >1 faster);
     ``worst_key`` / ``median_key`` where the file's summary already names them;
     ``version`` a dotted path into the file (``system.packages.numba``) giving the opponent's
-    version; ``variant`` formats a variant's name (``"{} agents"``)."""
+    version; ``variant`` formats a variant's name (``"{} agents"``); ``fallback`` a file of
+    the same script's reduced sizes (``*_quick.json``), shown, with its sizes named in the
+    workload, while ``file`` has not been measured."""
 
     file: str
     workload: str
@@ -45,16 +47,28 @@ class Comparison:
     median_key: str | None = None
     worst_variant_key: str | None = None
     variant: str = "{}"
+    fallback: str | None = None
+
+
+def _reduced_sizes(data: dict[str, Any]) -> str:
+    """What a reduced-size run measured, from its file: ``--quick run: agents 3, measured
+    episodes 100, seeds 4``."""
+    sizes = _get(data, "config.sizes") or {}
+    parts = [f"{name.replace('_', ' ')} {', '.join(map(str, v)) if isinstance(v, list) else v}"
+             for name, v in sizes.items()
+             if name in ("agents", "measured_episodes", "seeds") and v is not None]
+    return f"--{_get(data, 'config.mode') or 'quick'} run" + (f": {'; '.join(parts)}"
+                                                            if parts else "")
 
 
 COMPARISONS: tuple[Comparison, ...] = (
     # whole training runs against the frameworks users train with (benchmarks/e2e_frameworks.py)
     *(Comparison("cpu/e2e_frameworks.json", f"{algo} training run, env steps/s with learning "
-                 "on, " + ("paper schedule, 3-12 agents" if n else "CartPole and Acrobot"),
+                 "on, " + ("paper schedule" if n else "CartPole and Acrobot"),
                  "jaxrl_pim." + ("marl" if n else "rl"), name,
                  f"summary.e2e_opponent_versions.{opp}.{pkg}",
                  key=f"e2e_steps_per_s_ratio_vs_{opp}_{algo.lower()}_by_task",
-                 variant="{} agents" if n else "{}")
+                 variant="{} agents" if n else "{}", fallback="cpu/e2e_frameworks_quick.json")
       for opp, name, pkg, algos, n in (
           ("agilerl", "AgileRL", "agilerl", ("MADDPG", "MATD3"), True),
           ("benchmarl", "BenchMARL", "benchmarl", ("MADDPG", "MASAC"), True),
@@ -64,7 +78,8 @@ COMPARISONS: tuple[Comparison, ...] = (
     *(Comparison("cpu/e2e_frameworks.json", "training runs, seeds per hour (library: seeds "
                  "vmapped in one call)", "jaxrl_pim.marl / rl", name,
                  f"summary.e2e_opponent_versions.{opp}.{pkg}",
-                 key=f"e2e_seeds_per_hour_ratio_vs_{opp}_by_variant")
+                 key=f"e2e_seeds_per_hour_ratio_vs_{opp}_by_variant",
+                 fallback="cpu/e2e_frameworks_quick.json")
       for opp, name, pkg in (("agilerl", "AgileRL", "agilerl"),
                              ("benchmarl", "BenchMARL", "benchmarl"),
                              ("rejax", "rejax", "rejax"),
@@ -151,14 +166,18 @@ def headline_rows(root: Path) -> tuple[list[dict[str, Any]], list[Comparison]]:
     """The rows whose file exists under ``root/benchmarks/results``, and the comparisons left
     out because their file does not."""
     rows, missing = [], []
+    results = root / "benchmarks" / "results"
     for c in COMPARISONS:
-        path = root / "benchmarks" / "results" / c.file
+        path, reduced = results / c.file, False
+        if not path.is_file() and c.fallback and (results / c.fallback).is_file():
+            path, reduced = results / c.fallback, True
         if not path.is_file():
             missing.append(c)
             continue
         data = json.loads(path.read_text())
         device = c.file.split("/")[0]
         rows.append({"comparison": c, "path": path, "device": device,
+                     "sizes": _reduced_sizes(data) if reduced else None,
                      **row_values(c, data)})
     return rows, missing
 
@@ -175,9 +194,10 @@ def headline_table(root: Path, page: Path) -> str:
             worst += f" ({c.variant.format(r['worst_variant'])})"
         median = "" if r["median"] is None or r["variants"] == 1 else sig3(r["median"]) + "x"
         link = os.path.relpath(r["path"], page.parent)
-        cells.append([c.workload, c.library, opp, worst, median, r["variants"],
+        workload = c.workload + (f" ({r['sizes']})" if r.get("sizes") else "")
+        cells.append([workload, c.library, opp, worst, median, r["variants"],
                       _verdict(r["worst"], r["median"]), f"`{r['device']}`",
-                      f"[{Path(c.file).name}]({link})"])
+                      f"[{r['path'].name}]({link})"])
     lines = harness.md_table(["workload", "jaxrl_pim", "opponent", "worst ratio",
                               "median ratio", "variants", "result", "device", "file"], cells)
     text = "\n".join(lines) + "\n"

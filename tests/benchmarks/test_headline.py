@@ -45,6 +45,28 @@ def test_rows_give_worst_and_median_and_name_losses(tmp_path: Path, monkeypatch)
     assert "1 comparison(s) have no results file yet and are not measured" in text
 
 
+def test_a_reduced_size_file_stands_in_and_says_so(tmp_path: Path, monkeypatch) -> None:
+    comps = (headline.Comparison("cpu/e.json", "run", "lib", "Opp", "config.v", key="r",
+                                 fallback="cpu/e_quick.json"),
+             headline.Comparison("cpu/f.json", "run", "lib", "Opp", "config.v", key="r",
+                                 fallback="cpu/f_quick.json"))
+    monkeypatch.setattr(headline, "COMPARISONS", comps)
+    _results(tmp_path, "cpu/e_quick.json", {
+        "config": {"v": "1.0", "mode": "quick",
+                   "sizes": {"agents": [3], "measured_episodes": 100, "seeds": 4, "x": 1}},
+        "summary": {"r": 0.25}})
+    rows, missing = headline.headline_rows(tmp_path)
+    assert [m.file for m in missing] == ["cpu/f.json"]  # neither file: not measured
+    assert rows[0]["path"].name == "e_quick.json" and rows[0]["worst"] == 0.25
+    line = headline.headline_table(tmp_path, tmp_path / "docs" / "b.md").splitlines()[2]
+    assert line.startswith("| run (--quick run: agents 3; measured episodes 100; seeds 4) |")
+    assert "| 0.250x |" in line and "[e_quick.json](../benchmarks/results/cpu/e_quick.json)" in line
+    # the full-size file, once measured, replaces it
+    _results(tmp_path, "cpu/e.json", {"config": {"v": "1.0"}, "summary": {"r": 2.0}})
+    rows, _ = headline.headline_rows(tmp_path)
+    assert rows[0]["path"].name == "e.json" and rows[0]["sizes"] is None
+
+
 def test_three_significant_digits() -> None:
     assert [headline.sig3(x) for x in (0.38215, 21.659, 1050.1, 2.0374, 404.13)] == [
         "0.382", "21.7", "1,050", "2.04", "404"]
