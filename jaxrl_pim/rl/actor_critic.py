@@ -65,13 +65,8 @@ def rollout_metrics(traj: Rollout, policy_loss: jax.Array, value_loss: jax.Array
     """One update's metrics (scalars): ``episode_return`` (mean undiscounted return of the
     episodes finished during the rollout, NaN if none), ``episodes`` (their count) and the
     given ``policy_loss``, ``value_loss``, ``entropy``."""
-    return {
-        "episode_return": common.mean_finished(traj.finished, traj.done),
-        "episodes": jnp.sum(traj.done),
-        "policy_loss": policy_loss,
-        "value_loss": value_loss,
-        "entropy": entropy,
-    }
+    return {**common.episode_metrics(traj.finished, traj.done), "policy_loss": policy_loss,
+            "value_loss": value_loss, "entropy": entropy}
 
 
 class ActorCritic(NamedTuple):

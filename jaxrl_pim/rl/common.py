@@ -211,6 +211,13 @@ def mean_finished(finished: jax.Array, done: jax.Array) -> jax.Array:
     return jnp.where(count > 0, jnp.sum(finished) / jnp.maximum(count, 1), jnp.nan)
 
 
+def episode_metrics(finished: jax.Array, done: jax.Array) -> dict[str, jax.Array]:
+    """The learners' episode metrics of one iteration or rollout (``finished`` and ``done``
+    of the same shape, from :func:`update_stats`): ``episode_return``, the mean return of
+    the episodes that finished (NaN when none did), and ``episodes``, their count."""
+    return {"episode_return": mean_finished(finished, done), "episodes": jnp.sum(done)}
+
+
 def vmap_reset(env: Any, env_params: Any, key: jax.Array, num_envs: int) -> tuple[Any, Any]:
     """Reset ``num_envs`` environments; returns ``(obs [num_envs, obs_dim], env_state)``."""
     return jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), env_params)

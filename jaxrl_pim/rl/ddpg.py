@@ -26,7 +26,7 @@ from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.replay import BufferState
 from jaxrl_pim.rl import common
-from jaxrl_pim.rl.dqn import make_replay, one_step, sample_uniform
+from jaxrl_pim.rl.dqn import make_replay, sample_uniform, step_and_store
 from jaxrl_pim.rl.networks import DeterministicActor, ParametricPolicy, QCritic
 
 
@@ -170,13 +170,12 @@ def make_train(
                                                            maxval=high), st.held_uniform)
             noisy = jnp.clip(mu + noise_std * z, low, high)
             action = jnp.where(it < start_iter, uniform, noisy)
-            out = common.vmap_step(env, env_params, k_step, st.env_state, action)
+            out, stats, finished, buf = step_and_store(
+                env, env_params, buffer, k_step, st.env_state, st.obs, st.stats, st.buffer,
+                action, config.gamma)
             # count down to the next redraw; a new episode starts with a fresh draw
             left = jnp.where(redraw[:, 0], config.noise_hold, st.hold_left) - 1
             left = jnp.where(out.done, 0, left)
-            stats, finished = common.update_stats(st.stats, out.reward, out.done)
-            buf = buffer.add(st.buffer, one_step(st.obs, action, out.reward, out.final_obs,
-                                                 out.terminated, config.gamma))
 
             def learn(s):
                 params, critic_params, t_params, t_critic, a_opt, c_opt = s
@@ -209,12 +208,8 @@ def make_train(
             learner, (c_loss, a_loss) = jax.lax.cond(
                 it >= start_iter, learn, lambda s: (s, (jnp.zeros(()), jnp.zeros(()))), learner
             )
-            metrics = {
-                "episode_return": common.mean_finished(finished, out.done),
-                "episodes": jnp.sum(out.done),
-                "critic_loss": c_loss,
-                "actor_loss": a_loss,
-            }
+            metrics = {**common.episode_metrics(finished, out.done), "critic_loss": c_loss,
+                       "actor_loss": a_loss}
             common.maybe_callback(callback, it + 1, n_iter, metrics)
             new = DDPGState(*learner, buf, out.env_state, out.obs, stats, key, z, uniform, left)
             return new, metrics

@@ -127,6 +127,24 @@ def sample_uniform(buffer: Buffer, sampler: Sampler, state: BufferState, key: ja
     return buffer.gather(state, idx)
 
 
+def step_and_store(env: Any, env_params: Any, buffer: Buffer, key: jax.Array, env_state: Any,
+                   obs: jax.Array, stats: common.EpisodeStats, buf: BufferState,
+                   action: jax.Array, gamma: float
+                   ) -> tuple[common.StepOut, common.EpisodeStats, jax.Array, BufferState]:
+    """Step every env once with ``action`` ``[num_envs, ...]`` from ``obs`` and store the
+    one-step transitions (:func:`one_step`) in ``buf``.
+
+    Returns ``(out, stats, finished, buf)``: the :class:`~jaxrl_pim.rl.common.StepOut`, the
+    updated episode statistics, the finished returns ``[num_envs]`` (0 where not done) and
+    the buffer with the new rows.
+    """
+    out = common.vmap_step(env, env_params, key, env_state, action)
+    stats, finished = common.update_stats(stats, out.reward, out.done)
+    buf = buffer.add(buf, one_step(obs, action, out.reward, out.final_obs, out.terminated,
+                                   gamma))
+    return out, stats, finished, buf
+
+
 def huber(x: jax.Array, delta: float = 1.0) -> jax.Array:
     """Elementwise Huber loss: ``0.5 x^2`` for ``|x| <= delta``, linear beyond."""
     ax = jnp.abs(x)
@@ -287,11 +305,10 @@ def make_train(
             start = jax.random.uniform(k_eps, greedy.shape) < eps
             action, held, left = choose(greedy.astype(jnp.int32), random, start,
                                         st.held_action, st.hold_left, config.explore_hold)
-            out = common.vmap_step(env, env_params, k_step, st.env_state, action)
+            out, stats, finished, buf = step_and_store(
+                env, env_params, buffer, k_step, st.env_state, st.obs, st.stats, st.buffer,
+                action, config.gamma)
             left = jnp.where(out.done, 0, left)  # a new episode starts without a held action
-            stats, finished = common.update_stats(st.stats, out.reward, out.done)
-            buf = buffer.add(st.buffer, one_step(st.obs, action, out.reward, out.final_obs,
-                                                 out.terminated, config.gamma))
 
             def learn(args):
                 params, opt_state = args
@@ -309,12 +326,8 @@ def make_train(
             target_params = jax.tree.map(
                 lambda o, t: jnp.where(refresh, o, t), params, st.target_params
             )
-            metrics = {
-                "episode_return": common.mean_finished(finished, out.done),
-                "episodes": jnp.sum(out.done),
-                "loss": loss,
-                "epsilon": eps,
-            }
+            metrics = {**common.episode_metrics(finished, out.done), "loss": loss,
+                       "epsilon": eps}
             common.maybe_callback(callback, it + 1, n_iter, metrics)
             new = DQNState(params, target_params, opt_state, buf, out.env_state, out.obs,
                            stats, key, held, left)
