@@ -270,3 +270,20 @@ def run_in_launches(launch, carry, first_episode: jax.Array, num_episodes: int, 
 def pow2_floor(n: int) -> int:
     """The largest power of two <= ``n`` (1 for ``n <= 1``)."""
     return 1 << max(0, int(n).bit_length() - 1)
+
+
+def resolve_backend(platform: str | None, interpret: bool | None) -> tuple[str, bool]:
+    """A lane kernel's ``(platform, interpret)``: the backend to build for (default: jax's
+    default backend) and whether Pallas runs in interpret mode (default: on CPU only)."""
+    platform = platform or jax.default_backend()
+    return platform, (platform == "cpu") if interpret is None else interpret
+
+
+def pad_axis(x: jax.Array, size: int, axis: int = 1) -> jax.Array:
+    """``x`` zero-padded at the end of ``axis`` to ``size`` entries (the lanes axis up to a
+    whole number of blocks); ``x`` itself when it already has them."""
+    if x.shape[axis] >= size:
+        return x
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, size - x.shape[axis])
+    return jnp.pad(x, widths)

@@ -48,7 +48,9 @@ from jaxrl_pim.tabular.pallas_common import (
     gather_rows,
     jax_words,
     pack_rows,
+    pad_axis,
     pow2_floor,
+    resolve_backend,
     run_in_launches,
     unpack_row,
     update_from_columns,
@@ -207,9 +209,7 @@ def run_episodes_lane(
     prefetch = DEFAULT_PREFETCH if prefetch is None else prefetch
     if prefetch < 1:
         raise ValueError(f"prefetch must be >= 1; got {prefetch}")
-    platform = platform or jax.default_backend()
-    if interpret is None:
-        interpret = platform == "cpu"
+    platform, interpret = resolve_backend(platform, interpret)
     num_lanes, num_s, num_a = q.shape
     table = num_s * num_a
     m = rows.shape[0]
@@ -220,10 +220,7 @@ def run_episodes_lane(
     bl = lane_block(lanes_per_block, table, num_lanes)
     padded = -(-num_lanes // bl) * bl
 
-    def pad(x, axis=1):
-        widths = [(0, 0)] * x.ndim
-        widths[axis] = (0, padded - num_lanes)
-        return jnp.pad(x, widths) if padded > num_lanes else x
+    pad = functools.partial(pad_axis, size=padded)
 
     rows_p = None if pregathered else pad(rows)
     bytes_per_episode = m * padded * (8 * pregathered + 4 * jax_sarsa)
@@ -270,6 +267,6 @@ def run_episodes_lane(
         return out[0], (out[1] if use_lcg else lcg)
 
     q_t = pad(q.reshape(num_lanes, table).T)  # entry-major [S*A, lanes]
-    q_t, lcg_p = run_in_launches(launch, (q_t, pad(lcg_state, 0)), first_episode, num_episodes,
-                                 per_launch)
+    q_t, lcg_p = run_in_launches(launch, (q_t, pad(lcg_state, axis=0)), first_episode,
+                                 num_episodes, per_launch)
     return q_t[:, :num_lanes].T.reshape(q.shape), lcg_p[:num_lanes]

@@ -36,6 +36,7 @@ from jaxrl_pim.tabular.lanes import (
     lane_update,
     lcg_step_draws,
 )
+from jaxrl_pim.tabular.pallas_common import pad_axis, resolve_backend
 
 
 def _pow2(n: int) -> int:
@@ -132,22 +133,14 @@ def run_episodes_pallas(
 ) -> tuple[jax.Array, jax.Array]:
     """Drop-in replacement of :func:`jaxrl_pim.tabular.lanes.run_episodes` (same arguments
     and results) running each episode as one fused Pallas kernel."""
-    platform = platform or jax.default_backend()
-    if interpret is None:
-        interpret = platform == "cpu"
+    platform, interpret = resolve_backend(platform, interpret)
     ran = spec.sampling == "ran"
     num_lanes, num_s, num_a = q.shape
     table = _pow2(num_s * num_a)  # padded width (power-of-two tiles); padding never hit
     m = data.sa.shape[1] if ran else data.sa.shape[0]
     bl = block_lanes(lanes_per_block, table, num_lanes)
     padded = -(-num_lanes // bl) * bl
-    pad = padded - num_lanes
     lanes = jnp.arange(num_lanes)
-
-    def pad_lanes(x, axis):
-        widths = [(0, 0)] * x.ndim
-        widths[axis] = (0, pad)
-        return jnp.pad(x, widths) if pad else x
 
     data_spec = pl.BlockSpec((m, bl), lambda i: (0, i))
     q_spec = pl.BlockSpec((bl, table), lambda i: (i, 0))
@@ -169,12 +162,12 @@ def run_episodes_pallas(
         else:
             idx, eu, ra = episode_randomness(spec, lane_keys, first_episode + e, m, num_lanes)
         rows = LaneData(*(f[lanes[None, :], idx] for f in data)) if ran else data
-        args = [pad_lanes(x, 1) for x in (*rows[:3], rows.term.astype(jnp.int32), eu, ra)]
+        args = [pad_axis(x, padded) for x in (*rows[:3], rows.term.astype(jnp.int32), eu, ra)]
         q_tab = call(*args, q_tab)
         return (q_tab, lcg), None
 
     q0 = q.reshape(num_lanes, num_s * num_a)
-    q0 = pad_lanes(jnp.pad(q0, ((0, 0), (0, table - num_s * num_a))), 0)
+    q0 = pad_axis(jnp.pad(q0, ((0, 0), (0, table - num_s * num_a))), padded, axis=0)
     (q_tab, lcg_state), _ = jax.lax.scan(
         episode, (q0, lcg_state), jnp.arange(num_episodes, dtype=jnp.int32))
     return q_tab[:num_lanes, :num_s * num_a].reshape(q.shape), lcg_state

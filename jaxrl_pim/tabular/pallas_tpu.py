@@ -39,6 +39,8 @@ from jaxrl_pim.tabular.pallas_common import (
     jax_words,
     lcg_draws,
     pack_rows,
+    pad_axis,
+    resolve_backend,
     run_in_launches,
     unpack_row,
     update_from_columns,
@@ -131,9 +133,7 @@ def run_episodes_tpu(
     order, ``ran`` in chunk order). ``lanes_per_block`` is rounded up to a multiple of 128.
     Returns ``(q, lcg_state)``.
     """
-    platform = platform or jax.default_backend()
-    if interpret is None:
-        interpret = platform == "cpu"
+    platform, interpret = resolve_backend(platform, interpret)
     num_lanes, num_s, num_a = q.shape
     table = num_s * num_a
     m = rows.word.shape[0]
@@ -143,10 +143,7 @@ def run_episodes_tpu(
     bl = tpu_block(lanes_per_block)
     padded = -(-num_lanes // bl) * bl
 
-    def pad(x, axis=1):
-        widths = [(0, 0)] * x.ndim
-        widths[axis] = (0, padded - num_lanes)
-        return jnp.pad(x, widths) if padded > num_lanes else x
+    pad = functools.partial(pad_axis, size=padded)
 
     def episode_major(x, num_e):
         """``[E * m, L]`` -> ``[E * m_p, Lp]`` (each episode padded to whole chunks)."""
