@@ -675,49 +675,58 @@ def markdown(sections: dict, summary: dict) -> str:
     if "strong" in sections:
         s = sections["strong"]
         lines += [f"### Strong scaling ({s['devices']} device(s), {s['episodes']} episodes "
-                  "measured; time for 2,000 episodes, s)", "",
-                  "| env | variant | lanes | transfer_in | compute | sync | transfer_out | "
-                  "total | updates/s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in s["rows"]:
+                  "measured; time for 2,000 episodes, s)", ""]
+
+        def strong_row(r: dict[str, Any]) -> list[Any]:
             t = r["timing_2000_episodes_s"]
-            lines.append(f"| {r['env']} | {r['variant']} | {r['lanes']} | {t['transfer_in']:.3f} "
-                         f"| {t['compute']:.2f} | {t['sync']:.3f} | {t['transfer_out']:.4f} | "
-                         f"{t['total']:.2f}{_ext(r)} | {r['updates_per_s']:.3e} |")
+            return [r["env"], r["variant"], r["lanes"], f"{t['transfer_in']:.3f}",
+                    f"{t['compute']:.2f}", f"{t['sync']:.3f}", f"{t['transfer_out']:.4f}",
+                    f"{t['total']:.2f}{_ext(r)}", f"{r['updates_per_s']:.3e}"]
+
+        lines += harness.md_table(
+            ["env", "variant", "lanes", "transfer_in", "compute", "sync", "transfer_out",
+             "total", "updates/s"], map(strong_row, s["rows"]), ["", ""] + [":"] * 7)
         lines.append("")
     if "weak" in sections:
         s = sections["weak"]
         lines += [f"### Cost vs dataset size (Q-SEQ-FP32, {s['lanes']} lanes, {s['devices']} "
-                  f"device(s), {s['episodes']} episodes)", "", "| rows | updates/s |",
-                  "|---:|---:|"]
-        lines += [f"| {r['rows']:,} | {r['updates_per_s']:.3e} |" for r in s["rows"]]
+                  f"device(s), {s['episodes']} episodes)", ""]
+        lines += harness.md_table(
+            ["rows", "updates/s"],
+            ([f"{r['rows']:,}", f"{r['updates_per_s']:.3e}"] for r in s["rows"]), [":", ":"])
         lines.append("")
     if "multiagent" in sections:
         s = sections["multiagent"]
         lines += [f"### Independent multi-agent (Q-SEQ-INT32, {s['devices']} device(s); time "
-                  "for 2,000 episodes)", "",
-                  "| agents | rows/agent | updates/s | time (s) | paper Xeon (s) | "
-                  "paper PIM (s) |", "|---:|---:|---:|---:|---:|---:|"]
+                  "for 2,000 episodes)", ""]
         ma = pim_published.MULTI_AGENT
 
         paper = {1000: (ma["xeon_seconds_1000_agents"],
                         ma["xeon_seconds_1000_agents"] / ma["pim_speedup_1000_agents"]),
                  2000: (ma["xeon_seconds_2000_agents"],
                         ma["xeon_seconds_2000_agents"] / ma["pim_speedup_2000_agents"])}
-        for r in s["rows"]:
+
+        def agents_row(r: dict[str, Any]) -> list[Any]:
             x, p = paper.get(r["agents"], ("-", "-"))
-            p = p if isinstance(p, str) else f"{p:.1f}"
-            lines.append(f"| {r['agents']} | {r['rows_per_agent']:,} | {r['updates_per_s']:.3e} "
-                         f"| {r['timing_2000_episodes_s']['total']:.2f}{_ext(r)} | {x} | {p} |")
+            return [r["agents"], f"{r['rows_per_agent']:,}", f"{r['updates_per_s']:.3e}",
+                    f"{r['timing_2000_episodes_s']['total']:.2f}{_ext(r)}", x,
+                    p if isinstance(p, str) else f"{p:.1f}"]
+
+        lines += harness.md_table(
+            ["agents", "rows/agent", "updates/s", "time (s)", "paper Xeon (s)", "paper PIM (s)"],
+            map(agents_row, s["rows"]), [":"] * 6)
         lines.append("")
     if "roofline" in sections:
         roof = sections["roofline"]
         lines += [f"### Memory traffic (copy bandwidth {roof['copy_bandwidth_B_per_s'] / 1e9:.1f}"
-                  f" GB/s measured in this run; bound: {roof['bound']})", "",
-                  "| variant | streamed B/update | table B/update | streamed GB/s | "
-                  "fraction of copy BW |", "|---|---:|---:|---:|---:|"]
-        lines += [f"| {r['variant']} | {r['streamed_bytes_per_update']} | "
-                  f"{r['table_bytes_per_update']} | {r['streamed_B_per_s'] / 1e9:.2f} | "
-                  f"{r['fraction_of_copy_bw']:.3f} |" for r in roof["rows"]]
+                  f" GB/s measured in this run; bound: {roof['bound']})", ""]
+        lines += harness.md_table(
+            ["variant", "streamed B/update", "table B/update", "streamed GB/s",
+             "fraction of copy BW"],
+            ([r["variant"], r["streamed_bytes_per_update"], r["table_bytes_per_update"],
+              f"{r['streamed_B_per_s'] / 1e9:.2f}", f"{r['fraction_of_copy_bw']:.3f}"]
+             for r in roof["rows"]),
+            [""] + [":"] * 4)
     return "\n".join(lines) + "\n"
 
 
