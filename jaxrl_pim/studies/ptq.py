@@ -42,7 +42,6 @@ from jaxrl_pim.studies.tasks import (
     QUICK_TASKS,
     TASKS,
     StudyTask,
-    check_study_options,
     final_train_return,
     task_keys,
     train_seeds,
@@ -67,6 +66,26 @@ def format_specs(config: PTQConfig) -> dict[str, QuantSpec | None]:
         specs[f"bits={b}"] = quant_spec(config.scheme, b, config.per_channel,
                                         config.include_biases)
     return specs
+
+
+def check_study_options(tasks: Any, bits: Any, bits_may_be_empty: bool) -> None:
+    """Host checks shared by the study configs (ValueError naming the field and value).
+
+    ``tasks`` must be a non-empty tuple of distinct names of :data:`TASKS` (results are keyed
+    by name); ``bits`` a tuple of bit widths in [2, 16], which may be empty only where
+    ``bits_may_be_empty``.
+    """
+    if not isinstance(tasks, tuple) or not tasks:
+        raise ValueError(f"tasks must be a non-empty tuple of names, got {tasks!r}")
+    for t in tasks:
+        check_choice("task", t, tuple(TASKS))
+    if len(set(tasks)) != len(tasks):
+        raise ValueError(f"tasks must not repeat, got {tasks!r}")
+    if not isinstance(bits, tuple) or not (bits or bits_may_be_empty):
+        kind = "a tuple" if bits_may_be_empty else "a non-empty tuple"
+        raise ValueError(f"bits must be {kind} of bit widths, got {bits!r}")
+    for b in bits:
+        check_int("bits", b, 2, 16)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,6 +263,7 @@ __all__ = [
     "DEFAULT_BITS",
     "SCHEMES",
     "PTQConfig",
+    "check_study_options",
     "evaluate_formats",
     "format_specs",
     "make_paired_evaluate",

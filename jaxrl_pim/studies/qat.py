@@ -23,19 +23,13 @@ import numpy as np
 from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.rl.common import QATConfig
 from jaxrl_pim.studies.ptq import (
+    check_study_options,
     make_paired_evaluate,
     quant_spec,
     quantize_seeds,
     summarize_format,
 )
-from jaxrl_pim.studies.tasks import (
-    TASKS,
-    StudyTask,
-    check_study_options,
-    final_train_return,
-    task_keys,
-    train_seeds,
-)
+from jaxrl_pim.studies.tasks import TASKS, StudyTask, final_train_return, task_keys, train_seeds
 
 #: Tasks whose policies lose reward under low-bit PTQ (PPO on CartPole keeps its return even at
 #: 2 bits, so it cannot show a QAT benefit).

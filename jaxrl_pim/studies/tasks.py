@@ -16,7 +16,6 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl_pim.checks import check_choice, check_int
 from jaxrl_pim.rl import LEARNERS, A2CConfig, DDPGConfig, DQNConfig, PPOConfig
 from jaxrl_pim.rl.networks import ParametricPolicy
 
@@ -123,26 +122,6 @@ UNLEARNED_TASKS: tuple[str, ...] = ()
 FULL_TASKS: tuple[str, ...] = tuple(t for t in TASKS if t not in UNLEARNED_TASKS)
 
 
-def check_study_options(tasks: Any, bits: Any, bits_may_be_empty: bool) -> None:
-    """Host checks shared by the study configs (ValueError naming the field and value).
-
-    ``tasks`` must be a non-empty tuple of distinct names of :data:`TASKS` (results are keyed
-    by name); ``bits`` a tuple of bit widths in [2, 16], which may be empty only where
-    ``bits_may_be_empty``.
-    """
-    if not isinstance(tasks, tuple) or not tasks:
-        raise ValueError(f"tasks must be a non-empty tuple of names, got {tasks!r}")
-    for t in tasks:
-        check_choice("task", t, tuple(TASKS))
-    if len(set(tasks)) != len(tasks):
-        raise ValueError(f"tasks must not repeat, got {tasks!r}")
-    if not isinstance(bits, tuple) or not (bits or bits_may_be_empty):
-        kind = "a tuple" if bits_may_be_empty else "a non-empty tuple"
-        raise ValueError(f"bits must be {kind} of bit widths, got {bits!r}")
-    for b in bits:
-        check_int("bits", b, 2, 16)
-
-
 def task_keys(seed: int, name: str) -> tuple[jax.Array, jax.Array]:
     """``(train_key, eval_key)`` of the task called ``name`` for the user's root ``seed``.
 
@@ -181,7 +160,6 @@ __all__ = [
     "TASKS",
     "UNLEARNED_TASKS",
     "StudyTask",
-    "check_study_options",
     "final_train_return",
     "task_keys",
     "train_seeds",
