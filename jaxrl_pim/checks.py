@@ -70,6 +70,19 @@ def check_widths(name: str, value: Any, max_width: int = MAX_LAYER_WIDTH,
     return value
 
 
+#: Largest buffer capacity (rows) of every buffer and sampler: int32 ring positions stay below
+#: 2^31, and a priority tree over ``2^30`` leaves has ``2^31`` nodes, the most int32 indexes.
+MAX_CAPACITY = 2**30
+
+
+def check_capacity(capacity: int, name: str = "capacity") -> int:
+    """``capacity`` (rows) as an int in ``[1, MAX_CAPACITY]``; otherwise a ValueError naming
+    ``name`` (the caller's field, e.g. ``"buffer_capacity"`` of a config). The one check of
+    a replay size: every buffer and sampler applies it once, at construction (re-exported by
+    :mod:`jaxrl_pim.replay`)."""
+    return check_int(name, capacity, lo=1, hi=MAX_CAPACITY)
+
+
 def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
     """Return ``value`` if it is one of ``choices``; raise ValueError listing them otherwise."""
     choices = tuple(choices)

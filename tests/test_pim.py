@@ -307,9 +307,19 @@ def test_the_model_reads_exactly_its_fields_of_the_trainer_config() -> None:
         pim.get_system("tpu")
 
 
-def test_importing_the_model_and_the_workload_loads_no_jax() -> None:
+def test_importing_the_model_and_the_configs_loads_no_jax() -> None:
+    # the workload, the MARL and ActorQ configs (the commands read their defaults before jax)
     steps = ["import jaxrl_pim.pim", "import jaxrl_pim.tabular.config",
-             "from jaxrl_pim.tabular import TabularConfig; TabularConfig(16, 4, dtype='int32')"]
+             "from jaxrl_pim.tabular import TabularConfig; TabularConfig(16, 4, dtype='int32')",
+             "import jaxrl_pim.marl.config",
+             "from jaxrl_pim.marl import MARLConfig; MARLConfig(env='tag', num_agents=6)",
+             "MARLConfig(env='jaxmarl:MPE_simple_spread_v3', sampler='neighbor')",
+             "import jaxrl_pim.actorq.config",
+             "from jaxrl_pim.actorq import DQNConfig, D4PGConfig, default_config",
+             "D4PGConfig(env_name='playground/CartpoleBalance@200')",  # a task name, no gymnax
+             "import jaxrl_pim.cli.marl, jaxrl_pim.cli.actorq",
+             "from jaxrl_pim.cli import build_parser; build_parser('marl', full=False)",
+             "build_parser('actorq', full=False).parse_args(['actorq'])"]
     code = "import sys\n" + "".join(f"{s}\nassert 'jax' not in sys.modules, {s!r}\n"
                                      for s in steps)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

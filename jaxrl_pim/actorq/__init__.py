@@ -26,12 +26,39 @@ are :mod:`jaxrl_pim.studies`. The pieces a run is assembled from (agents, rules,
 codecs, replay, transports) are reached through their modules. See ``docs/quantization.md``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jaxrl_pim import lazy
 from jaxrl_pim.actorq.config import ActorQConfig, D4PGConfig, DQNConfig, default_config
-from jaxrl_pim.actorq.distributed import DistributedResult, DistributedRun, run_distributed
-from jaxrl_pim.actorq.energy import EnergyTracker
-from jaxrl_pim.actorq.experiment import compare_precisions, run_one
-from jaxrl_pim.actorq.metrics import speedups, time_to_reward
-from jaxrl_pim.actorq.single import make_system, make_train, run_timed
+
+# Everything else loads jax, so it is imported on first use (PEP 562): ``import
+# jaxrl_pim.actorq.config`` and ``from jaxrl_pim.actorq import DQNConfig`` load no jax.
+_LAZY = {
+    **dict.fromkeys(("DistributedResult", "DistributedRun", "run_distributed"),
+                    "distributed"),
+    "EnergyTracker": "energy",
+    **dict.fromkeys(("compare_precisions", "run_one"), "experiment"),
+    **dict.fromkeys(("speedups", "time_to_reward"), "metrics"),
+    **dict.fromkeys(("make_system", "make_train", "run_timed"), "single"),
+}
+#: The package's modules, also given as attributes on first use (``actorq.ray_pool``).
+SUBMODULES = ("actor", "agent", "algorithms", "broadcast", "config", "d4pg", "distributed",
+              "dqn", "energy", "experiment", "metrics", "ray_pool", "replay", "rules",
+              "single", "transport", "worker")
+__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
+
+if TYPE_CHECKING:  # the static import graph and type checkers see every name
+    from jaxrl_pim.actorq.distributed import (
+        DistributedResult,
+        DistributedRun,
+        run_distributed,
+    )
+    from jaxrl_pim.actorq.energy import EnergyTracker
+    from jaxrl_pim.actorq.experiment import compare_precisions, run_one
+    from jaxrl_pim.actorq.metrics import speedups, time_to_reward
+    from jaxrl_pim.actorq.single import make_system, make_train, run_timed
 
 __all__ = [
     "ActorQConfig",

@@ -25,11 +25,19 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+# jax-free imports only: the command reads these configs' defaults before importing jax
+# (the gymnax task check, rl.common.check_env, is imported where a config is built)
 from jaxrl_pim import choices
-from jaxrl_pim.checks import check_bool, check_choice, check_float, check_int, check_widths
-from jaxrl_pim.envs.playground import is_playground_name, parse_name
-from jaxrl_pim.replay.buffers import check_capacity
-from jaxrl_pim.rl.common import check_env
+from jaxrl_pim.checks import (
+    check_bool,
+    check_capacity,
+    check_choice,
+    check_float,
+    check_int,
+    check_widths,
+)
+from jaxrl_pim.envs.names import is_playground_name
+from jaxrl_pim.envs.names import parse_playground_name as parse_name
 
 if TYPE_CHECKING:
     import jax
@@ -142,6 +150,8 @@ class ActorQConfig:
                 )
             parse_name(self.env_name)
         else:
+            from jaxrl_pim.rl.common import check_env  # gymnax's registry (loads jax)
+
             check_env("env_name", self.env_name, discrete=self.discrete,
                       algo=f"ActorQ's {self.algo.upper()}")
         check_choice("precision", self.precision, PRECISIONS)

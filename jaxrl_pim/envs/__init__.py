@@ -19,34 +19,41 @@ and scipy.stats, seconds per process): ``FrozenLake`` is imported from gymnax on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from jaxrl_pim.envs.cliffwalking import CliffWalking
-from jaxrl_pim.envs.factory import (
-    TABULAR_NAMES,
-    EnvInfo,
-    describe,
-    is_env_object,
-    make,
-    make_with_info,
-)
-from jaxrl_pim.envs.model import TabularModel, tabular_model
-from jaxrl_pim.envs.taxi import Taxi
+from jaxrl_pim import lazy
 
-if TYPE_CHECKING:
+# The worlds and the factory load jax, so they are imported on first use (PEP 562): ``import
+# jaxrl_pim.envs.names`` or ``jaxrl_pim.envs.mpe.constants`` (what a config checks) loads no
+# jax. ``FrozenLake`` is gymnax's class, imported on first use too (see above).
+_LAZY = {
+    "CliffWalking": "cliffwalking",
+    "ENV_NAMES": "factory:TABULAR_NAMES",  # the tabular names make builds (same tuple)
+    **dict.fromkeys(("TABULAR_NAMES", "EnvInfo", "describe", "is_env_object",
+                     "make", "make_with_info"), "factory"),
+    "FrozenLake": "frozenlake",
+    **dict.fromkeys(("TabularModel", "tabular_model"), "model"),
+    "Taxi": "taxi",
+}
+#: The package's modules, also given as attributes on first use (``envs.playground``).
+SUBMODULES = ("api", "cliffwalking", "factory", "frozenlake", "indexed", "jaxmarl_adapter",
+              "model", "mpe", "names", "playground", "spaces", "taxi")
+__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
+
+if TYPE_CHECKING:  # the static import graph and type checkers see every name
+    from jaxrl_pim.envs.cliffwalking import CliffWalking
+    from jaxrl_pim.envs.factory import (
+        TABULAR_NAMES,
+        EnvInfo,
+        describe,
+        is_env_object,
+        make,
+        make_with_info,
+    )
+    from jaxrl_pim.envs.factory import TABULAR_NAMES as ENV_NAMES
     from jaxrl_pim.envs.frozenlake import FrozenLake
-
-#: The tabular names :func:`make` builds (same as :data:`TABULAR_NAMES`).
-ENV_NAMES: tuple[str, ...] = TABULAR_NAMES
-
-
-def __getattr__(name: str) -> Any:
-    """``FrozenLake`` on first use (gymnax's class; see the module docstring)."""
-    if name == "FrozenLake":
-        from jaxrl_pim.envs.frozenlake import FrozenLake
-
-        return FrozenLake
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from jaxrl_pim.envs.model import TabularModel, tabular_model
+    from jaxrl_pim.envs.taxi import Taxi
 
 
 __all__ = [

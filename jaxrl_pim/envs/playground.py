@@ -35,38 +35,17 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxrl_pim.envs import api, spaces
+from jaxrl_pim.envs.names import PLAYGROUND_PREFIX as PREFIX  # noqa: F401  (re-exported)
+from jaxrl_pim.envs.names import is_playground_name  # noqa: F401  (re-exported)
+from jaxrl_pim.envs.names import parse_playground_name as parse_name
 
-PREFIX = "playground/"
+# The name parsing (PREFIX, is_playground_name, parse_name) lives in the jax-free
+# jaxrl_pim.envs.names, so a config checks a task name before jax is imported.
 # The simulator backend. Playground's DM Control default is "warp" (NVIDIA Warp kernels);
 # on a CPU its first step compiles in about 47 s, pure-JAX MJX ("jax") in about 7 s and then
 # steps CartpoleBalance about 20x faster (measured on a 2-core CPU, docs in the report).
 DEFAULT_IMPL = "jax"
 _INSTALL_HINT = 'MuJoCo Playground is not installed; run: pip install "jaxrl_pim[playground]"'
-
-
-def is_playground_name(name: str) -> bool:
-    """Whether ``name`` asks for a MuJoCo Playground task (``"playground/..."``)."""
-    return isinstance(name, str) and name.startswith(PREFIX)
-
-
-def parse_name(name: str) -> tuple[str, int | None]:
-    """``"playground/<EnvName>[@<max_steps>]"`` -> ``(EnvName, max_steps or None)``.
-
-    Checks only the form (no import of ``mujoco_playground``); raises ``ValueError``.
-    """
-    if not is_playground_name(name):
-        raise ValueError(f"not a Playground task name (expected {PREFIX!r}<EnvName>): {name!r}")
-    rest = name[len(PREFIX):]
-    env_name, sep, limit = rest.partition("@")
-    if not env_name or "/" in env_name:
-        raise ValueError(f"bad Playground task name {name!r}; expected {PREFIX!r}<EnvName>, "
-                         f"e.g. 'playground/CartpoleBalance'")
-    max_steps = None
-    if sep:
-        if not limit.isdigit() or int(limit) < 1:
-            raise ValueError(f"bad time limit in {name!r}: '@{limit}' must be '@<positive int>'")
-        max_steps = int(limit)
-    return env_name, max_steps
 
 
 @struct.dataclass

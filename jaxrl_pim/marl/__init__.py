@@ -26,18 +26,36 @@ See ``docs/marl.md``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from jaxrl_pim import lazy
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.policies import Policies, evaluate, load_policies
-from jaxrl_pim.marl.rules import Algorithm, make_algorithm
-from jaxrl_pim.marl.trainer import (
-    Phases,
-    TrainState,
-    make_init,
-    make_phases,
-    make_train,
-    make_train_from,
-    random_policy_return,
-)
+
+# Everything else loads jax, so it is imported on first use (PEP 562): ``import
+# jaxrl_pim.marl.config`` and ``from jaxrl_pim.marl import MARLConfig`` load no jax.
+_LAZY = {
+    **dict.fromkeys(("Policies", "evaluate", "load_policies"), "policies"),
+    **dict.fromkeys(("Algorithm", "make_algorithm"), "rules"),
+    **dict.fromkeys(("Phases", "TrainState", "make_init", "make_phases", "make_train",
+                     "make_train_from", "random_policy_return"), "trainer"),
+}
+#: The package's modules, also given as attributes on first use (``marl.seeds``).
+SUBMODULES = ("checkpoint", "config", "learner", "networks", "plan", "policies", "profiler",
+              "render", "rollout", "rules", "schedule", "seeds", "trainer")
+__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
+
+if TYPE_CHECKING:  # the static import graph and type checkers see every name
+    from jaxrl_pim.marl.policies import Policies, evaluate, load_policies
+    from jaxrl_pim.marl.rules import Algorithm, make_algorithm
+    from jaxrl_pim.marl.trainer import (
+        Phases,
+        TrainState,
+        make_init,
+        make_phases,
+        make_train,
+        make_train_from,
+        random_policy_return,
+    )
 
 __all__ = [
     "Algorithm",

@@ -12,12 +12,18 @@ from __future__ import annotations
 import dataclasses
 import math
 
+# jax-free imports only: the command reads this config's defaults before importing jax
 from jaxrl_pim import choices
-from jaxrl_pim.checks import check_bool, check_choice, check_float, check_int, check_widths
-from jaxrl_pim.envs import mpe
-from jaxrl_pim.envs.jaxmarl_adapter import PREFIX as JAXMARL_PREFIX
-from jaxrl_pim.envs.jaxmarl_adapter import SUPPORTED as JAXMARL_SUPPORTED
-from jaxrl_pim.replay import LAYOUTS, SAMPLERS, check_capacity
+from jaxrl_pim.checks import (
+    check_bool,
+    check_capacity,
+    check_choice,
+    check_float,
+    check_int,
+    check_widths,
+)
+from jaxrl_pim.choices import JAXMARL_PREFIX, JAXMARL_SUPPORTED, LAYOUTS, SAMPLERS
+from jaxrl_pim.envs.mpe import constants as mpe  # MAX_AGENTS, TAG_PRESETS
 
 # the option names live in jaxrl_pim.choices (the command checks them before importing jax)
 ALGOS = choices.MARL_ALGOS

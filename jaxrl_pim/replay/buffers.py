@@ -45,20 +45,16 @@ import numpy as np
 from jax import Array
 
 from jaxrl_pim import choices
-from jaxrl_pim.checks import check_choice, check_index_range, check_int
+from jaxrl_pim.checks import (
+    MAX_CAPACITY,  # noqa: F401  (in jaxrl_pim.checks with check_capacity; re-exported)
+    check_capacity,
+    check_choice,
+    check_index_range,
+    check_int,
+)
 
 LAYOUTS = choices.LAYOUTS  # the names live in jaxrl_pim.choices (no jax to import)
-MAX_CAPACITY = 2**30
-"""Largest buffer capacity (rows) of every buffer and sampler: int32 ring positions stay below
-2^31, and a priority tree over ``2^30`` leaves has ``2^31`` nodes, the most int32 indexes."""
 _FIELDS: tuple[str, ...] = ("obs", "action", "reward", "next_obs", "done")
-
-
-def check_capacity(capacity: int, name: str = "capacity") -> int:
-    """``capacity`` (rows) as an int in ``[1, MAX_CAPACITY]``; otherwise a ValueError naming
-    ``name`` (the caller's field, e.g. ``"buffer_capacity"`` of a config). The one check of
-    a replay size: every buffer and sampler applies it once, at construction."""
-    return check_int(name, capacity, lo=1, hi=MAX_CAPACITY)
 
 
 class Transition(NamedTuple):

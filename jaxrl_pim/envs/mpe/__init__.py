@@ -29,41 +29,62 @@ boundary penalty).
 
 from __future__ import annotations
 
-from jaxrl_pim.envs.mpe.rollout import make_rollout
-from jaxrl_pim.envs.mpe.scenarios import (
-    MAX_AGENTS,
-    OBSTACLE_SIZE,
-    OCCUPIED_RADIUS,
-    PREDATOR_ACCEL,
-    PREDATOR_MAX_SPEED,
-    PREDATOR_SIZE,
-    PREY_ACCEL,
-    PREY_MAX_SPEED,
-    PREY_SIZE,
-    REWARD_CONVENTIONS,
-    SPREAD_ACCEL,
-    SPREAD_AGENT_SIZE,
-    SPREAD_LANDMARK_SIZE,
-    SPREAD_PRESETS,
-    TAG_PRESETS,
-    TAG_REWARD,
-    SpreadEnv,
-    TagEnv,
-    make,
-    make_spread,
-    make_tag,
-)
-from jaxrl_pim.envs.mpe.world import (
-    ACTION_DIM,
-    INTEGRATIONS,
-    SPLIT_PAIRS_MIN_ENTITIES,
-    MPEParams,
-    MPEState,
-    ParticleWorld,
-    TeamSpec,
-    contact_force,
-    off_diagonal,
-)
+from typing import TYPE_CHECKING
+
+from jaxrl_pim import lazy
+from jaxrl_pim.envs.mpe.constants import MAX_AGENTS, TAG_PRESETS
+
+# The worlds load jax, so they are imported on first use (PEP 562): ``import
+# jaxrl_pim.envs.mpe.constants`` (the size limits a config checks) loads no jax.
+_LAZY = {
+    **dict.fromkeys(("make_rollout",), "rollout"),
+    **dict.fromkeys(("OBSTACLE_SIZE", "OCCUPIED_RADIUS", "PREDATOR_ACCEL", "PREDATOR_MAX_SPEED",
+                     "PREDATOR_SIZE", "PREY_ACCEL", "PREY_MAX_SPEED", "PREY_SIZE",
+                     "REWARD_CONVENTIONS", "SPREAD_ACCEL", "SPREAD_AGENT_SIZE",
+                     "SPREAD_LANDMARK_SIZE", "SPREAD_PRESETS", "TAG_REWARD", "SpreadEnv",
+                     "TagEnv", "make", "make_spread", "make_tag"), "scenarios"),
+    **dict.fromkeys(("ACTION_DIM", "INTEGRATIONS", "SPLIT_PAIRS_MIN_ENTITIES", "MPEParams",
+                     "MPEState", "ParticleWorld", "TeamSpec", "contact_force", "off_diagonal"),
+                    "world"),
+}
+#: The package's modules, also given as attributes on first use (``mpe.scenarios``).
+SUBMODULES = ("constants", "rollout", "scenarios", "world")
+__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
+
+if TYPE_CHECKING:  # the static import graph and type checkers see every name
+    from jaxrl_pim.envs.mpe.rollout import make_rollout
+    from jaxrl_pim.envs.mpe.scenarios import (
+        OBSTACLE_SIZE,
+        OCCUPIED_RADIUS,
+        PREDATOR_ACCEL,
+        PREDATOR_MAX_SPEED,
+        PREDATOR_SIZE,
+        PREY_ACCEL,
+        PREY_MAX_SPEED,
+        PREY_SIZE,
+        REWARD_CONVENTIONS,
+        SPREAD_ACCEL,
+        SPREAD_AGENT_SIZE,
+        SPREAD_LANDMARK_SIZE,
+        SPREAD_PRESETS,
+        TAG_REWARD,
+        SpreadEnv,
+        TagEnv,
+        make,
+        make_spread,
+        make_tag,
+    )
+    from jaxrl_pim.envs.mpe.world import (
+        ACTION_DIM,
+        INTEGRATIONS,
+        SPLIT_PAIRS_MIN_ENTITIES,
+        MPEParams,
+        MPEState,
+        ParticleWorld,
+        TeamSpec,
+        contact_force,
+        off_diagonal,
+    )
 
 __all__ = [
     "ACTION_DIM",

@@ -19,6 +19,7 @@ import numpy as np
 
 from jaxrl_pim import choices
 from jaxrl_pim.checks import check_choice, check_float, check_int
+from jaxrl_pim.envs.mpe import constants
 from jaxrl_pim.envs.mpe.world import (
     ACTION_DIM,
     INTEGRATIONS,
@@ -30,8 +31,9 @@ from jaxrl_pim.envs.mpe.world import (
     off_diagonal,
 )
 
-MAX_AGENTS = 4096
-"""Largest team size (agents, predators, prey or obstacles) a scenario accepts."""
+MAX_AGENTS = constants.MAX_AGENTS
+"""Largest team size (agents, predators, prey or obstacles) a scenario accepts (in the leaf
+:mod:`jaxrl_pim.envs.mpe.constants`, no jax to import)."""
 
 SPREAD_PRESETS: dict[int, int] = {3: 3, 6: 6, 12: 12, 24: 24, 48: 48}
 """Cooperative-navigation sizes: preset -> ``num_agents`` for :func:`make_spread`."""
