@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import socket
 from typing import Any
 
-from jaxrl_pim.choices import ACTORQ_ALGOS, COMPUTES, D4PG_ENVS, DQN_ENVS, MODES, PRECISIONS
+from jaxrl_pim.actorq.config import D4PGConfig, DQNConfig, default_config  # no jax
+from jaxrl_pim.choices import ACTORQ_ALGOS, COMPUTES, MODES, PRECISIONS
 from jaxrl_pim.cli._common import (
     add_checkpoint_arguments,
     add_command,
@@ -36,11 +38,11 @@ from jaxrl_pim.cli._common import (
 # (counts, names, combinations of flags, output paths) before jax is imported, so a bad
 # option is refused within a second.
 
-#: The defaults of the options that set config fields: DQNConfig's own, written here so the
-#: parser is built without importing jax (tests/cli/test_defaults.py checks them).
-DEFAULTS: dict[str, Any] = {"algo": "dqn", "actor_compute": "native", "num_actors": 4,
-                            "envs_per_actor": 1, "actor_update_period": 100,
-                            "total_steps": 20_000}
+#: The defaults of the options that set config fields: DQNConfig's own (``algo``, and the
+#: settings every ActorQ run shares), read from the class (jaxrl_pim.actorq.config imports no
+#: jax, so the parser is still built without it); --env and --hidden default per algorithm.
+_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(DQNConfig)
+                            if f.default is not dataclasses.MISSING}
 #: The command's defaults that differ from the ActorQ config's, and why: the command exists to
 #: run quantized actors, so its actors are int8 (the config's own default is fp32).
 COMMAND_DEFAULTS: dict[str, Any] = {"precision": ("int8",)}
@@ -50,9 +52,13 @@ FLAGS = {"num_actors": "--actors", "envs_per_actor": "--envs-per-actor",
          "hidden_sizes": "--hidden", "env_name": "--env", "actor_compute": "--actor-compute"}
 
 
+def _widths(sizes: tuple[int, ...]) -> str:
+    return " ".join(map(str, sizes))
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``actorq`` sub-command."""
-    d = argparse.Namespace(**DEFAULTS)
+    d = argparse.Namespace(**_DEFAULT)
     p = add_command(
         subparsers, "actorq", main,
         description="Train ActorQ: full-precision learner, actors holding an fp32/fp16/int8 "
@@ -65,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="gymnax task with flat observations (tuned: DQN CartPole-v1, "
                    "Acrobot-v1, MountainCar-v0; D4PG Pendulum-v1) or, for D4PG, a MuJoCo "
                    "Playground task playground/<EnvName>[@<max_steps>] (playground extra) "
-                   f"(default: {DQN_ENVS[0]} for dqn, {D4PG_ENVS[0]} for d4pg)")
+                   f"(default: {DQNConfig.env_name} for dqn, {D4PGConfig.env_name} for d4pg)")
     p.add_argument("--precision", choices=PRECISIONS, nargs="+",
                    default=list(COMMAND_DEFAULTS["precision"]),
                    help="one or more actor precisions (policy held and broadcast as "
@@ -91,8 +97,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="training length, summed over all actors and environments "
                    "(environment steps)")
     p.add_argument("--hidden", type=int, nargs="+", default=None,
-                   help="policy MLP widths (units per layer) (default: 64 64 for DQN, "
-                   "256 256 for D4PG)")
+                   help="policy MLP widths (units per layer) (default: "
+                   f"{_widths(DQNConfig.hidden_sizes)} for DQN, "
+                   f"{_widths(D4PGConfig.hidden_sizes)} for D4PG)")
     p.add_argument("--seed", type=int, default=0,
                    help="PRNG seed (the same for every --precision)")
     p.add_argument("--energy", action="store_true",
@@ -152,7 +159,6 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError("--ray-address needs --mode ray")
     if args.ray_address is not None:
         check_ray_address(args.ray_address)
-    from jaxrl_pim.actorq.config import default_config
     from jaxrl_pim.actorq.energy import EnergyTracker
     from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
     from jaxrl_pim.progress import RichProgress

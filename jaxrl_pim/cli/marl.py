@@ -34,10 +34,11 @@ bad option is refused within a second; the rest is imported where it is used.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jaxrl_pim.choices import (
     JAXMARL_PREFIX,
@@ -58,19 +59,12 @@ from jaxrl_pim.cli._common import (
     flag_names,
     show_progress,
 )
+from jaxrl_pim.marl.config import MARLConfig  # no jax: the command reads its defaults
 
-if TYPE_CHECKING:  # importing the config loads jax
-    from jaxrl_pim.marl.config import MARLConfig
-
-#: The defaults of the options that set MARLConfig fields: MARLConfig's own, written here so
-#: the parser is built without importing jax (tests/cli/test_defaults.py checks they are
-#: MARLConfig()'s).
-DEFAULTS: dict[str, Any] = {
-    "algo": "maddpg", "env": "spread", "num_agents": 3, "num_envs": 1,
-    "num_episodes": 60_000, "sampling_mode": "faithful", "sampler": "uniform",
-    "layout": "interleaved", "buffer_capacity": 1_000_000, "batch_size": 1024,
-    "learning_starts": 25_600, "update_every": 100,
-}
+#: The defaults of the options that set MARLConfig fields: MARLConfig's own, read from the
+#: class (jaxrl_pim.marl.config imports no jax, so the parser is still built without it).
+_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(MARLConfig)
+                            if f.default is not dataclasses.MISSING}
 
 #: MARLConfig fields -> the flags that set them (errors name what the user typed).
 FLAGS = {"num_episodes": "--episodes", "num_envs": "--num-envs", "batch_size": "--batch-size",
@@ -86,7 +80,7 @@ def _presets() -> str:
 
 def register(subparsers: Any) -> None:
     """Add the ``marl`` sub-command."""
-    d = argparse.Namespace(**DEFAULTS)
+    d = argparse.Namespace(**_DEFAULT)
     p = subparsers.add_parser(
         "marl",
         help="train MADDPG / MATD3 / MASAC on cooperative navigation or predator-prey",
@@ -276,7 +270,7 @@ def _capacity(text: str) -> int | str:
 def _auto_rows(args: argparse.Namespace) -> int:
     """``--capacity auto``'s upper bound: the default capacity, or the rows that
     ``--batch-size`` / ``--learning-starts`` / ``--num-envs`` need when more."""
-    return max(DEFAULTS["buffer_capacity"], args.batch_size, args.learning_starts, args.num_envs)
+    return max(_DEFAULT["buffer_capacity"], args.batch_size, args.learning_starts, args.num_envs)
 
 
 def check_args(args: argparse.Namespace) -> tuple[int | None, int | None, int | None]:
@@ -342,11 +336,9 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
 
 def _config(args: argparse.Namespace, agents: int | None, prey: int | None,
             obstacles: int | None) -> MARLConfig:
-    from jaxrl_pim.marl.config import MARLConfig
-
     return MARLConfig(
         algo=args.algo, env=args.env,
-        num_agents=DEFAULTS["num_agents"] if agents is None else agents, num_prey=prey,
+        num_agents=_DEFAULT["num_agents"] if agents is None else agents, num_prey=prey,
         num_obstacles=obstacles, num_envs=args.num_envs, num_episodes=args.episodes,
         sampling_mode=args.sampling_mode, sampler=args.sampler, layout=args.layout,
         buffer_capacity=args.capacity, batch_size=args.batch_size,

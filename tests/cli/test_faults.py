@@ -682,17 +682,8 @@ def test_a_bad_option_is_refused_within_seconds():
     assert elapsed < 5.0, elapsed
 
 
-def test_the_commands_defaults_are_their_configs():
-    from jaxrl_pim.cli.marl import DEFAULTS
-    from jaxrl_pim.marl.config import MARLConfig
-
-    config = MARLConfig()
-    assert DEFAULTS == {name: getattr(config, name) for name in DEFAULTS}
-    from jaxrl_pim.actorq.config import DQNConfig
-    from jaxrl_pim.cli import actorq
-
-    dqn = DQNConfig()
-    assert actorq.DEFAULTS == {name: getattr(dqn, name) for name in actorq.DEFAULTS}
+# (the commands' defaults are their configs' own: tests/cli/test_defaults.py; that the
+# configs and commands import without jax: tests/test_pim.py)
 
 
 def test_the_choices_are_the_librarys():
