@@ -7,15 +7,23 @@ inside jit.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
+
+def _numpy_scalar(value: Any, *kinds: str) -> bool:
+    """Whether ``value`` is an instance of NumPy's scalar types ``kinds`` (``"integer"``,
+    ``"floating"``, ``"bool_"``). NumPy is not imported here (a command's cheap checks run
+    before it): while it is not loaded, no NumPy value exists."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, tuple(getattr(np, k) for k in kinds))
 
 
 def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
     """Return ``value`` as int if it is an integer in ``[lo, hi]``; raise ValueError otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if isinstance(value, bool) or not (isinstance(value, int) or _numpy_scalar(value, "integer")):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     value = int(value)
     _check_bounds(name, value, lo, hi)
@@ -32,10 +40,11 @@ def check_float(
     hi_open: bool = False,
 ) -> float:
     """Return ``value`` as float if finite and inside the (optionally open) interval."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+    if isinstance(value, bool) or not (isinstance(value, int | float)
+                                       or _numpy_scalar(value, "integer", "floating")):
         raise ValueError(f"{name} must be a number, got {value!r}")
     value = float(value)
-    if not np.isfinite(value):
+    if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     if lo is not None and (value < lo or (lo_open and value == lo)):
         raise ValueError(f"{name} must be {'>' if lo_open else '>='} {lo}, got {value!r}")
@@ -47,7 +56,7 @@ def check_float(
 def check_bool(name: str, value: Any) -> bool:
     """Return ``value`` if it is a bool (``True`` / ``False``, NumPy's too); raise ValueError
     otherwise (``1`` or ``"yes"`` is not a bool)."""
-    if not isinstance(value, bool | np.bool_):
+    if not (isinstance(value, bool) or _numpy_scalar(value, "bool_")):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 
@@ -94,6 +103,8 @@ def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
 
 def check_finite(name: str, array: Any) -> None:
     """Raise ValueError if a float array holds NaN or infinite values (names the first one)."""
+    import numpy as np
+
     arr = np.asarray(array)
     if arr.dtype.kind == "f":
         bad = ~np.isfinite(arr)
@@ -109,6 +120,8 @@ def check_index_range(name: str, array: Any, n: int) -> None:
 
     JAX gathers clamp out-of-range indices silently, so this must run before jit.
     """
+    import numpy as np
+
     arr = np.asarray(array)
     if arr.dtype.kind not in "iu":
         raise ValueError(f"{name} must hold integers, got dtype {arr.dtype}")
