@@ -3,7 +3,9 @@
 From keys and from stacked states the compiled vmapped trainer keeps an XLA ``conditional``;
 each seed of the group equals the seed run alone; seeds stacked at different step counts (the
 batched-predicate path) still update exactly on their own schedule; 4 seeds from stacked states
-cost about 4 seeds, not an update round at every step.
+cost about 4 seeds, not an update round at every step. On XLA:CPU the branch runs seed by seed
+(a loop inside the conditional, the branch's matrix product at one seed's shape); the
+``vmap`` branch the other backends compile keeps the seeds that are not due.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.schedule import when
+from jaxrl_pim.marl.schedule import _seed_by_seed, _vmapped, when
 from jaxrl_pim.marl.trainer import make_init, make_train, make_train_from
 from tests.support.seeds import equal_trees as _equal_trees
 from tests.support.seeds import seed as _seed
@@ -49,6 +51,46 @@ def test_when_matches_reference_for_every_predicate_pattern():
     np.testing.assert_array_equal(got["n"], np.ones(4))
     single = when(jnp.bool_(False), fn, _seed(op, 1), extra[1])
     assert _equal_trees(single, _seed(op, 1))
+
+
+def test_both_batched_branches_match_the_reference_for_every_predicate_pattern():
+    # The seed-by-seed loop (XLA:CPU) and the vmap branch (other backends) called directly,
+    # so both are checked here whatever backend the test runs on.
+    def fn(o, e):
+        return {"a": o["a"] * e + 1.0, "n": o["n"] + 1}
+
+    op = {"a": jnp.arange(8.0).reshape(4, 2), "n": jnp.zeros(4, jnp.int32)}
+    extra = jnp.array([2.0, 3.0, 4.0, 5.0])
+    for pattern in ([0, 0, 0, 0], [0, 1, 1, 0], [1, 1, 1, 1]):
+        pred = jnp.array(pattern, bool)
+        want_a = np.where(np.array(pattern, bool)[:, None],
+                          np.arange(8.0).reshape(4, 2) * np.asarray(extra)[:, None] + 1.0,
+                          np.arange(8.0).reshape(4, 2))
+        for branch in (_seed_by_seed(fn, pred, True, 4), _vmapped(fn, pred, True)):
+            got = jax.jit(branch)(op, extra)
+            np.testing.assert_array_equal(got["a"], want_a)
+            np.testing.assert_array_equal(got["n"], np.array(pattern))
+    every = _seed_by_seed(fn, jnp.bool_(False), False, 4)(op, extra)  # unbatched: all seeds
+    np.testing.assert_array_equal(every["n"], np.ones(4))
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the XLA:CPU program")
+def test_on_cpu_the_batched_branch_runs_seed_by_seed():
+    # fn multiplies [7, 5] by [5, 5]: seed by seed the compiled product has one seed's shape
+    # f32[7,5] and sits in a loop; a vmapped branch would compute f32[4,7,5].
+    def fn(o, w):
+        return o @ w
+
+    batched = jax.jit(jax.vmap(lambda p, o, w: when(p, fn, o, w)))
+    pred = jnp.array([True, False, True, True])
+    o, w = jnp.arange(140.0).reshape(4, 7, 5), jnp.arange(100.0).reshape(4, 5, 5)
+    text = batched.lower(pred, o, w).compile().as_text()
+    dots = [line for line in text.splitlines() if " dot(" in line]
+    assert dots and all("f32[7,5]" in d and "f32[4,7,5]" not in d for d in dots), dots
+    assert " while(" in text and " conditional(" in text
+    want = np.where(np.asarray(pred)[:, None, None],
+                    np.einsum("sij,sjk->sik", np.asarray(o), np.asarray(w)), np.asarray(o))
+    np.testing.assert_array_equal(batched(pred, o, w), want)
 
 
 @pytest.fixture(scope="module")
