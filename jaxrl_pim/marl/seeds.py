@@ -5,7 +5,8 @@ one program: :func:`make_init_seeds` / :func:`make_train_seeds_from` vmap the tr
 leading seed axis and split that axis over a one-axis device mesh (:data:`SEED_AXIS`,
 ``jax.shard_map`` inside ``jax.jit``, inputs and outputs placed with ``NamedSharding``): each
 device runs its own seeds with no communication (the update schedule stays a conditional,
-:func:`jaxrl_pim.marl.schedule.when`). :func:`run_seeds` trains them in checkpointed segments
+:func:`jaxrl_pim.marl.schedule.when`; on XLA:CPU its update rounds run seed after seed inside
+it, the acting batched). :func:`run_seeds` trains them in checkpointed segments
 (every seed in each checkpoint, resumed bit for bit) and :func:`seed_stats` gives the mean,
 standard error and 95 % interval over seeds.
 
@@ -13,7 +14,9 @@ Seed ``i`` of a group started from ``seed`` uses ``jax.random.PRNGKey(seed + i)`
 ``jaxrl-pim marl --seed <seed + i>`` alone, and runs the same per-seed computation, so its
 result is the seed's result alone wherever XLA compiles the batched program with the same
 float32 rounding. Measured on XLA:CPU (tests state the tolerance): a group on one device
-equals each seed alone bit for bit at XLA's default optimisation level, and to float32
+equals each seed alone bit for bit at XLA's default optimisation level at the tests' sizes
+(wider networks' batched acting may be multiplied with another kernel, agreeing to float32
+rounding), and to float32
 rounding (relative 1e-5 after a few updates) at its lowest effort; the same group split over
 2 or 8 devices is compiled as a partitioned program that XLA fuses differently, and agrees
 with the one-device run to float32 rounding, not bit for bit; the same mesh spread over
