@@ -101,7 +101,7 @@ def make(env: Any, **kwargs: Any) -> tuple[Any, Any]:
         )
     if env in _TABULAR:
         return _make_tabular(env, **kwargs)
-    from jaxrl_pim.envs.playground import is_playground_name
+    from jaxrl_pim.envs.names import is_playground_name  # (no flax for a gymnax name)
 
     if is_playground_name(env):
         if kwargs:
