@@ -17,6 +17,9 @@ matmuls).
 
 Units: every ``*_steps`` count is in environment steps summed over all actors;
 ``actor_update_period`` is in steps of one actor; learner periods are in learner updates.
+
+The module imports no jax (``jaxrl-pim actorq`` reads the defaults before importing it);
+building a config checks a gymnax task name against gymnax's registry, which does.
 """
 
 from __future__ import annotations

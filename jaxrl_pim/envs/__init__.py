@@ -12,9 +12,11 @@ as NumPy arrays. Multi-agent particle worlds live in :mod:`jaxrl_pim.envs.mpe` (
 module directly). The library's own worlds implement gymnax 1.0's API on
 :class:`jaxrl_pim.envs.api.Environment` and :mod:`jaxrl_pim.envs.spaces`.
 
-Importing this package does not import gymnax (its package import loads seaborn, matplotlib
-and scipy.stats, seconds per process): ``FrozenLake`` is imported from gymnax on first use
-(``jaxrl_pim.envs.FrozenLake``, ``make("frozenlake")``), as are the names registered with it.
+Importing this package imports neither jax nor gymnax (gymnax's package import loads seaborn,
+matplotlib and scipy.stats, seconds per process): every name is imported on first use, so the
+jax-free leaves (``envs.names``, ``envs.mpe.constants``) load alone; ``FrozenLake`` comes from
+gymnax on first use (``jaxrl_pim.envs.FrozenLake``, ``make("frozenlake")``), as do the names
+registered with it.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ component that uses it (``replay.check_capacity`` for the buffers and samplers,
 ``mpe.MAX_AGENTS`` for the worlds), so a config that validates builds and trains; a bad value
 raises ``ValueError`` naming the field, the value and the allowed range. Derived sizes
 (critic count, predator-prey composition, update schedule) are properties, static inside jit.
+The module imports no jax: ``jaxrl-pim marl`` reads the defaults before importing it.
 """
 
 from __future__ import annotations
