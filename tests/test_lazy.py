@@ -43,7 +43,9 @@ def test_every_public_name_of_a_lazy_package_is_its_modules(name: str) -> None:
     folder = Path(package.__file__).parent
     modules = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
     modules |= {p.parent.name for p in folder.glob("*/__init__.py")}
-    assert set(package.SUBMODULES) == modules  # a new module is listed too
+    assert set(package.SUBMODULES) == modules, (  # a new module is listed too
+        f"{name}.SUBMODULES: add {sorted(modules - set(package.SUBMODULES))}, "
+        f"remove {sorted(set(package.SUBMODULES) - modules)}")
     for module in package.SUBMODULES:
         assert getattr(package, module) is importlib.import_module(f"{name}.{module}")
     with pytest.raises(AttributeError, match=f"module '{name}' has no attribute 'nothing'"):
