@@ -10,6 +10,7 @@ cost about 4 seeds, not an update round at every step. On XLA:CPU the branch run
 
 from __future__ import annotations
 
+import re
 import time
 
 import jax
@@ -91,6 +92,21 @@ def test_on_cpu_the_batched_branch_runs_seed_by_seed():
     want = np.where(np.asarray(pred)[:, None, None],
                     np.einsum("sij,sjk->sik", np.asarray(o), np.asarray(w)), np.asarray(o))
     np.testing.assert_array_equal(batched(pred, o, w), want)
+
+
+def test_accelerator_programs_keep_the_branch_vmapped():
+    # Exported for CUDA (no GPU needed): the product runs on all seeds at once, no loop;
+    # exported for CPU: one seed's product in a loop.
+    from jax import export
+
+    batched = jax.jit(jax.vmap(lambda p, o, w: when(p, lambda o, w: o @ w, o, w)))
+    args = (jnp.array([True, False, True, True]), jnp.ones((4, 7, 5)), jnp.ones((4, 5, 5)))
+    shapes = {}
+    for platform in ("cpu", "cuda"):
+        text = export.export(batched, platforms=[platform])(*args).mlir_module()
+        shapes[platform] = (set(re.findall(r"dot_general.*?-> tensor<([0-9x]+)xf32>", text)),
+                            "stablehlo.while" in text)
+    assert shapes == {"cpu": ({"7x5"}, True), "cuda": ({"4x7x5"}, False)}, shapes
 
 
 @pytest.fixture(scope="module")
