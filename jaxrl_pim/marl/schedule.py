@@ -1,4 +1,4 @@
-"""A conditional that stays a conditional when seeds are vmapped, and runs cheaply there.
+"""A conditional that stays a conditional when seeds are vmapped, and copies nothing there.
 
 ``jax.lax.cond`` under ``jax.vmap`` with a *batched* predicate becomes a ``select``: both
 branches run for every seed at every call. A trainer continued from stacked states
@@ -10,17 +10,16 @@ was, so its result is exactly ``fn(operand, extra)`` where the seed's predicate 
 ``operand`` elsewhere. Seeds of one run share the step count, so their predicates agree and
 the batched program does the work of one seed's schedule, not the work of every step.
 
-How the batched branch runs depends on the backend the program is compiled for
-(``jax.lax.platform_dependent``):
+With an unbatched predicate (seeds vmapped from keys: the counters start as constants) the
+branch is ``jax.vmap(fn)``. With a batched one, how the seeds that are not due are kept
+depends on the backend the program is compiled for (``jax.lax.platform_dependent``):
 
-* XLA:CPU: a loop over the seeds, each seed's ``fn`` on its own slice (under its own
-  conditional when the predicate is batched), written back in place. One seed's update works
-  in cache as the seed alone does, where the batched update sweeps every seed's arrays
-  through each operation (on XLA:CPU a batched round costs more per seed than the round alone,
-  see ``docs/guide/many-seeds.md``). And every branch of the conditional updates its operand
-  in place, so the steps that skip the update copy nothing; a ``select`` over the branch's
-  outputs (the keeping of the seeds that are not due) would make XLA copy the whole operand
-  at every step, due or not.
+* XLA:CPU: a loop over the seeds, each seed's ``fn`` on its own slice under its own
+  conditional, written back in place. Keeping them with a ``select`` over the vmapped
+  branch's outputs instead makes XLA copy the whole operand (every seed's parameters and
+  optimiser state) at every call, due or not, because the branch can no longer update its
+  operand in place. Each seed's round then also works on its own arrays as the seed alone
+  does, not on every seed's arrays at once (see ``docs/guide/many-seeds.md``).
 * Other backends: ``jax.vmap(fn)`` over all seeds, the seeds that are not due kept with a
   ``select``.
 """
@@ -48,16 +47,16 @@ def _keep(operand: T, _extra: Any) -> T:
     return operand
 
 
-def _seed_by_seed(fn: Callable[[T, Any], T], pred: jax.Array, pred_batched: bool,
-                  size: int) -> Callable[[T, Any], T]:
-    """The batched branch as a loop over the ``size`` seeds: seed ``i``'s slice of ``operand``
-    becomes ``fn`` of its slices (if ``pred[i]`` when ``pred`` is batched), in place."""
+def _seed_by_seed(fn: Callable[[T, Any], T], pred: jax.Array, size: int
+                  ) -> Callable[[T, Any], T]:
+    """The branch of a batched ``pred [size]`` as a loop over the ``size`` seeds: seed ``i``'s
+    slice of ``operand`` becomes ``fn`` of its slices if ``pred[i]``, in place."""
 
     def run(operand: T, extra: Any) -> T:
         def seed(i: jax.Array, o: T) -> T:
             o_i = jax.tree.map(lambda x: x[i], o)
             e_i = jax.tree.map(lambda x: x[i], extra)
-            new = jax.lax.cond(pred[i], fn, _keep, o_i, e_i) if pred_batched else fn(o_i, e_i)
+            new = jax.lax.cond(pred[i], fn, _keep, o_i, e_i)
             return jax.tree.map(lambda x, v: x.at[i].set(v), o, new)
 
         return jax.lax.fori_loop(0, size, seed, operand)
@@ -65,13 +64,10 @@ def _seed_by_seed(fn: Callable[[T, Any], T], pred: jax.Array, pred_batched: bool
     return run
 
 
-def _vmapped(fn: Callable[[T, Any], T], pred: jax.Array, pred_batched: bool
-             ) -> Callable[[T, Any], T]:
-    """The batched branch as ``vmap(fn)`` over all seeds, keeping the seeds whose batched
-    ``pred`` is false."""
+def _vmapped(fn: Callable[[T, Any], T], pred: jax.Array) -> Callable[[T, Any], T]:
+    """The branch of a batched ``pred`` as ``vmap(fn)`` over all seeds, keeping the seeds
+    whose ``pred`` is false with a ``select``."""
     fn_b = jax.vmap(fn)
-    if not pred_batched:
-        return fn_b
 
     def some(o: T, e: Any) -> T:
         new = fn_b(o, e)
@@ -87,12 +83,12 @@ def when(pred: jax.Array, fn: Callable[[T, Any], T], operand: T, extra: Any = ()
     ``pred`` is a scalar bool; ``fn`` maps ``(operand, extra)`` to a pytree of ``operand``'s
     structure, shapes and dtypes; ``extra`` is read-only input (pass every traced value ``fn``
     reads through ``operand`` or ``extra``, never by closure). Unbatched, this is
-    ``jax.lax.cond``. Under ``jax.vmap`` it is one ``lax.cond`` on ``pred`` (unbatched) or on
-    ``any(pred)`` (batched) whose true branch runs ``fn`` for the seeds (every seed, or those
-    whose ``pred`` holds) and keeps ``operand`` for the others: seed by seed on XLA:CPU,
-    ``jax.vmap(fn)`` elsewhere (see the module docstring). Each seed's result equals its
-    result alone wherever XLA computes the branch in the same order as the single one (seed
-    by seed it is the single computation).
+    ``jax.lax.cond``. Under ``jax.vmap`` with an unbatched ``pred`` it is ``lax.cond`` over
+    the vmapped ``fn``; with a batched ``pred`` it is ``lax.cond(any(pred), ...)`` whose true
+    branch runs ``fn`` for the seeds whose ``pred`` holds and keeps ``operand`` for the others:
+    seed by seed on XLA:CPU, ``jax.vmap(fn)`` and a ``select`` elsewhere (see the module
+    docstring). Each seed's result equals its result alone wherever XLA computes the branch in
+    the same order as the single one (seed by seed it is the single computation).
     """
 
     @custom_vmap
@@ -105,13 +101,15 @@ def when(pred: jax.Array, fn: Callable[[T, Any], T], operand: T, extra: Any = ()
         pred_b, op_b, ex_b = in_batched
         operand = _broadcast(operand, op_b, axis_size)
         extra = _broadcast(extra, ex_b, axis_size)
-        by_seed = _seed_by_seed(fn, pred, pred_b, axis_size)
-        batched = _vmapped(fn, pred, pred_b)
+        if not pred_b:
+            out = jax.lax.cond(pred, jax.vmap(fn), _keep, operand, extra)
+        else:
+            by_seed, batched = _seed_by_seed(fn, pred, axis_size), _vmapped(fn, pred)
 
-        def branch(o: T, e: Any) -> T:
-            return jax.lax.platform_dependent(o, e, cpu=by_seed, default=batched)
+            def branch(o: T, e: Any) -> T:
+                return jax.lax.platform_dependent(o, e, cpu=by_seed, default=batched)
 
-        out = jax.lax.cond(jnp.any(pred) if pred_b else pred, branch, _keep, operand, extra)
+            out = jax.lax.cond(jnp.any(pred), branch, _keep, operand, extra)
         return out, jax.tree.map(lambda _: True, out)
 
     return run(pred, operand, extra)

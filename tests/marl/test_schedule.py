@@ -3,9 +3,9 @@
 From keys and from stacked states the compiled vmapped trainer keeps an XLA ``conditional``;
 each seed of the group equals the seed run alone; seeds stacked at different step counts (the
 batched-predicate path) still update exactly on their own schedule; 4 seeds from stacked states
-cost about 4 seeds, not an update round at every step. On XLA:CPU the branch runs seed by seed
-(a loop inside the conditional, the branch's matrix product at one seed's shape); the
-``vmap`` branch the other backends compile keeps the seeds that are not due.
+cost about 4 seeds, not an update round at every step. With a batched predicate the branch runs
+seed by seed on XLA:CPU (a loop inside the conditional, the branch's matrix product at one
+seed's shape) and vmapped elsewhere; both keep the seeds that are not due.
 """
 
 from __future__ import annotations
@@ -67,12 +67,10 @@ def test_both_batched_branches_match_the_reference_for_every_predicate_pattern()
         want_a = np.where(np.array(pattern, bool)[:, None],
                           np.arange(8.0).reshape(4, 2) * np.asarray(extra)[:, None] + 1.0,
                           np.arange(8.0).reshape(4, 2))
-        for branch in (_seed_by_seed(fn, pred, True, 4), _vmapped(fn, pred, True)):
+        for branch in (_seed_by_seed(fn, pred, 4), _vmapped(fn, pred)):
             got = jax.jit(branch)(op, extra)
             np.testing.assert_array_equal(got["a"], want_a)
             np.testing.assert_array_equal(got["n"], np.array(pattern))
-    every = _seed_by_seed(fn, jnp.bool_(False), False, 4)(op, extra)  # unbatched: all seeds
-    np.testing.assert_array_equal(every["n"], np.ones(4))
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="the XLA:CPU program")
