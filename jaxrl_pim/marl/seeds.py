@@ -15,8 +15,8 @@ Seed ``i`` of a group started from ``seed`` uses ``jax.random.PRNGKey(seed + i)`
 result is the seed's result alone wherever XLA compiles the batched program with the same
 float32 rounding. Measured on XLA:CPU (tests state the tolerance): a group on one device
 equals each seed alone bit for bit at XLA's default optimisation level at the tests' sizes
-(wider networks' batched acting may be multiplied with another kernel, agreeing to float32
-rounding), and to float32
+(at larger sizes XLA:CPU may compile the batched acting with another summation order, and a
+seed agrees to float32 rounding), and to float32
 rounding (relative 1e-5 after a few updates) at its lowest effort; the same group split over
 2 or 8 devices is compiled as a partitioned program that XLA fuses differently, and agrees
 with the one-device run to float32 rounding, not bit for bit; the same mesh spread over
