@@ -12,6 +12,9 @@ quantized copies of ``state.params`` can be evaluated (:mod:`jaxrl_pim.studies`)
 * :mod:`.actor_critic`: what A2C and PPO share (actor and critic networks, action sampling,
   the rollout, the training state).
 * :mod:`.ddpg`: DDPG (Gaussian exploration noise, target nets, Polyak averaging).
+* :mod:`.configs`: the configs' bases: ``LearnerConfig`` (every learner: the checks run on
+  construction), ``ActorCriticConfig`` (the fields A2C and PPO share) and ``OffPolicyConfig``
+  (the replay checks DQN and DDPG share).
 * :mod:`.evaluate`: greedy evaluation on any gymnax environment and fp32-vs-quantized policy
   divergences.
 * :mod:`.networks`: every network of rl and ActorQ, the ``ParametricPolicy`` interface,

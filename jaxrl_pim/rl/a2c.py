@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -18,37 +19,23 @@ import optax
 
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.rl import actor_critic, common
+from jaxrl_pim.rl.configs import ActorCriticConfig
 from jaxrl_pim.rl.networks import ParametricPolicy
 from jaxrl_pim.rl.ppo import gae_advantages
 
 
 @dataclasses.dataclass(frozen=True)
-class A2CConfig:
-    """A2C hyper-parameters; ``num_updates = total_timesteps // (num_envs * num_steps)``."""
+class A2CConfig(ActorCriticConfig):
+    """A2C hyper-parameters (the fields of :class:`~jaxrl_pim.rl.configs.ActorCriticConfig`,
+    with A2C's short rollouts in more environments, a larger step size and n-step returns);
+    ``num_updates = total_timesteps // (num_envs * num_steps)``."""
 
-    env_name: str = "CartPole-v1"
-    total_timesteps: int = 100_000
+    algo: ClassVar[str] = "A2C"
+
     num_envs: int = 16
     num_steps: int = 8
     lr: float = 1e-3
-    gamma: float = 0.99
     gae_lambda: float = 1.0
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    hidden: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    qat: common.QATConfig | None = None
-
-    def __post_init__(self) -> None:
-        common.check_env("env_name", self.env_name, algo="A2C")
-        common.check_rollout(self)
-        common.check_network(self)
-
-    @property
-    def num_updates(self) -> int:
-        """Number of rollout + gradient-step rounds."""
-        return self.total_timesteps // (self.num_envs * self.num_steps)
 
 
 class A2CState(actor_critic.ActorCriticState):

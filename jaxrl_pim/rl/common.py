@@ -113,8 +113,8 @@ class QATConfig:
         check_float("qat.delay_fraction", self.delay_fraction, 0.0, 1.0, hi_open=True)
 
 
-# Checks of the fields several learners' configs share (each config's __post_init__ calls the
-# ones it has; every message names the field and the value).
+# Checks of the fields several learners' configs share (the config bases of
+# jaxrl_pim.rl.configs call them on construction; every message names the field and the value).
 
 
 def check_network(config: Any) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import chex
 import jax
@@ -26,13 +26,17 @@ from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.replay import BufferState
 from jaxrl_pim.rl import common
+from jaxrl_pim.rl.configs import OffPolicyConfig
 from jaxrl_pim.rl.dqn import make_replay, sample_uniform, step_and_store
 from jaxrl_pim.rl.networks import DeterministicActor, ParametricPolicy, QCritic
 
 
 @dataclasses.dataclass(frozen=True)
-class DDPGConfig:
+class DDPGConfig(OffPolicyConfig):
     """DDPG hyper-parameters; ``num_iterations = total_timesteps // num_envs``."""
+
+    algo: ClassVar[str] = "DDPG"
+    discrete: ClassVar[bool | None] = False
 
     env_name: str = "Pendulum-v1"
     total_timesteps: int = 20_000
@@ -51,22 +55,14 @@ class DDPGConfig:
     activation: str = "relu"
     qat: common.QATConfig | None = None
 
-    def __post_init__(self) -> None:
-        common.check_env("env_name", self.env_name, discrete=False, algo="DDPG")
-        common.check_replay_sizes(self)
+    def check_hyperparameters(self) -> None:
+        """The shared replay checks, then DDPG's step sizes, Polyak rate and noise."""
+        super().check_hyperparameters()
         check_float("actor_lr", self.actor_lr, 0.0, 1.0, lo_open=True)
         check_float("critic_lr", self.critic_lr, 0.0, 1.0, lo_open=True)
-        check_float("gamma", self.gamma, 0.0, 1.0)
         check_float("tau", self.tau, 0.0, 1.0, lo_open=True)
         check_float("expl_noise", self.expl_noise, 0.0, 10.0, lo_open=True)
         check_int("noise_hold", self.noise_hold, 1, 10_000)
-        common.check_normalize_obs(self)
-        common.check_network(self)
-
-    @property
-    def num_iterations(self) -> int:
-        """Vectorised env steps (each adds ``num_envs`` transitions)."""
-        return self.total_timesteps // self.num_envs
 
 
 class DDPGState(NamedTuple):

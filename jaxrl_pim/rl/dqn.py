@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -44,12 +44,16 @@ from jaxrl_pim.replay import (
     uniform,
 )
 from jaxrl_pim.rl import common
+from jaxrl_pim.rl.configs import OffPolicyConfig
 from jaxrl_pim.rl.networks import MLP, ParametricPolicy
 
 
 @dataclasses.dataclass(frozen=True)
-class DQNConfig:
+class DQNConfig(OffPolicyConfig):
     """DQN hyper-parameters; ``num_iterations = total_timesteps // num_envs``."""
+
+    algo: ClassVar[str] = "DQN"
+    discrete: ClassVar[bool | None] = True
 
     env_name: str = "CartPole-v1"
     total_timesteps: int = 50_000
@@ -73,13 +77,12 @@ class DQNConfig:
     activation: str = "relu"
     qat: common.QATConfig | None = None
 
-    def __post_init__(self) -> None:
-        common.check_env("env_name", self.env_name, discrete=True, algo="DQN")
-        common.check_replay_sizes(self)
+    def check_hyperparameters(self) -> None:
+        """The shared replay checks, then DQN's update schedule, exploration and target."""
+        super().check_hyperparameters()
         check_int("train_frequency", self.train_frequency, 1)
         check_int("target_update_interval", self.target_update_interval, 1)
         check_float("lr", self.lr, 0.0, 1.0, lo_open=True)
-        check_float("gamma", self.gamma, 0.0, 1.0)
         check_float("eps_start", self.eps_start, 0.0, 1.0)
         check_float("eps_end", self.eps_end, 0.0, self.eps_start)
         check_float("exploration_fraction", self.exploration_fraction, 0.0, 1.0, lo_open=True)
@@ -87,13 +90,6 @@ class DQNConfig:
         check_int("explore_hold", self.explore_hold, 1, 10_000)
         check_float("advantage_learning", self.advantage_learning, 0.0, 1.0, hi_open=True)
         check_bool("anneal_lr", self.anneal_lr)
-        common.check_normalize_obs(self)
-        common.check_network(self)
-
-    @property
-    def num_iterations(self) -> int:
-        """Vectorised env steps (each adds ``num_envs`` transitions)."""
-        return self.total_timesteps // self.num_envs
 
 
 def make_replay(capacity: int, obs_dim: int, action_shape: tuple[int, ...] = (),

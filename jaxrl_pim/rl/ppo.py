@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -24,38 +25,30 @@ import optax
 from jaxrl_pim.checks import check_bool, check_float, check_int
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.rl import actor_critic, common
+from jaxrl_pim.rl.configs import ActorCriticConfig
 from jaxrl_pim.rl.networks import ParametricPolicy
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig:
-    """PPO hyper-parameters (defaults: the usual CartPole recipe).
+class PPOConfig(ActorCriticConfig):
+    """PPO hyper-parameters (defaults: the usual CartPole recipe): the fields of
+    :class:`~jaxrl_pim.rl.configs.ActorCriticConfig`, then ``update_epochs``,
+    ``num_minibatches``, ``anneal_lr`` (step size decayed linearly to 0) and ``clip_eps``.
 
     Derived sizes: ``num_updates = total_timesteps // (num_envs * num_steps)`` rollouts, each
     followed by ``update_epochs`` passes of ``num_minibatches`` minibatches.
     """
 
-    env_name: str = "CartPole-v1"
-    total_timesteps: int = 100_000
-    num_envs: int = 4
-    num_steps: int = 128
+    algo: ClassVar[str] = "PPO"
+
     update_epochs: int = 4
     num_minibatches: int = 4
-    lr: float = 2.5e-4
     anneal_lr: bool = True
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
     clip_eps: float = 0.2
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    hidden: tuple[int, ...] = (64, 64)
-    activation: str = "tanh"
-    qat: common.QATConfig | None = None
 
-    def __post_init__(self) -> None:
-        common.check_env("env_name", self.env_name, algo="PPO")
-        common.check_rollout(self)
+    def check_hyperparameters(self) -> None:
+        """The shared rollout checks, then PPO's epochs, minibatches, annealing and clipping."""
+        super().check_hyperparameters()
         check_int("update_epochs", self.update_epochs, 1, 1000)
         check_int("num_minibatches", self.num_minibatches, 1, 65536)
         if (self.num_envs * self.num_steps) % self.num_minibatches:
@@ -65,12 +58,6 @@ class PPOConfig:
             )
         check_bool("anneal_lr", self.anneal_lr)
         check_float("clip_eps", self.clip_eps, 0.0, 10.0, lo_open=True)
-        common.check_network(self)
-
-    @property
-    def num_updates(self) -> int:
-        """Number of rollout + optimisation rounds."""
-        return self.total_timesteps // (self.num_envs * self.num_steps)
 
     @property
     def minibatch_size(self) -> int:
