@@ -18,12 +18,14 @@ equals each seed alone bit for bit at XLA's default optimisation level at the te
 (at larger sizes XLA:CPU may compile the batched acting with another summation order, and a
 seed agrees to float32 rounding), and to float32
 rounding (relative 1e-5 after a few updates) at its lowest effort; the same group split over
-2 or 8 devices is compiled as a partitioned program that XLA fuses differently, and agrees
-with the one-device run to float32 rounding, not bit for bit; the same mesh spread over
-processes (``jaxrl_pim.distributed``) gives the one-process results bit for bit (tested with 2
-processes of 4 CPU devices against 8 devices in one). Like any change of summation
-order, such differences grow with training into different (equally valid) runs: compare
-seeds' statistics, not their trajectories, across device counts.
+2 or 8 devices is compiled as a partitioned program, the same bit for bit on 2 and on 8
+devices at the default level, which XLA simplifies differently from the unpartitioned
+one-device program (a division by a per-seed value becomes a multiplication by its reciprocal
+there), so it agrees with the one-device run to float32 rounding, not bit for bit; the
+same mesh spread over processes (``jaxrl_pim.distributed``) gives the one-process results
+bit for bit (tested with 2 processes of 4 CPU devices against 8 devices in one). Like any
+change of summation order, such differences grow with training into different (equally
+valid) runs: compare seeds' statistics, not their trajectories, across device counts.
 
 Example::
 
