@@ -27,7 +27,12 @@ tier  part                what it measures on the device (script and options)
 4     ``quant``           actor inference fp32 / bf16 / int8 at batch 1 and 1,024 at the
                           ActorQ sizes (``quant_inference.py``)
 5     ``tabular_sweep``   lanes per program x prefetch depth (``tabular_gpu_sweep.json``)
-5     ``marl_schedule``   the 60k-episode spread-3 schedule (``marl_gpu_schedule.json``)
+5     ``marl_seeds``      MADDPG seeds per hour at N = 3: 64 seeds vmapped in one program
+                          against the same 64 one after another (``marl_seeds.py --agents 3
+                          --seeds 1 64``)
+6     ``marl_schedule``   the 60k-episode spread-3 schedule (``marl_gpu_schedule.json``): an
+                          extra, reached when the parts before it finish ahead of their
+                          estimates
 ====  ==================  ==================================================================
 
 One deadline governs the call (``--deadline-s``, 480 s at full sizes, compiles included). A
@@ -140,7 +145,15 @@ PARTS: tuple[Part, ...] = (
          _same(["--sections", "sweep", "--file-tag", "sweep"]),
          {"full": 60, "quick": 40, "smoke": 20}, 0.8,
          "lanes per program x prefetch depth (the device's best settings)"),
-    Part("marl_schedule", 5, "marl_gpu.py", "marl_gpu_schedule",
+    Part("marl_seeds", 5, "marl_seeds.py", "marl_seeds",
+         {"full": ["--agents", "3", "--seeds", "1", "64", "--episodes", "100", "--repeats",
+                   "1"],
+          "quick": ["--agents", "3", "--seeds", "1", "64", "--episodes", "100", "--repeats",
+                    "1"],
+          "smoke": []},
+         {"full": 60, "quick": 60, "smoke": 20}, None,
+         "MADDPG seeds per hour at N = 3: 64 seeds vmapped against one after another"),
+    Part("marl_schedule", 6, "marl_gpu.py", "marl_gpu_schedule",
          _same(["--parts", "schedule", "--schedule-envs", "spread", "--file-tag", "schedule"]),
          {"full": 60, "quick": 40, "smoke": 20}, 0.85,
          "MADDPG spread-3 over the 60,000-episode schedule"),
@@ -169,6 +182,7 @@ HEADLINE_KEYS: dict[str, str] = {
     "marl_sampling": r"_fraction_of_copy_bw_24$",
     "quant": r"^(int8|bf16)_speedup_vs_fp32_paper_b\d+$",
     "tabular_sweep": r"^sweep_best_(lanes_per_block|prefetch)$",
+    "marl_seeds": r"^marl_seeds_per_hour_(speedup_)?vmapped_\d+_3$",
     "marl_schedule": r"^spread3_(schedule_s|s_per_1000_episodes_full_schedule)$",
 }
 
@@ -206,9 +220,16 @@ def plan(mode: str, names: list[str], estimates: dict[str, float]) -> list[dict[
              "measures": BY_NAME[n].doc} for n in names]
 
 
-def plan_total_s(rows: list[dict[str, Any]]) -> float:
-    """The plan's estimated seconds: every part and the suite's own overhead."""
-    return sum(r["estimate_s"] for r in rows) + OVERHEAD_S
+#: Parts of this tier and above are extras: the plan's estimate need not fit them; they run
+#: when the parts before them finish ahead of their estimates.
+EXTRA_TIER = 6
+
+
+def plan_total_s(rows: list[dict[str, Any]], *, extras: bool = True) -> float:
+    """The plan's estimated seconds: every part (without the extras' unless ``extras``) and
+    the suite's own overhead."""
+    return sum(r["estimate_s"] for r in rows
+               if extras or r["tier"] < EXTRA_TIER) + OVERHEAD_S
 
 
 def print_plan(rows: list[dict[str, Any]], mode: str, device: dict[str, Any],
@@ -220,7 +241,8 @@ def print_plan(rows: list[dict[str, Any]], mode: str, device: dict[str, Any],
     for r in rows:
         print(f"  tier {r['tier']} {r['part']:<14} {r['script']:<30} "
               f"~{r['estimate_s']:4.0f} s (estimate): {r['measures']}", flush=True)
-    print(f"  estimated {plan_total_s(rows):.0f} s with {OVERHEAD_S} s of overhead "
+    print(f"  estimated {plan_total_s(rows, extras=False):.0f} s with {OVERHEAD_S} s of "
+          f"overhead, {plan_total_s(rows):.0f} s with the extras (tier {EXTRA_TIER}) "
           f"(estimates, not measurements)", flush=True)
 
 

@@ -16,6 +16,7 @@ be reached); both stated in the file's config. Sizes at which no update round wo
 refused.
 
     python benchmarks/marl_seeds.py [--quick | --smoke] [--publish]
+    python benchmarks/marl_seeds.py --agents 3 --seeds 1 64 --episodes 100   # the GPU suite's
 
 Summary: ``marl_seeds_per_hour_speedup_vmapped_<S>_<N>`` (vmapped over sequential seeds per
 hour) for every S and N, and ``marl_seeds_per_hour_vmapped_<S>_<N>``.
@@ -139,10 +140,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="episodes per seed (default 200; --quick 100; --smoke 2)")
     ap.add_argument("--repeats", type=int, default=None,
                     help="whole runs timed per variant, best taken (default 2; --quick 3)")
+    ap.add_argument("--agents", type=int, nargs="+", default=None, metavar="N",
+                    help="agent counts (default 3 24; --quick and --smoke 3)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=None, metavar="S",
+                    help="seed counts, each vmapped in one program against the same seeds "
+                         "one after another (default 1 4 16; --smoke 2)")
     args, run, mode = harness.start(ap, argv, __file__)
     size = sizes(mode)
     if args.episodes:
         size["episodes"] = args.episodes
+    for name in ("agents", "seeds"):
+        values = getattr(args, name)
+        if values and min(values) < 1:
+            print(f"marl_seeds.py: --{name} must be >= 1, got {values}", file=sys.stderr)
+            return 2
+        size[name] = values or size[name]
     repeats = args.repeats or size["repeats"]
     try:
         configs = {n: config_for(n, size) for n in size["agents"]}

@@ -33,8 +33,14 @@ def test_plan_fits_the_lease_in_priority_order_and_names_real_scripts() -> None:
     suite = _suite()
     rows = suite.plan("full", list(suite.BY_NAME), {p.name: p.estimate_s["full"]
                                                     for p in suite.PARTS})
-    # the whole plan, tier 5 included, by the suite's own estimates
-    assert suite.plan_total_s(rows) <= suite.DEADLINE_S["full"] == 480
+    # the whole plan but the extras, tier 5 included, by the suite's own estimates
+    assert suite.plan_total_s(rows, extras=False) <= suite.DEADLINE_S["full"] == 480
+    assert suite.plan_total_s(rows) > suite.plan_total_s(rows, extras=False)
+    assert [p.name for p in suite.PARTS if p.tier >= suite.EXTRA_TIER] == ["marl_schedule"]
+    # issue: seeds per hour at N = 3 with S = 64 on the device
+    seeds = suite.BY_NAME["marl_seeds"]
+    assert seeds.tier < suite.EXTRA_TIER
+    assert seeds.args["full"][:5] == ["--agents", "3", "--seeds", "1", "64"]
     assert [p.tier for p in suite.PARTS] == sorted(p.tier for p in suite.PARTS)
     assert suite.PARTS[0].name == "tabular" and suite.PARTS[0].tier == 1
     assert suite.PARTS[0].args["full"] == ["--sections", "frozenlake", "multiagent"]
@@ -139,7 +145,7 @@ def test_rehearsal_through_the_prepared_command(smoke_run) -> None:
     assert system["git_state_source"] == "passed in" and system["git_commit"] == head
     assert system["script"] == "benchmarks/gpu_suite.py"
     # the summary table printed to stdout names every part
-    assert "| 4 | quant |" in run.stdout and "| 5 | marl_schedule |" in run.stdout
+    assert "| 4 | quant |" in run.stdout and "| 6 | marl_schedule |" in run.stdout
     staged = run.out / "benchmarks" / "results" / "cpu"
     for path in staged.glob("*.json"):
         assert make_docs.check_results_file(path, ROOT, committed=False) == [], path.name
