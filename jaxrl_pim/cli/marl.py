@@ -54,6 +54,7 @@ from jaxrl_pim.choices import (
 )
 from jaxrl_pim.cli._common import (
     add_checkpoint_arguments,
+    add_command,
     check_checkpoint_arguments,
     check_outputs,
     flag_names,
@@ -81,9 +82,8 @@ def _presets() -> str:
 def register(subparsers: Any) -> None:
     """Add the ``marl`` sub-command."""
     d = argparse.Namespace(**_DEFAULT)
-    p = subparsers.add_parser(
-        "marl",
-        help="train MADDPG / MATD3 / MASAC on cooperative navigation or predator-prey",
+    p = add_command(
+        subparsers, "marl", main, help_formatter=False,  # every help text states its default
         description="Train multi-agent actor-critics on the JAX particle worlds (jitted). "
                     "Defaults are the original MADDPG schedule (60,000 episodes, 1e6-row "
                     "buffers); use fewer episodes, more --num-envs and a smaller --capacity "
@@ -170,7 +170,6 @@ def register(subparsers: Any) -> None:
     from jaxrl_pim.cli import launch
 
     launch.add_arguments(p)  # --coordinator ...: the seeds of --seeds over several processes
-    p.set_defaults(func=run)
     _register_evaluate(p)
 
 
@@ -390,9 +389,10 @@ def _open_checkpoints(args: argparse.Namespace, config: MARLConfig) -> Any:
                        fingerprint=checkpoint.fingerprint(config, seed=args.seed))
 
 
-def run(args: argparse.Namespace) -> int:
-    """Plan, train (in checkpointed segments with ``--checkpoint``), print a one-line summary,
-    optionally write the report."""
+def main(args: argparse.Namespace) -> int:
+    """Run ``jaxrl-pim marl`` with the parsed options: plan, train (in checkpointed segments
+    with ``--checkpoint``, through :mod:`jaxrl_pim.runner`), print a one-line summary,
+    optionally write the report; returns the exit status."""
     check_outputs(args, files={"--json": "json"})  # before any work (--checkpoint: below)
     check_checkpoint_arguments(args)
     if args.seeds < 1:
