@@ -49,6 +49,18 @@ SUMMARIES: dict[str, str] = {
 }
 
 
+def config_defaults(config_class: type, **command_defaults: Any) -> dict[str, Any]:
+    """The defaults of a command's options that set fields of ``config_class`` (a dataclass):
+    every field's own default (fields with a default factory or none are left out), with the
+    command's ``command_defaults`` (named in its ``COMMAND_DEFAULTS`` with the reason) over
+    them. Reads the class only, so a command's parser is built without jax."""
+    import dataclasses
+
+    fields = {f.name: f.default for f in dataclasses.fields(config_class)
+              if f.default is not dataclasses.MISSING}
+    return {**fields, **command_defaults}
+
+
 def add_command(subparsers: argparse._SubParsersAction, name: str, func: Any, *,
                 description: str, help_formatter: bool = True,
                 **kwargs: Any) -> argparse.ArgumentParser:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import socket
 from typing import Any
 
@@ -30,6 +29,7 @@ from jaxrl_pim.cli._common import (
     add_command,
     check_checkpoint_arguments,
     check_outputs,
+    config_defaults,
     flag_names,
     show_progress,
 )
@@ -41,8 +41,7 @@ from jaxrl_pim.cli._common import (
 #: The defaults of the options that set config fields: DQNConfig's own (``algo``, and the
 #: settings every ActorQ run shares), read from the class (jaxrl_pim.actorq.config imports no
 #: jax, so the parser is still built without it); --env and --hidden default per algorithm.
-_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(DQNConfig)
-                            if f.default is not dataclasses.MISSING}
+_DEFAULT: dict[str, Any] = config_defaults(DQNConfig)
 #: The command's defaults that differ from the ActorQ config's, and why: the command exists to
 #: run quantized actors, so its actors are int8 (the config's own default is fp32).
 COMMAND_DEFAULTS: dict[str, Any] = {"precision": ("int8",)}

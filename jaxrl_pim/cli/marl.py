@@ -34,7 +34,6 @@ bad option is refused within a second; the rest is imported where it is used.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
@@ -57,6 +56,7 @@ from jaxrl_pim.cli._common import (
     add_command,
     check_checkpoint_arguments,
     check_outputs,
+    config_defaults,
     flag_names,
     show_progress,
 )
@@ -64,8 +64,7 @@ from jaxrl_pim.marl.config import MARLConfig  # no jax: the command reads its de
 
 #: The defaults of the options that set MARLConfig fields: MARLConfig's own, read from the
 #: class (jaxrl_pim.marl.config imports no jax, so the parser is still built without it).
-_DEFAULT: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(MARLConfig)
-                            if f.default is not dataclasses.MISSING}
+_DEFAULT: dict[str, Any] = config_defaults(MARLConfig)
 
 #: MARLConfig fields -> the flags that set them (errors name what the user typed).
 FLAGS = {"num_episodes": "--episodes", "num_envs": "--num-envs", "batch_size": "--batch-size",

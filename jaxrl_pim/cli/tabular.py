@@ -22,7 +22,6 @@ writes from process 0.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import sys
 import time
@@ -38,6 +37,7 @@ from jaxrl_pim.cli._common import (
     add_command,
     check_checkpoint_arguments,
     check_outputs,
+    config_defaults,
     flag_names,
     show_progress,
 )
@@ -56,8 +56,7 @@ FLAGS = {"num_cores": "--cores", "sync_period": "--sync-period", "num_episodes":
 #: The command's defaults that differ from TabularConfig's, and why: the command runs
 #: SwiftRL's headline format, INT32 fixed point (the library's own default is fp32).
 COMMAND_DEFAULTS: dict[str, Any] = {"dtype": "int32"}
-_DEFAULT = {**{f.name: f.default for f in dataclasses.fields(TabularConfig)
-               if f.default is not dataclasses.MISSING}, **COMMAND_DEFAULTS}
+_DEFAULT = config_defaults(TabularConfig, **COMMAND_DEFAULTS)
 
 
 def register(subparsers: Any) -> None:
