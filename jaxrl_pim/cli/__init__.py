@@ -1,14 +1,16 @@
 """The ``jaxrl-pim`` command: the host wing of the package.
 
 One module per command (:mod:`.tabular`, :mod:`.marl`, :mod:`.actorq`, :mod:`.studies` for
-``ptq`` / ``qat``, :mod:`.launch`) defines ``register(subparsers)``; the parser sets ``func``
-(called with the parsed args, returns an exit status). What they share (the help formatter,
-the checkpoint-option check) is in :mod:`._common`. The learner packages never import this
-package. The command modules are imported by plain ``import`` statements in the
-registrar functions below (visible to static import analysis), and only the module of the
-command being run is imported, so ``jaxrl-pim --help`` lists the commands without loading
-jax. Invalid options or data (``ValueError``) end with a one-line error and exit status 2,
-never a traceback.
+``ptq`` / ``qat``, :mod:`.launch`) defines ``register(subparsers)`` and its entry point
+``main(args) -> int`` (called with the parsed args, returns an exit status), which
+``_common.add_command`` makes the parser's ``func``. What they share (the help formatter, the
+checkpoint-option check, the defaults read from the config classes) is in :mod:`._common`;
+the training commands drive their trainers through one host runner, :mod:`jaxrl_pim.runner`.
+The learner packages never import this package. The command modules are imported by plain
+``import`` statements in the registrar functions below (visible to static import analysis),
+and only the module of the command being run is imported, so ``jaxrl-pim --help`` lists the
+commands without loading jax. Invalid options or data (``ValueError``) end with a one-line
+error and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
