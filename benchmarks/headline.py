@@ -48,15 +48,24 @@ class Comparison:
     worst_variant_key: str | None = None
     variant: str = "{}"
     fallback: str | None = None
+    sizes: tuple[str, ...] = ("agents", "measured_episodes", "seeds")
 
 
-def _reduced_sizes(data: dict[str, Any]) -> str:
-    """What a reduced-size run measured, from its file: ``--quick run: agents 3, measured
-    episodes 100, seeds 4``."""
+def _size_text(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
+                         for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _reduced_sizes(data: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """What a reduced-size run measured, from its file's ``config.sizes`` (the ``keys`` that
+    describe the row): ``--quick run: agents 3; measured episodes 100; seeds 4``."""
     sizes = _get(data, "config.sizes") or {}
-    parts = [f"{name.replace('_', ' ')} {', '.join(map(str, v)) if isinstance(v, list) else v}"
-             for name, v in sizes.items()
-             if name in ("agents", "measured_episodes", "seeds") and v is not None]
+    parts = [f"{name.replace('_', ' ')} {_size_text(sizes[name])}" for name in keys
+             if sizes.get(name) is not None]
     return f"--{_get(data, 'config.mode') or 'quick'} run" + (f": {'; '.join(parts)}"
                                                             if parts else "")
 
@@ -68,7 +77,8 @@ COMPARISONS: tuple[Comparison, ...] = (
                  "jaxrl_pim." + ("marl" if n else "rl"), name,
                  f"summary.e2e_opponent_versions.{opp}.{pkg}",
                  key=f"e2e_steps_per_s_ratio_vs_{opp}_{algo.lower()}_by_task",
-                 variant="{} agents" if n else "{}", fallback="cpu/e2e_frameworks_quick.json")
+                 variant="{} agents" if n else "{}", fallback="cpu/e2e_frameworks_quick.json",
+                 sizes=("agents", "measured_episodes") if n else ("rl_timesteps",))
       for opp, name, pkg, algos, n in (
           ("agilerl", "AgileRL", "agilerl", ("MADDPG", "MATD3"), True),
           ("benchmarl", "BenchMARL", "benchmarl", ("MADDPG", "MASAC"), True),
@@ -79,7 +89,8 @@ COMPARISONS: tuple[Comparison, ...] = (
                  "vmapped in one call)", "jaxrl_pim.marl / rl", name,
                  f"summary.e2e_opponent_versions.{opp}.{pkg}",
                  key=f"e2e_seeds_per_hour_ratio_vs_{opp}_by_variant",
-                 fallback="cpu/e2e_frameworks_quick.json")
+                 fallback="cpu/e2e_frameworks_quick.json",
+                 sizes=("agents", "measured_episodes", "rl_timesteps", "seeds"))
       for opp, name, pkg in (("agilerl", "AgileRL", "agilerl"),
                              ("benchmarl", "BenchMARL", "benchmarl"),
                              ("rejax", "rejax", "rejax"),
@@ -177,7 +188,7 @@ def headline_rows(root: Path) -> tuple[list[dict[str, Any]], list[Comparison]]:
         data = json.loads(path.read_text())
         device = c.file.split("/")[0]
         rows.append({"comparison": c, "path": path, "device": device,
-                     "sizes": _reduced_sizes(data) if reduced else None,
+                     "sizes": _reduced_sizes(data, c.sizes) if reduced else None,
                      **row_values(c, data)})
     return rows, missing
 
