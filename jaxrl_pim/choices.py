@@ -108,3 +108,15 @@ accepted)."""
 
 D4PG_ENVS: tuple[str, ...] = ("Pendulum-v1",)
 """gymnax tasks with tuned D4PG defaults."""
+
+GYMNAX_ENVS: tuple[str, ...] = (
+    "Pendulum-v1", "CartPole-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1",
+    "Catch-bsuite", "DeepSea-bsuite", "DiscountingChain-bsuite", "MemoryChain-bsuite",
+    "UmbrellaChain-bsuite", "MNISTBandit-bsuite", "SimpleBandit-bsuite", "Asterix-MinAtar",
+    "Breakout-MinAtar", "Freeway-MinAtar", "Seaquest-MinAtar", "SpaceInvaders-MinAtar",
+    "BernoulliBandit-misc", "GaussianBandit-misc", "FourRooms-misc", "MetaMaze-misc",
+    "PointRobot-misc", "Reacher-misc", "Swimmer-misc", "Pong-misc", "FrozenLake-misc",
+)
+"""The environments gymnax 1.0 registers when it is imported (a test checks the list against
+``gymnax.registered_envs``), for the commands' name check before jax: the configs check the
+name against the live registry (and the observation and action spaces) once jax is loaded."""

@@ -22,6 +22,7 @@ import contextlib
 import socket
 from typing import Any
 
+from jaxrl_pim import choices
 from jaxrl_pim.actorq.config import D4PGConfig, DQNConfig, default_config  # no jax
 from jaxrl_pim.choices import ACTORQ_ALGOS, COMPUTES, MODES, PRECISIONS
 from jaxrl_pim.cli._common import (
@@ -33,6 +34,7 @@ from jaxrl_pim.cli._common import (
     flag_names,
     show_progress,
 )
+from jaxrl_pim.envs.names import is_playground_name
 
 # The module imports no jax at its top: the options are parsed and their cheap checks run
 # (counts, names, combinations of flags, output paths) before jax is imported, so a bad
@@ -154,6 +156,11 @@ def main(args: argparse.Namespace) -> int:
         if count < 1:
             raise ValueError(f"{flag} must be >= 1, got {count}")
     check_outputs(args, files={"--json": "json"})  # before any work
+    if not (args.env is None or is_playground_name(args.env)
+            or args.env in choices.GYMNAX_ENVS):
+        raise ValueError(f"--env must be an environment registered with gymnax (e.g. "
+                         f"{', '.join(choices.DQN_ENVS + choices.D4PG_ENVS)}) or "
+                         f"playground/<task>; got {args.env!r}")
     if args.ray_address is not None and args.mode != "ray":
         raise ValueError("--ray-address needs --mode ray")
     if args.ray_address is not None:

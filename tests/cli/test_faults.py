@@ -638,6 +638,7 @@ CHEAP = [
     (["actorq", "--precision", "int4"], "--precision"),
     (["actorq", "--ray-address", "auto"], "--ray-address"),
     (["actorq", "--checkpoint-every", "10"], "--checkpoint-every"),
+    (["actorq", "--env", "NoSuchEnv-v9"], "--env"),
 ]
 
 
@@ -709,6 +710,11 @@ def test_the_choices_are_the_librarys():
             choices.DQN_ENVS, choices.D4PG_ENVS) == (
         actorq_config.ALGOS, actorq_config.PRECISIONS, actorq_config.MODES,
         actorq_config.COMPUTES, actorq_config.DQN_ENVS, actorq_config.D4PG_ENVS)
+    # the names the actorq command takes before jax: what gymnax registers on import
+    import gymnax
+
+    assert sorted(choices.GYMNAX_ENVS) == sorted(gymnax.registered_envs)
+    assert set(choices.DQN_ENVS + choices.D4PG_ENVS) <= set(choices.GYMNAX_ENVS)
 
 
 def test_check_output_paths_directly(tmp_path):
