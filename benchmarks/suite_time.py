@@ -1,7 +1,7 @@
 """Wall time of the project's own test suite, the command CI runs (``.ci/run``: ``pytest -q``).
 
 Runs the suite once in a child process (``python -m pytest -q``, the ``pyproject.toml``
-options: two xdist workers) with a JUnit XML report, and records its wall time, the CPU time
+options: its xdist workers) with a JUnit XML report, and records its wall time, the CPU time
 of the children, the test counts, each test's duration and the sum per test file. Time it on
 an idle machine: the run record holds the load average at the start.
 
