@@ -116,14 +116,15 @@ def from_keys():
 
 @pytest.fixture(scope="module")
 def from_states():
-    """Seed 0 from scratch and seed 1 after one episode (per-seed predicates that disagree),
-    stacked, and the vmapped 2-episode continuation compiled for them."""
-    init, cont = make_init(TINY), jax.jit(make_train_from(TINY, 1))
+    """Seed 0 from scratch and seed 1 after two episodes (per-seed predicates that disagree),
+    stacked; the vmapped 2-episode continuation compiled for them; the single-seed 2-episode
+    continuation (compiled once: it also trains seed 1's first two episodes)."""
+    init, two = make_init(TINY), jax.jit(make_train_from(TINY, 2))
     s0 = init(jax.random.PRNGKey(5))
-    s1, _ = cont(init(jax.random.PRNGKey(6)))
+    s1, _ = two(init(jax.random.PRNGKey(6)))
     stacked = jax.tree.map(lambda a, b: jnp.stack([a, b]), s0, s1)
     return (s0, s1), stacked, jax.jit(jax.vmap(make_train_from(TINY, 2))).lower(
-        stacked).compile()
+        stacked).compile(), two
 
 
 def test_vmapped_trainer_keeps_the_conditional_from_keys_and_from_stacked_states(
@@ -144,17 +145,17 @@ def test_each_seed_of_a_group_equals_the_seed_alone(from_keys):
 
 
 def test_seeds_at_different_steps_each_follow_their_own_schedule(from_states):
-    singles, stacked, group = from_states
+    singles, stacked, group, two = from_states
+    assert list(np.asarray(stacked.num_updates)) == [0, 1]  # seed 1 is 10 steps ahead
     group_state, group_m = group(stacked)
-    two = jax.jit(make_train_from(TINY, 2))
     for i, s in enumerate(singles):
         state, m = two(s)
         assert _equal_trees(m, _seed(group_m, i))
         assert _equal_trees(state, _seed(group_state, i))
     # First round after step 9 (8 rows stored, multiple of 3): steps 1..10 run one round,
-    # steps 1..15 (5 in the first call, 10 here) run rounds after 9, 12 and 15.
-    assert list(np.asarray(group_state.num_updates)) == [1, 3]
-    assert [TINY.update_rounds(10), TINY.update_rounds(15)] == [1, 3]
+    # steps 1..20 (10 in the first call, 10 here) run rounds after 9, 12, 15 and 18.
+    assert list(np.asarray(group_state.num_updates)) == [1, 4]
+    assert [TINY.update_rounds(10), TINY.update_rounds(20)] == [1, 4]
 
 
 def test_four_stacked_seeds_cost_about_four_seeds():
