@@ -2,9 +2,9 @@
 transition accounted for (requested = received + lost + unused, lost at most the batches in
 flight on the failed actors).
 
-One local Ray instance (``ray.init(num_cpus=2)``, no dashboard, started under a 120 s alarm)
-for the module, shut down at the end; every run is bounded by the learner's timeouts
-(actors' start, each batch) and the test's own deadline.
+One local Ray instance (``ray.init(num_cpus=2)``, no dashboard, no prestarted idle workers,
+started under a 120 s alarm) for the module, shut down at the end; every run is bounded by
+the learner's timeouts (actors' start, each batch) and the test's own deadline.
 """
 
 from __future__ import annotations
@@ -41,7 +41,11 @@ def local_ray():
     previous = signal.signal(signal.SIGALRM, _give_up)
     signal.alarm(120)
     try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # no prestarted workers: by default the first driver's registration waits until
+        # num_cpus idle workers have started (ray-project/ray#40131), and the actors, whose
+        # runtime_env sets environment variables, could not use them anyway
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 _system_config={"prestart_worker_first_driver": False})
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
