@@ -120,12 +120,13 @@ MODES: dict[str, dict[str, Any]] = {
                   compare_episodes=10, repeats=2, sweep_lanes_per_block=[8, 32],
                   sweep_prefetch=[4, 8], sweep_variants=["q-seq-fp32"]),
     # test sizes: one variant per section, and the one-hot kernel left out of the side by
-    # side runs (each interpret-mode kernel costs seconds of compilation on a CPU)
+    # side runs (each interpret-mode kernel costs seconds of compilation on a CPU); one sweep
+    # point (depth 2: a register queue of more than one slot, as every depth of the full grid)
     "smoke": dict(rows=480, lanes=8, episodes=4, sync=2, variants=["q-seq-int32"],
                   compare_variants=["sarsa-ran-fp32"], agents=4, agent_rows=30,
                   pair_variants=["q-seq-int32"], taxi_rows=160, scaling_lanes=[8],
                   scaling_episodes=2, compare_episodes=2, repeats=1,
-                  sweep_lanes_per_block=[2], sweep_prefetch=[1, 2],
+                  sweep_lanes_per_block=[2], sweep_prefetch=[2],
                   sweep_variants=["q-seq-int32"]),
 }
 
