@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import marl_seeds
+from tests.support import bench
 
 
-def test_smoke_run_and_summary(tmp_path, capsys):
-    assert marl_seeds.main(["--smoke", "--out", str(tmp_path)]) == 0
-    rep = json.loads((tmp_path / "marl_seeds_smoke.json").read_text())
+@pytest.mark.xdist_group(bench.group("marl_seeds"))  # the provenance test's smoke run
+def test_smoke_run_and_summary(smoke_run):
+    run = smoke_run("marl_seeds")  # python benchmarks/marl_seeds.py --smoke --out <folder>
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rep = json.loads((run.out / "marl_seeds_smoke.json").read_text())
     rows = rep["results"]["rows"]
     assert [(r["agents"], r["seeds"]) for r in rows] == [(3, 2)]
     cfg = marl_seeds.config_for(3, marl_seeds.sizes("smoke"))
@@ -20,4 +25,4 @@ def test_smoke_run_and_summary(tmp_path, capsys):
     assert rep["summary"] == marl_seeds.summarize(rep)
     want = rows[0]["vmapped_seeds_per_hour"] / rows[0]["sequential_seeds_per_hour"]
     assert rep["summary"]["marl_seeds_per_hour_speedup_vmapped_2_3"] == want
-    assert "vmapped / sequential" in (tmp_path / "marl_seeds_smoke.md").read_text()
+    assert "vmapped / sequential" in (run.out / "marl_seeds_smoke.md").read_text()

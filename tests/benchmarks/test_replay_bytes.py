@@ -6,13 +6,18 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
+
 from benchmarks import replay_bytes
 from jaxrl_pim.marl import MARLConfig, plan
+from tests.support import bench
 
 
-def test_smoke_run_and_summary(tmp_path):
-    assert replay_bytes.main(["--smoke", "--out", str(tmp_path)]) == 0
-    rep = json.loads((tmp_path / "replay_bytes_smoke.json").read_text())
+@pytest.mark.xdist_group(bench.group("replay_bytes"))  # the provenance test's smoke run
+def test_smoke_run_and_summary(smoke_run):
+    run = smoke_run("replay_bytes")  # python benchmarks/replay_bytes.py --smoke --out <folder>
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rep = json.loads((run.out / "replay_bytes_smoke.json").read_text())
     (row,) = rep["results"]["rows"]
     o, a = 4 + 2 * 3 + 4 * 2, 5  # spread-3: velocity, position, landmarks, others, messages
     assert row["bytes_per_step"]["interleaved"] == 4 * 3 * (2 * o + a + 2) == 516

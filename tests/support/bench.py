@@ -36,6 +36,9 @@ SMOKE_OPTIONS: dict[str, tuple[str, ...]] = {
     "mpe_rollout": ("--clock", "process"),
     # tests/benchmarks/test_sampling_opponents.py checks the one-thread pass's keys
     "marl_sampling": ("--one-thread",),
+    # tests/benchmarks/test_marl_seeds.py and test_replay_bytes.py read the plain run's files
+    "marl_seeds": (),
+    "replay_bytes": (),
 }
 #: the GPU suite's smoke run of tests/benchmarks/test_gpu_suite.py, the rehearsal of the
 #: device call: through ``benchmarks/gpu_prepare.sh``'s printed command (wheels installed with
