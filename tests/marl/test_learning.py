@@ -4,17 +4,21 @@ The issue's criterion: MADDPG beats the uniform-random policy's return in the sa
 environment by at least 25 %. The random reference is the better of the two random policies
 of :func:`jaxrl_pim.marl.trainer.random_policy_return` (Gumbel-softmax of zero logits, and
 uniformly random one-hot actions), about -220 per agent and episode (1,024 episodes each;
-the MADDPG runs below end 26-34 % above it).
+the MADDPG runs below end 22-36 % above it).
 Returns are negative, so "beats by 25 %" means ``R >= R_rand + 0.25 |R_rand|``.
 
 The MADDPG run is the short-but-sufficient setting of ``benchmarks/marl_e2e.py`` part 2
 (vectorised envs, one update round per vectorised step, fast shared-index sampling; the
 original learning rate, discount, Polyak rate and networks), scaled for a 2-core CPU: 256
 envs, batch 128, 200 episodes (4,988 update rounds), two seeds vmapped in one program (the
-first two of ``split(PRNGKey(0), 4)``). Measured with the project's XLA flags over eight
-seeds (``split(PRNGKey(0), 8)``): 32.8 / 30.4 / 30.7 / 33.6 / 26.5 / 32.1 / 31.7 / 33.1 %
-above random (mean 31.4 %, standard deviation about 2.2 %; the means of the four pairs
-29.3-32.4 %), so a mean of two seeds lies about 4 of its standard errors above 25 %; the
+first two of ``split(PRNGKey(0), 4)``), compiled as a user's program is (XLA's default
+optimisation level and default fusion emitters: the test runs in the default-emitters
+process). Measured so over eight seeds (``split(PRNGKey(0), 8)``, whose first two are the
+test's): 32.4 / 32.7 / 35.2 / 22.5 / 25.9 / 27.8 / 35.5 / 31.6 % above random (mean 30.5 %,
+standard deviation about 4.6 %; the means of the four pairs 26.9-33.6 %); the test's pair
+lies 7.5 points (about 2.3 of a pair's standard errors) above 25 %. With the legacy fusion
+emitters the rest of the suite compiles with, the trajectories differ and the test's pair
+ends at 24.2 / 26.4 % (mean 25.3 %: no margin), the next pair at 35.8 / 26.1 %. The
 test asks for a mean of 25 % and at least 20 % per seed. (Batch 256 learns about as well per
 update round, 26.5-35.2 %, mean 32.7 %, at 1.4 times the cost; an older XLA build gave
 27.3-32.8 % there. At 150 episodes batch 128 gives 23.1-31.3 %, mean 28.0 %: too close.)
@@ -83,9 +87,10 @@ def _check_short_run(state, m, random_return):
 
 
 @pytest.mark.slow
+@pytest.mark.default_emitters  # the margins above are a user's program's (default emitters)
 def test_maddpg_beats_uniform_random_by_25_percent(random_return):
     # The criterion is about MADDPG's expected return, so it is checked on the mean over two
-    # seeds (vmapped in one program): single seeds of this short run end 26-34 % above random,
+    # seeds (vmapped in one program): single seeds of this short run end 22-36 % above random,
     # too close to 25 % for one seed to decide (seed 0 alone gave 25.0 % on one XLA build).
     cfg = dataclasses.replace(SPREAD3, num_episodes=200, batch_size=128)
     keys = jax.random.split(jax.random.PRNGKey(0), 4)[:2]
