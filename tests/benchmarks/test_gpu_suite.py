@@ -138,7 +138,7 @@ def test_rehearsal_through_the_prepared_command(smoke_run) -> None:
     rows = {r["part"]: r for r in record["results"]["parts"]}
     assert rows["quant"]["status"] == "ok"
     assert rows["marl_schedule"]["status"] == "stopped at its budget"
-    assert 2 <= rows["marl_schedule"]["seconds"] < 20
+    assert 1 <= rows["marl_schedule"]["seconds"] < 20
     assert record["summary"]["parts_ok"] == ["quant"]
     assert record["summary"]["within_deadline"] is True
     system = record["system"]
