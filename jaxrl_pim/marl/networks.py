@@ -63,9 +63,24 @@ def gumbel_noise(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     return -jnp.log(-jnp.log(u)).reshape(shape)
 
 
+def softmax(x: jax.Array) -> jax.Array:
+    """Softmax over the last axis of float ``x [..., K]``: ``exp(x - max) * (1 / sum)``.
+
+    The same function as ``jax.nn.softmax``, written with the reciprocal of the sum (the
+    gradient then divides nowhere by a broadcast value). XLA rewrites ``a / broadcast(s)`` as
+    ``a * broadcast(1 / s)`` in a program compiled for one device but not in one split over
+    several (:mod:`jaxrl_pim.marl.seeds`), so with ``jax.nn.softmax`` a group of seeds on 1
+    and on 8 devices differs in the last bits; written this way both compile to the same
+    arithmetic."""
+    e = jnp.exp(x - jax.lax.stop_gradient(x.max(axis=-1, keepdims=True)))
+    return e * jnp.reciprocal(e.sum(axis=-1, keepdims=True))
+
+
 def relaxed_sample(logits: jax.Array, noise: jax.Array, temperature: float = 1.0) -> jax.Array:
-    """``softmax((logits + noise) / temperature)`` over the last axis, given Gumbel noise."""
-    return jax.nn.softmax((logits + noise) / temperature, axis=-1)
+    """``softmax((logits + noise) / temperature)`` over the last axis, given Gumbel noise
+    (:func:`softmax`; ``temperature`` is a Python float: no division at 1.0)."""
+    x = logits + noise
+    return softmax(x if temperature == 1.0 else x * (1.0 / temperature))
 
 
 def gumbel_softmax(key: jax.Array, logits: jax.Array, temperature: float = 1.0) -> jax.Array:
@@ -100,6 +115,36 @@ def clip_by_leaf_norm(max_norm: float) -> optax.GradientTransformation:
     return optax.GradientTransformation(init_fn, update_fn)
 
 
+def adam(lr: float) -> optax.GradientTransformation:
+    """``optax.adam(lr)`` (default ``b1 = 0.9``, ``b2 = 0.999``, ``eps = 1e-8``; the same state
+    tree) with the bias corrections applied as products with ``1 / (1 - b**t)``.
+
+    optax divides each moment by ``1 - b**t``, a per-seed scalar under ``vmap``; XLA turns
+    that division into a product with its reciprocal in a program for one device but not in
+    one split over several devices, so the two would differ in the last bits. Written as the
+    product, the group of seeds gives the same bits on any number of devices
+    (``tests/marl/test_seeds.py``)."""
+    b1, b2, eps = 0.9, 0.999, 1e-8
+
+    def init_fn(params):
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        return optax.ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=zeros,
+                                      nu=jax.tree.map(jnp.zeros_like, params))
+
+    def update_fn(updates, state, params=None):
+        del params
+        mu = jax.tree.map(lambda g, m: b1 * m + (1 - b1) * g, updates, state.mu)
+        nu = jax.tree.map(lambda g, v: b2 * v + (1 - b2) * jnp.square(g), updates, state.nu)
+        count = optax.safe_increment(state.count)
+        c1 = 1 / (1 - b1 ** count.astype(jnp.float32))
+        c2 = 1 / (1 - b2 ** count.astype(jnp.float32))
+        out = jax.tree.map(lambda m, v: (m * c1) / (jnp.sqrt(v * c2) + eps), mu, nu)
+        return out, optax.ScaleByAdamState(count=count, mu=mu, nu=nu)
+
+    return optax.chain(optax.GradientTransformation(init_fn, update_fn),
+                       optax.scale_by_learning_rate(lr))
+
+
 class Networks(NamedTuple):
     """The modules and optimiser of a run: one actor module per team, one critic module
     (every agent's critics share its shape), and the per-variable-clipped Adam."""
@@ -116,6 +161,6 @@ def make_networks(hidden: Sequence[int], action_dims: Sequence[int], lr: float,
     return Networks(
         actors=tuple(mlp(hidden, a) for a in action_dims),
         critic=mlp(hidden, 1),
-        optimizer=optax.chain(clip_by_leaf_norm(grad_clip), optax.adam(lr)),
+        optimizer=optax.chain(clip_by_leaf_norm(grad_clip), adam(lr)),
     )
 
