@@ -69,13 +69,15 @@ def run_docs_example(code: str, cwd: Path, timeout_s: float = 600) -> subprocess
                           capture_output=True, text=True, timeout=timeout_s)
 
 
-def subprocess_env(n_devices: int | None = None) -> dict[str, str]:
+def subprocess_env(n_devices: int | None = None, *,
+                   default_emitters: bool = False) -> dict[str, str]:
     """This process's environment for a child Python on CPU: the XLA workaround flags,
     ``n_devices`` forced host devices when given, :data:`LEGACY_EMITTERS` when this process
-    compiles with them, and the repository on ``PYTHONPATH``."""
+    compiles with them (never with ``default_emitters``), and the repository on
+    ``PYTHONPATH``."""
     env = dict(os.environ)
     flags = [] if n_devices is None else [f"--xla_force_host_platform_device_count={n_devices}"]
-    if uses_legacy_emitters(env):
+    if uses_legacy_emitters(env) and not default_emitters:
         flags.append(LEGACY_EMITTERS)
     env["XLA_FLAGS"] = with_flags(*flags, *CPU_WORKAROUND_FLAGS)
     env["JAX_PLATFORMS"] = "cpu"
@@ -94,7 +96,8 @@ def script_env() -> dict[str, str]:
     return env
 
 
-def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600) -> str:
+def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600, *,
+                     default_emitters: bool = False) -> str:
     """Run ``code`` in a fresh Python with ``n_devices`` forced host CPU devices; return stdout.
 
     ``XLA_FLAGS`` must be set before jax loads, hence the subprocess.
@@ -103,7 +106,7 @@ def run_with_devices(code: str, n_devices: int = 8, timeout: int = 600) -> str:
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        env=subprocess_env(n_devices),
+        env=subprocess_env(n_devices, default_emitters=default_emitters),
         timeout=timeout,
     )
     if proc.returncode != 0:
