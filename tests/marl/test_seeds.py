@@ -1,6 +1,6 @@
 """Many seeds at once (``marl.seeds``, ``jaxrl-pim marl --seeds``): statistics over seeds,
-each seed against the seed alone, checkpoints of all seeds resumed bit for bit, the seed axis
-split over 8 devices, the command's report and plot, and ``marl evaluate`` of a group."""
+each seed against the seed alone, checkpoints of all seeds resumed bit for bit, the same bits
+on 1, 2 and 8 devices, the command's report and plot, and ``marl evaluate`` of a group."""
 
 from __future__ import annotations
 
