@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -188,37 +189,44 @@ def load_policies(checkpoint_dir: str | Path, *, env: str | None = None,
                     seed_params=seed_params, num_seeds=num_seeds or 1)
 
 
-def _policy_fn(config: MARLConfig, teams: tuple[Any, ...], params: Any, policy: str
-               ) -> Callable[[tuple[jax.Array, ...], jax.Array], tuple[jax.Array, ...]]:
+def _policy_fn(config: MARLConfig, teams: tuple[Any, ...], policy: str
+               ) -> Callable[[Any, tuple[jax.Array, ...], jax.Array], tuple[jax.Array, ...]]:
+    """``pi(params, obs, key) -> actions`` of ``policy`` (``params`` unused for random)."""
     check_choice("policy", policy, POLICIES)
     if policy == "random":
-        def rand(obs, key):
+        def rand(params, obs, key):
             return tuple(gumbel_softmax(jax.random.fold_in(key, ti),
                                         jnp.zeros((t.num_agents, t.action_dim)),
                                         config.temperature) for ti, t in enumerate(teams))
         return rand
-    if params is None:
-        raise ValueError(f"policy {policy!r} needs the actors' parameters")
     act, greedy = make_act(config)
     if policy == "greedy":
-        return lambda obs, key: greedy(params, obs)
-    return lambda obs, key: act(params, obs, key)
+        return lambda params, obs, key: greedy(params, obs)
+    return act
 
 
-def _episode(config: MARLConfig, params: Any, policy: str, record: bool) -> Callable:
+def _check_params(params: Any, policy: str) -> None:
+    check_choice("policy", policy, POLICIES)
+    if params is None and policy != "random":
+        raise ValueError(f"policy {policy!r} needs the actors' parameters")
+
+
+def _episode(config: MARLConfig, policy: str, record: bool) -> Callable:
+    """``run(params, key)``: one episode of ``policy`` from ``key``; the parameters are an
+    argument, so one compiled program serves every set of actors of ``config``."""
     env, env_params = make_env(config)
     if env_params is not None:
         env_params = env_params.replace(max_steps=config.episode_length)
-    pi = _policy_fn(config, tuple(env.teams), params, policy)
+    pi = _policy_fn(config, tuple(env.teams), policy)
 
-    def run(key):
+    def run(params, key):
         k0, k1 = jax.random.split(key)
         obs, state = env.reset(k0, env_params)
 
         def step(carry, k):
             obs, state = carry
             k_act, k_env = jax.random.split(k)
-            actions = pi(obs, k_act)
+            actions = pi(params, obs, k_act)
             obs, state, rewards, _, _ = env.step_env(k_env, state, actions, env_params)
             out = jnp.stack([r.mean() for r in rewards])
             if record:
@@ -246,9 +254,21 @@ def evaluate(config: MARLConfig, params: tuple[Any, ...] | None, key: jax.Array,
     ``i`` starts from ``fold_in(key, i)``, so two policies evaluated with one key see the
     same initial worlds."""
     n = check_int("num_episodes", num_episodes, lo=1)
-    run = _episode(config, params, policy, record=False)
+    _check_params(params, policy)
     keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
-    return np.asarray(jax.jit(jax.vmap(run))(keys), np.float64)
+    return np.asarray(_evaluator(config, policy)(params, keys), np.float64)
+
+
+@functools.lru_cache(maxsize=32)
+def _evaluator(config: MARLConfig, policy: str) -> Callable:
+    """Jitted ``(params, keys [n, 2]) -> returns [n, num_teams]``, one per config and policy
+    (its compiled programs are reused for every set of actors of that shape)."""
+    return jax.jit(jax.vmap(_episode(config, policy, record=False), in_axes=(None, 0)))
+
+
+@functools.lru_cache(maxsize=32)
+def _recorder(config: MARLConfig, policy: str) -> Callable:
+    return jax.jit(_episode(config, policy, record=True))
 
 
 def _positions(env: Any, state: Any) -> dict[str, jax.Array]:
@@ -264,8 +284,9 @@ def rollout_positions(config: MARLConfig, params: tuple[Any, ...] | None, key: j
     ``[T + 1, L, 2]`` (world units, the reset state first), ``agent_radius [A]``,
     ``landmark_radius [L]``, ``agent_team [A]`` (team index), ``team_names``, ``env``,
     ``landmark_kind`` (``"landmark"`` or ``"obstacle"``) and ``returns [num_teams]``."""
+    _check_params(params, policy)
     env, env_params = make_env(config)
-    returns, pos = jax.jit(_episode(config, params, policy, record=True))(key)
+    returns, pos = _recorder(config, policy)(params, key)
     if env_params is not None:
         agent_r, land_r = np.asarray(env_params.agent_size), np.asarray(env_params.landmark_size)
         kind = "obstacle" if len(env.teams) > 1 else "landmark"

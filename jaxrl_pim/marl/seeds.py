@@ -310,7 +310,8 @@ def evaluate_seeds(config: MARLConfig, actors: tuple[Any, ...], key: jax.Array,
     keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
 
     def one(params: tuple[Any, ...]) -> jax.Array:
-        return jax.vmap(_episode(config, params, "greedy", record=False))(keys)
+        return jax.vmap(_episode(config, "greedy", record=False), in_axes=(None, 0))(params,
+                                                                                      keys)
 
     return _to_host(jax.jit(jax.vmap(one))(tuple(actors))).astype(np.float64)
 
