@@ -127,9 +127,8 @@ def adam(lr: float) -> optax.GradientTransformation:
     b1, b2, eps = 0.9, 0.999, 1e-8
 
     def init_fn(params):
-        zeros = jax.tree.map(jnp.zeros_like, params)
-        return optax.ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=zeros,
-                                      nu=jax.tree.map(jnp.zeros_like, params))
+        zeros = jax.tree.map(jnp.zeros_like, params)  # immutable: both moments start here
+        return optax.ScaleByAdamState(count=jnp.zeros([], jnp.int32), mu=zeros, nu=zeros)
 
     def update_fn(updates, state, params=None):
         del params
