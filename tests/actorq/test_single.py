@@ -1,4 +1,4 @@
-"""Single-program ActorQ: DQN learns CartPole, D4PG learns Pendulum; the D4PG learner's
+"""Single-program ActorQ: DQN vmapped over seeds, D4PG runs on Pendulum; the D4PG learner's
 target distribution, target copies and action scaling and the actors' n-step transitions
 against plain NumPy / Python references; configs reject bad input."""
 
@@ -21,13 +21,12 @@ from jaxrl_pim.rl.networks import D4PGActor, DistributionalCritic
 from tests.support.actorq import project_reference, run_tiny_d4pg
 
 
-@pytest.mark.default_compilation  # execution-bound learning criterion
-def test_dqn_int8_actors_learn_cartpole_above_random_vmapped_over_seeds():
-    # 6,000 steps: greedy returns 267 259 / 194 268 and last-10 / first-10 episode return
-    # ratios 11.3 8.8 / 5.6 13.0 for the seed pairs of PRNGKey(0) / PRNGKey(1)
+def test_dqn_int8_actors_vmapped_over_two_seeds():
+    # whether DQN with int8 actors learns CartPole (and D4PG Pendulum) is a criterion of
+    # benchmarks/learning.py; here two seeds train briefly in one vmapped program
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=4,
-                         total_steps=6_000, learning_starts=500, epsilon_decay_steps=3_000,
-                         actor_update_period=50, hidden_sizes=(64, 64), eval_episodes=8)
+                         total_steps=600, learning_starts=100, epsilon_decay_steps=300,
+                         actor_update_period=50, hidden_sizes=(16, 16), eval_episodes=2)
     system = make_system(cfg)
     train = make_train(cfg)
 
@@ -37,19 +36,15 @@ def test_dqn_int8_actors_learn_cartpole_above_random_vmapped_over_seeds():
 
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     state, metrics, trained = jax.jit(jax.vmap(run))(keys)
-    assert metrics["loss"].shape == (2, cfg.num_iterations)
+    assert metrics["loss"].shape == (2, cfg.num_iterations) and trained.shape == (2,)
     w = jax.tree.leaves(state.learner.params)[0]
     assert not np.allclose(w[0], w[1])  # independent seeds
     for s in range(2):
-        returns = episode_returns(jax.tree.map(lambda x, s=s: x[s], metrics))
-        assert returns.size > 50
-        # 1,500 iterations of 4 steps; one update per iteration from iteration 125 on (500
+        # 150 iterations of 4 steps; one update per iteration from iteration 25 on (100
         # steps collected, 1-step returns)
-        assert int(state.learner.step[s]) == int(np.sum(metrics["learned"][s])) == 1_375
-        # uniformly random CartPole play lasts about 22 steps; the greedy int8 policy must
-        # balance far longer, and the actors' own returns must have grown during training
-        assert float(trained[s]) > 100.0, (float(trained[s]), returns[-10:])
-        assert np.mean(returns[-10:]) > 3 * np.mean(returns[:10])
+        assert int(state.learner.step[s]) == int(np.sum(metrics["learned"][s])) == 125
+        returns = episode_returns(jax.tree.map(lambda x, s=s: x[s], metrics))
+        assert returns.size > 5 and (returns >= 1).all()  # CartPole pays 1 per step
 
 
 def test_d4pg_pendulum_runs_and_stays_finite():
@@ -296,30 +291,3 @@ def test_actor_n_step_transitions_match_python_loop(algo, env_name, steps):
         np.testing.assert_allclose(float(tr.reward), g, rtol=TOL, atol=TOL)
         np.testing.assert_allclose(float(tr.discount), disc, rtol=1e-6, atol=1e-7)
         np.testing.assert_allclose(tr.next_obs, raw["final"][last], rtol=0, atol=TOL)
-
-
-# ------------------------------------------------------------------- D4PG learns Pendulum
-
-@pytest.mark.default_compilation  # execution-bound learning criterion
-def test_d4pg_int8_actors_learn_pendulum():
-    # Pendulum's task defaults (5-step returns, 51 atoms on [-150, 150], rewards x 0.1, critic
-    # Adam 1e-3, hard target copies every 100 updates) with one actor, 6,000 steps and smaller
-    # networks so the run fits a test budget; at these widths the policy learns faster at 1e-3
-    # (8 of 8 seeds better than -210 after 6,000 steps; after 4,000 steps seed 0's last five
-    # episodes averaged -691)
-    cfg = default_config("d4pg", "Pendulum-v1", precision="int8", num_actors=1,
-                         total_steps=6_000, learning_starts=500, batch_size=128,
-                         buffer_capacity=10_000, hidden_sizes=(64, 64),
-                         critic_hidden_sizes=(128, 128, 64), policy_learning_rate=1e-3)
-    system = make_system(cfg)
-    state, metrics = jax.jit(make_train(cfg))(jax.random.PRNGKey(0))
-    ret = episode_returns(metrics)
-    final = float(jax.jit(system.evaluate)(state.actor_params, jax.random.PRNGKey(7)))
-    first, last = float(np.mean(ret[:5])), float(np.mean(ret[-5:]))
-    out = (len(ret), first, last, final)
-    assert len(ret) == 30  # 6,000 steps = 30 episodes of 200 steps
-    # random torques score about -1,200 to -1,500 on Pendulum; the greedy int8 policy must
-    # swing up and hold (better than -400), and the actor's own returns must have improved
-    assert first < -900.0, out
-    assert final > -400.0, out
-    assert last > -400.0, out

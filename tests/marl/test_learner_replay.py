@@ -6,7 +6,7 @@ shared-index sampling, information-prioritised sampler, whose draws depend on th
 position). The trained state is then checked: in-range indices and weights, the learner's batch
 equal to a NumPy gather, and priority trees consistent after the learner's TD-error updates.
 (The prioritised sampler runs in ``test_trainer.py``'s faithful-mode run, the neighbour sampler
-in ``test_learning.py``'s MASAC run; the samplers' distributions are tested in
+in its MASAC run there; the samplers' distributions are tested in
 ``test_replay.py``.)
 """
 

@@ -1,6 +1,6 @@
-"""Exploration and training options of the DQN / DDPG learners against plain Python references,
-and the three harder study tasks (Acrobot, MountainCar, MountainCarContinuous) learning with
-their registered settings (``jaxrl_pim.studies.tasks.TASKS``)."""
+"""Exploration and training options of the DQN / DDPG learners against plain Python references.
+(The harder study tasks learning with their registered settings, ``jaxrl_pim.studies.TASKS``,
+are criteria of ``benchmarks/learning.py``.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 
 from jaxrl_pim.rl import common, ddpg, dqn
 from jaxrl_pim.rl.networks import MLP
-from tests.support.rl import REGISTERED
 
 
 def explore_reference(greedy, random, start, hold):
@@ -165,15 +164,3 @@ def test_dqn_anneal_lr_reaches_zero_at_the_last_update():
 def test_new_options_reject_bad_values(make, match):
     with pytest.raises(ValueError, match=match):
         make()
-
-
-# ----------------------------------------------- the harder study tasks learn (subprocess)
-
-
-@pytest.mark.slow
-@pytest.mark.xdist_group("rl-learning")  # the process of the learning_checks fixture
-@pytest.mark.parametrize("name", list(REGISTERED))
-def test_registered_task_learns(name, learning_checks):
-    # the registered settings over a documented part of their horizon, greedy fp32 and int8
-    # returns against the thresholds of tests.support.rl.REGISTERED
-    learning_checks(name)

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: XLA:CPU's lowest backend optimisation level (``jax.jit(..., compiler_options=...)``): the
 #: same HLO program with less LLVM optimisation of its machine code, compiled in about half
 #: the time, with the same IEEE semantics. For a program that must compile this way even in a
-#: process at the default level (``tests.support.rl``, whose measured margins depend on it).
+#: process at the default level.
 FAST_COMPILE = {"xla_backend_optimization_level": 0}
 
 #: jax's switch for XLA's lowest optimisation effort (``jax_disable_most_optimizations``:
