@@ -121,12 +121,19 @@ def make(env: Any, **kwargs: Any) -> tuple[Any, Any]:
 
 
 def _tabular_class(attr: str) -> Any:
-    """The tabular world class named ``attr`` (imported on first use, from its own module)."""
-    from jaxrl_pim.envs.cliffwalking import CliffWalking
-    from jaxrl_pim.envs.frozenlake import FrozenLake
-    from jaxrl_pim.envs.taxi import Taxi
+    """The tabular world class named ``attr``, imported on first use from its own module
+    alone (``FrozenLake`` is gymnax's: only a FrozenLake run pays gymnax's import)."""
+    if attr == "FrozenLake":
+        from jaxrl_pim.envs.frozenlake import FrozenLake
 
-    return {"CliffWalking": CliffWalking, "FrozenLake": FrozenLake, "Taxi": Taxi}[attr]
+        return FrozenLake
+    if attr == "Taxi":
+        from jaxrl_pim.envs.taxi import Taxi
+
+        return Taxi
+    from jaxrl_pim.envs.cliffwalking import CliffWalking
+
+    return CliffWalking
 
 
 def _make_tabular(name: str, **kwargs: Any) -> tuple[Any, Any]:
