@@ -20,7 +20,7 @@ import pytest
 
 from jaxrl_pim import replay
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.trainer import make_phases, make_train
+from tests.support.marl import train_and_draw
 
 # The two layouts' programs differ (the per-agent buffers' time-major gather transposes): with
 # XLA:CPU's legacy fusion emitters a loss can differ in its last bit, with the default ones
@@ -36,23 +36,9 @@ CFG = MARLConfig(
 )
 
 
-def _run(cfg: MARLConfig):
-    """Train from key 0, then draw one batch from the final state (one compiled program)."""
-    sample = make_phases(cfg).learner.sample
-    train = make_train(cfg)
-
-    def run(key):
-        state, metrics = train(key)
-        idx, w, batch, _ = sample(state.buffers, state.sampler, jax.random.fold_in(key, 7))
-        return state, metrics, idx, w, batch
-
-    key = jax.random.PRNGKey(0)
-    return jax.device_get(jax.jit(run)(key))
-
-
 @pytest.fixture(scope="module")
 def runs():
-    return {layout: _run(dataclasses.replace(CFG, layout=layout))
+    return {layout: train_and_draw(dataclasses.replace(CFG, layout=layout))
             for layout in ("per_agent", "interleaved", "packed")}
 
 

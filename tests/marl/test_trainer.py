@@ -29,6 +29,7 @@ from jaxrl_pim.marl.trainer import (
     make_train,
     random_policy_return,
 )
+from tests.support.marl import train_and_draw
 
 TINY = MARLConfig(
     env="spread", num_agents=2, num_envs=2, num_episodes=4, episode_length=5,
@@ -314,15 +315,7 @@ def test_neighbor_sampler_draws_runs_from_the_trained_ring():
                      sampling_mode="fast", buffer_capacity=1_000, batch_size=64,
                      learning_starts=64, algo="masac", sampler="neighbor", num_refs=16,
                      hidden=(16, 16))
-    sample = make_phases(cfg).learner.sample
-    train = make_train(cfg)
-
-    def run(key):
-        state, metrics = train(key)
-        idx, w, batch, _ = sample(state.buffers, state.sampler, jax.random.fold_in(key, 7))
-        return state, metrics, idx, w, batch
-
-    state, m, idx, w, batch = jax.device_get(jax.jit(run)(jax.random.PRNGKey(0)))
+    state, m, idx, w, batch = train_and_draw(cfg)
     assert np.isfinite(np.asarray(m["critic_loss"])[1:]).all()
     buf = state.buffers[0]  # full ring: 6 x 25 x 16 = 2,400 rows written into 1,000
     size, pos = int(buf.size), int(buf.insert_pos)
