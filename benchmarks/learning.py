@@ -18,8 +18,8 @@ evaluates the result greedily and compares it with the criterion written next to
 * ``actorq_dqn_int8_cartpole`` (4 int8 actors, two seeds vmapped) and
   ``actorq_d4pg_int8_pendulum`` (one int8 actor): the greedy int8 policy far above random
   play and the actors' own returns improved during training.
-* ``marl_maddpg_spread3``: MADDPG on cooperative navigation with 3 agents beats the better
-  of two uniform-random policies by at least 25 % (mean of two seeds, each at least 20 %);
+* ``marl_maddpg``: MADDPG on cooperative navigation with 3 agents beats the better of two
+  uniform-random policies by at least 25 % (mean of eight seeds, each at least 20 %);
   ``marl_masac_neighbor`` (neighbour sampling) and ``marl_matd3``: a short run whose last 10
   episodes beat its first 10 by 10 % and the random policy by 5 %.
 
@@ -264,10 +264,10 @@ def _marl(algo: str) -> Callable[[bool], Any]:
     """Cooperative navigation, 3 agents, against the better uniform-random policy.
 
     MADDPG: the short-but-sufficient setting of ``marl_e2e.py`` part 2 scaled for a 2-core
-    CPU (256 envs, batch 128, 200 episodes, one update round per vectorised step), two seeds
-    vmapped (the first two of ``split(PRNGKey(0), 4)``). Measured over eight seeds while a
-    test: 32.4 / 32.7 / 35.2 / 22.5 / 25.9 / 27.8 / 35.5 / 31.6 % above random (mean 30.5 %);
-    hence a mean of 25 % over the pair and at least 20 % per seed. MASAC (alpha 0.05, with
+    CPU (256 envs, batch 128, 200 episodes, one update round per vectorised step), eight seeds
+    vmapped (``split(PRNGKey(0), 8)``): the criterion is about MADDPG's expected gain, so its
+    mean over the seeds must reach 25 %, and every seed 20 % (no seed failed to learn). (The
+    test this replaced could afford two of them.) MASAC (alpha 0.05, with
     neighbour sampling: 16 references x runs of 4 rows) and MATD3 train briefly (16 envs,
     batch 64, 60 episodes); over four or five seeds each their last 10 episodes beat the first
     10 by more than 20 % and the random policy by more than 9 %; the criteria ask 10 and 5 %.
@@ -296,8 +296,8 @@ def _marl(algo: str) -> Callable[[bool], Any]:
         episodes = 1 if smoke else 4
         random = max(float(random_policy_return(spread, key, episodes)[0]),
                      float(random_policy_return(spread, key, episodes, one_hot=True)[0]))
-        if algo == "maddpg":  # two seeds vmapped in one program
-            keys = jax.random.split(jax.random.PRNGKey(0), 4)[:2]
+        if algo == "maddpg":  # eight seeds vmapped in one program
+            keys = jax.random.split(jax.random.PRNGKey(0), 2 if smoke else 8)
             _, m = jax.device_get(jax.jit(jax.vmap(make_train(spread)))(keys))
             r = np.asarray(m["episode_return"])[..., 0]  # [seed, episode], per agent
         else:  # one seed, PRNGKey(0)
@@ -312,6 +312,7 @@ def _marl(algo: str) -> Callable[[bool], Any]:
                           _holds("each seed's gain over random >= 0.20",
                                  bool(gain.min() >= 0.20), float(gain.min()))]
             details["gain_over_random"] = gain.tolist()
+            details["gain_standard_error"] = float(gain.std(ddof=1) / np.sqrt(len(gain)))
         else:
             first = r[:, :10].mean(axis=1)
             conditions = [_above("last 10 episodes' gain over the first 10 (fraction)",
