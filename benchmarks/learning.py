@@ -20,7 +20,7 @@ evaluates the result greedily and compares it with the criterion written next to
   play and the actors' own returns improved during training.
 * ``marl_maddpg``: MADDPG on cooperative navigation with 3 agents beats the better of two
   uniform-random policies by at least 25 % (mean of eight seeds, each at least 20 %);
-  ``marl_masac_neighbor`` (neighbour sampling) and ``marl_matd3``: a short run whose last 10
+  ``marl_masac`` (with neighbour sampling) and ``marl_matd3``: a short run whose last 10
   episodes beat its first 10 by 10 % and the random policy by 5 %.
 
 The thresholds and their margins (returns of other seeds, other sizes) are given with each
@@ -267,10 +267,11 @@ def _marl(algo: str) -> Callable[[bool], Any]:
     CPU (256 envs, batch 128, 200 episodes, one update round per vectorised step), eight seeds
     vmapped (``split(PRNGKey(0), 8)``): the criterion is about MADDPG's expected gain, so its
     mean over the seeds must reach 25 %, and every seed 20 % (no seed failed to learn). (The
-    test this replaced could afford two of them.) MASAC (alpha 0.05, with
-    neighbour sampling: 16 references x runs of 4 rows) and MATD3 train briefly (16 envs,
-    batch 64, 60 episodes); over four or five seeds each their last 10 episodes beat the first
-    10 by more than 20 % and the random policy by more than 9 %; the criteria ask 10 and 5 %.
+    test this replaced could afford two of them.) MASAC (alpha 0.05, with neighbour
+    sampling: 16 references x runs of 4 rows) and MATD3 train briefly (16 envs, batch 64, 60
+    episodes, ``PRNGKey(0)``); over four or five seeds each, their last 10 episodes beat the
+    first 10 by more than 20 % and the random policy by more than 9 %; the criteria ask 10
+    and 5 %.
     """
 
     def run(smoke: bool):
