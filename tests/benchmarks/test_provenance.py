@@ -2,8 +2,9 @@
 ``benchmarks/make_docs.py`` fills generated blocks and catches what breaks the contract.
 
 The smoke tests check each script in ``benchmarks/`` (found automatically) run with ``--smoke
---out <tmp>`` in a subprocess, once per session for every test of that command (the
-``smoke_run`` fixture, :mod:`tests.support.bench`); the unit tests build a small fake
+--out <tmp>``, once per session for every test of that command (the ``smoke_run`` fixture,
+:mod:`tests.support.bench`: most scripts one after another in one interpreter, a few in an
+interpreter of their own); the unit tests build a small fake
 repository (a script, a results file, docs pages) in a temporary folder and break it one way
 at a time.
 """
@@ -87,10 +88,14 @@ def test_every_script_prints_help_and_writes_nothing(tmp_path: Path) -> None:
 
 def _smoke_marks(stem: str) -> list[pytest.MarkDecorator]:
     """The Ray scripts on the Ray tests' worker; a smoke run shared with other tests on the
-    worker of those tests (:func:`tests.support.bench.group`)."""
+    worker of those tests (:func:`tests.support.bench.group`); the batched runs early (the
+    first of their tests runs the batch)."""
     shared = bench.group(stem)
-    return ([pytest.mark.xdist_group("ray")] if stem in STARTS_RAY else
-            [pytest.mark.xdist_group(shared)] if shared else [])
+    if stem in STARTS_RAY:
+        return [pytest.mark.xdist_group("ray")]
+    if shared == bench.BATCH:
+        return [pytest.mark.xdist_group(shared), pytest.mark.slow]
+    return [pytest.mark.xdist_group(shared)] if shared else []
 
 
 @pytest.mark.parametrize("script", [pytest.param(p, marks=_smoke_marks(p.stem))

@@ -12,6 +12,13 @@ worker through :func:`run_smoke`; the tests that share a command carry the same
   the very command the suite runs (``<script> --smoke --out <suite folder>``): the section's
   log and exit status stand for the script's own run.
 
+* :data:`ALONE`: scripts whose smoke run needs an interpreter of its own; every other
+  script's smoke run shares one interpreter with the others the session selected
+  (:func:`run_batch`: each script's ``main(["--smoke", "--out", ...])`` in turn, in its own
+  folder, its output captured apart). A fresh interpreter per script cost each one the
+  interpreter's start and the imports of jax and the library again. Their tests share one
+  xdist group (:data:`BATCH`), so the batch runs once.
+
 Tests read a run's ``--out`` folder and never write into it: one that edits a file copies
 the folder first (:meth:`SmokeRun.copy_out`).
 """
@@ -22,6 +29,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,15 +57,23 @@ SUITE_ARGS = ("--smoke", "--parts", "quant", "marl_schedule", "--budget", "marl_
               "--deadline-s", "200")
 #: script -> the suite's part that runs its smoke command
 IN_SUITE = {"quant_inference": "quant"}
+#: scripts whose smoke run needs an interpreter of its own: the device count is set before
+#: jax loads (tabular_scaling), a local Ray starts (actorq_speedup), the GPU suite's
+#: rehearsal and its sections
+ALONE = frozenset({"tabular_scaling", "actorq_speedup", SUITE, *IN_SUITE})
+#: the ``xdist_group`` of every test of a batched smoke run (:func:`run_batch`)
+BATCH = "smoke-batch"
+BATCH_TIMEOUT_S = 1200
 
 
 def group(stem: str) -> str | None:
-    """The ``xdist_group`` of the tests that share ``stem``'s smoke run (None: one test)."""
-    if stem in SMOKE_OPTIONS:
-        return f"smoke-{stem}"
+    """The ``xdist_group`` of the tests that share ``stem``'s smoke run (None: one test of
+    a script of :data:`ALONE`)."""
     if stem == SUITE or stem in IN_SUITE:
         return f"smoke-{SUITE}"
-    return None
+    if stem not in ALONE:
+        return BATCH
+    return f"smoke-{stem}" if stem in SMOKE_OPTIONS else None
 
 
 @dataclass(frozen=True)
@@ -77,20 +93,103 @@ class SmokeRun:
         return dest
 
 
-def _run(stem: str, options: tuple[str, ...], folder: Path) -> SmokeRun:
+def _argv(stem: str, out: Path) -> list[str]:
+    """The options of ``stem``'s shared smoke run (its ``--out`` folder ``out``)."""
+    return ["--smoke", "--out", str(out), *SMOKE_OPTIONS.get(stem, ())]
+
+
+def _run(stem: str, folder: Path) -> SmokeRun:
     out = folder / "out"
-    cmd = [sys.executable, str(BENCHMARKS / f"{stem}.py"), "--smoke", "--out", str(out),
-           *options]
+    cmd = [sys.executable, str(BENCHMARKS / f"{stem}.py"), *_argv(stem, out)]
     folder.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(cmd, cwd=folder, env=script_env(), capture_output=True,
                           text=True, timeout=SMOKE_TIMEOUT_S)
     return SmokeRun(stem, cmd, proc.returncode, proc.stdout, proc.stderr, out)
 
 
-def run_smoke(stem: str, folder: Path, runs: dict[str, SmokeRun]) -> SmokeRun:
+#: The batch interpreter: each job's ``benchmarks.<stem>.main(argv)`` in its folder, with
+#: ``sys.argv`` as the script's own command would set it, its stdout and stderr captured
+#: apart, its exit status (a ``SystemExit``'s code, 1 for an exception, whose traceback goes
+#: to its stderr) and output written to its result file.
+BATCH_CODE = """
+import contextlib, importlib, io, json, os, sys, traceback
+sys.path.insert(0, ROOT)
+for job in json.loads(open(JOBS).read()):
+    os.chdir(job["folder"])
+    sys.argv = [job["script"], *job["argv"]]  # as python <script> <argv> has it
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = importlib.import_module(PACKAGE + "." + job["stem"]).main(job["argv"])
+        except SystemExit as stop:
+            status = stop.code
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+    if not isinstance(status, int):  # None: success; a message: its failure
+        if status is not None:
+            err.write(str(status) + "\\n")
+        status = 0 if status is None else 1
+    with open(job["result"], "w") as f:
+        json.dump({"returncode": status, "stdout": out.getvalue(),
+                   "stderr": err.getvalue()}, f)
+"""
+
+
+def run_batch(stems: Iterable[str], folder: Path, root: Path = ROOT,
+              package: str = "benchmarks") -> dict[str, SmokeRun]:
+    """The smoke runs of ``stems`` (none of :data:`ALONE`) one after another in one fresh
+    interpreter, each in ``folder/<stem>`` with its ``--out`` folder there, as
+    ``python benchmarks/<stem>.py --smoke --out ...`` would run (the command each
+    :class:`SmokeRun` names; ``package`` below ``root`` holds the scripts). A script the
+    interpreter did not reach (it crashed or timed out) gets that interpreter's exit status
+    and output."""
+    stems = sorted(set(stems))
+    if ALONE & set(stems):
+        raise ValueError(f"{sorted(ALONE & set(stems))} need an interpreter of their own")
+    folder.mkdir(parents=True, exist_ok=True)
+    jobs = []
+    for stem in stems:
+        (folder / stem).mkdir()
+        jobs.append({"stem": stem, "folder": str(folder / stem),
+                     "script": str(root / package / f"{stem}.py"),
+                     "argv": _argv(stem, folder / stem / "out"),
+                     "result": str(folder / stem / "result.json")})
+    (folder / "jobs.json").write_text(json.dumps(jobs))
+    code = (BATCH_CODE.replace("ROOT", repr(str(root))).replace("PACKAGE", repr(package))
+            .replace("JOBS", repr(str(folder / "jobs.json"))))
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], cwd=folder, env=script_env(),
+                              capture_output=True, text=True, timeout=BATCH_TIMEOUT_S)
+        ended = (proc.returncode or 1, proc.stdout, proc.stderr)
+    except subprocess.TimeoutExpired as err:
+        ended = (1, "", f"the batch interpreter timed out after {err.timeout:.0f} s")
+    runs = {}
+    for job in jobs:
+        result = Path(job["result"])
+        status, stdout, stderr = ended
+        if result.exists():
+            done = json.loads(result.read_text())
+            status, stdout, stderr = done["returncode"], done["stdout"], done["stderr"]
+        cmd = [sys.executable, job["script"], *job["argv"]]
+        runs[job["stem"]] = SmokeRun(job["stem"], cmd, status, stdout, stderr,
+                                     Path(job["folder"]) / "out")
+    return runs
+
+
+def run_smoke(stem: str, folder: Path, runs: dict[str, SmokeRun],
+              selected: Iterable[str] = ()) -> SmokeRun:
     """``stem``'s smoke run in ``folder`` (fresh), recorded in ``runs``; a script of
-    :data:`IN_SUITE` is read from the suite's run (run first when ``runs`` lacks it)."""
+    :data:`IN_SUITE` is read from the suite's run (run first when ``runs`` lacks it). A
+    script not of :data:`ALONE` runs in one batch (:func:`run_batch`, in
+    ``folder.parent/batch<n>``) with every other script of ``selected`` (the session's) not
+    yet run."""
     if stem in runs:
+        return runs[stem]
+    if stem not in ALONE:
+        batch = {stem} | {s for s in selected if s not in ALONE and s not in runs}
+        n = sum(1 for _ in folder.parent.glob("batch*"))
+        runs.update(run_batch(batch, folder.parent / f"batch{n}"))
         return runs[stem]
     if stem in IN_SUITE:
         suite = run_smoke(SUITE, folder.parent / SUITE, runs)
@@ -113,7 +212,7 @@ def run_smoke(stem: str, folder: Path, runs: dict[str, SmokeRun]) -> SmokeRun:
     elif stem == SUITE:
         run = rehearse(folder)
     else:
-        run = _run(stem, SMOKE_OPTIONS.get(stem, ()), folder)
+        run = _run(stem, folder)
     runs[stem] = run
     return run
 
