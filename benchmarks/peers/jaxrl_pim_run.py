@@ -8,7 +8,8 @@ compiled calls, both compiled before either runs (``compile_s``); ``seeds > 1`` 
 seeds in one call (``vmapped_seeds``), as many of them as the memory holds
 (``jaxrl_pim.marl.plan.memory_plan``; ``seeds_asked`` keeps the number asked for). RL: one
 compiled ``train`` of ``total_timesteps`` (learning starts inside it), timed whole after
-compiling.
+compiling; with ``profile`` in the spec (PPO, one seed) also its rollout phase alone
+(``protocol.rollout_phase``: ``ActorCritic.rollout``, the function ``make_train`` runs).
 """
 
 from __future__ import annotations
@@ -110,7 +111,18 @@ def run_rl(spec: dict, launch: float) -> dict:
     train = LEARNERS[spec["algo"]].make_train(cfg)
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
     startup = time.time() - launch
-    (_, metrics), compile_s, run_s = protocol.compile_and_run(train, keys, seeds)
+    (state, metrics), compile_s, run_s = protocol.compile_and_run(train, keys, seeds)
+    phases = None
+    if spec.get("profile") and spec["algo"] == "ppo" and seeds == 1:
+        from jaxrl_pim.envs.factory import make
+        from jaxrl_pim.rl import actor_critic
+
+        env, env_params = make(cfg.env_name)
+        ac = actor_critic.make_actor_critic(cfg.env_name, cfg.hidden, cfg.activation)
+        # the rollout make_train runs at each update, on the trained state
+        rollout = jax.jit(lambda st: ac.rollout(env, env_params, cfg.num_steps, cfg.gamma,
+                                                st.params, st))
+        phases = protocol.rollout_phase(rollout, state, run_s, cfg.num_updates)
     ret = np.asarray(metrics["episode_return"]).reshape(seeds, -1)
     finals = [protocol.tail_mean(list(r)) for r in ret]
     finals = [f for f in finals if f is not None]
@@ -126,7 +138,7 @@ def run_rl(spec: dict, launch: float) -> dict:
                                                      int(spec.get("random_episodes", 20))),
         "return_convention": "gymnax: undiscounted training-episode return (exploration on), "
                              "last 10 % of the iterations that finished an episode",
-        "config": dataclasses.asdict(cfg),
+        "config": dataclasses.asdict(cfg), "phases": phases,
     }
 
 

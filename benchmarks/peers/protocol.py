@@ -101,3 +101,24 @@ def compile_and_run(train: Any, keys: Any, seeds: int) -> tuple[Any, float, floa
     t0 = time.perf_counter()
     out = jax.block_until_ready(compiled(keys))
     return out, compile_s, time.perf_counter() - t0
+
+
+def rollout_phase(rollout: Any, state: Any, run_s: float, updates: int,
+                  repeats: int = 50) -> dict[str, float]:
+    """The phases of one on-policy update, for ``spec["profile"]``: ``rollout(state)`` (the
+    side's own rollout function, jitted; called on the trained state, which it does not
+    change) timed alone, best of ``repeats`` after a compiling call; the rest of an update
+    (advantages and the minibatch epochs) is the run's ``run_s / updates`` less that.
+    Returns ``{"updates", "per_update_s", "rollout_s", "rest_s"}``. Imports jax. (Its own
+    best-of loop: an opponent's interpreter has no ``jaxrl_pim.timing``.)"""
+    import jax
+
+    jax.block_until_ready(rollout(state))
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(rollout(state))
+        best = min(best, time.perf_counter() - t0)
+    per_update = run_s / updates
+    return {"updates": updates, "per_update_s": per_update, "rollout_s": best,
+            "rest_s": per_update - best}

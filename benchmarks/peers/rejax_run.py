@@ -13,7 +13,8 @@ targets (``ddqn=False``), the spec's epsilon schedule; PPO tanh 2x64 actor and c
 value, ``optax.clip``, where the library clips the global norm). With ``defaults`` rejax's own
 defaults. rejax's periodic evaluation is switched off during training (it would be timed);
 the final return is rejax's own evaluation of the trained policy afterwards (128 episodes,
-DQN epsilon 0.005).
+DQN epsilon 0.005). With ``profile`` in the spec (PPO, one seed) also its rollout phase alone
+(``protocol.rollout_phase``: rejax's ``collect_trajectories``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,13 @@ def main(argv: list[str] | None = None) -> int:
                               agent.env_params.max_steps_in_episode)
         return returns.mean()
 
+    phases = None
+    if spec.get("profile") and spec["algo"] == "ppo" and seeds == 1:
+        # rejax's own rollout (train_iteration's first call), on the trained state; the
+        # training ran ceil(total / (num_envs * num_steps)) iterations (eval_freq = total)
+        updates = -(-total // (agent.num_envs * agent.num_steps))
+        phases = protocol.rollout_phase(jax.jit(agent.collect_trajectories), ts, run_s,
+                                        updates)
     one = ts if seeds == 1 else jax.tree.map(lambda x: x[0], ts)
     finals = [float(jax.jit(final)(one))]
     steps = total * seeds
@@ -86,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                                                      int(spec.get("random_episodes", 20))),
         "return_convention": "gymnax: rejax's evaluation of the trained policy (128 "
                              "episodes, seed 0's run), undiscounted",
-        "config": {"algo": spec["algo"], **base, **kw},
+        "config": {"algo": spec["algo"], **base, **kw}, "phases": phases,
     })
     return 0
 
