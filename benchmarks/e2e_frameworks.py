@@ -155,6 +155,20 @@ def setup_command(name: str) -> str:
     return f"bash benchmarks/peers/setup.sh {name}"
 
 
+def add_side_options(ap: Any) -> None:
+    """``--threads`` and ``--peers``: the options of a script that starts the sides."""
+    ap.add_argument("--threads", type=int, default=2,
+                    help="BLAS / OpenMP / torch threads per side (default 2)")
+    ap.add_argument("--peers", type=Path, default=None, metavar="DIR",
+                    help="folder of the opponents' venvs (default: $JAXRL_PIM_PEERS or "
+                         ".peers/ at the repository root)")
+
+
+def peers_dir(args: Any) -> Path:
+    """The opponents' venvs: ``--peers``, else ``$JAXRL_PIM_PEERS``, else ``.peers/``."""
+    return args.peers or Path(os.environ.get("JAXRL_PIM_PEERS", PEERS_DIR))
+
+
 def thread_env(threads: int) -> dict[str, str]:
     """The environment of a side's process: ``threads`` BLAS / OpenMP / torch threads."""
     env = dict(os.environ)
@@ -398,16 +412,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--opponents", nargs="*", choices=list(OPPONENTS), default=None,
                     help="opponents to run (default: all; --smoke: none, the library side "
                          "only, each opponent recorded as not measured)")
-    ap.add_argument("--threads", type=int, default=2,
-                    help="BLAS / OpenMP / torch threads per side (default 2)")
-    ap.add_argument("--peers", type=Path, default=None, metavar="DIR",
-                    help="folder of the opponents' venvs (default: $JAXRL_PIM_PEERS or "
-                         ".peers/ at the repository root)")
+    add_side_options(ap)
     # nothing compiles in this process (each side runs in its own)
     args, run, mode = harness.start(ap, argv, __file__, cpu_workarounds=False)
     size = sizes(mode)
     opponents = list(OPPONENTS) if args.opponents is None else list(args.opponents)
-    peers = args.peers or Path(os.environ.get("JAXRL_PIM_PEERS", PEERS_DIR))
+    peers = peers_dir(args)
     out = harness.output_path(args, "e2e_frameworks")
     sides = {LIBRARY: library_side(), **{o: opponent_side(o, peers) for o in OPPONENTS}}
     if args.smoke and args.opponents is None:  # smoke: no opponent started

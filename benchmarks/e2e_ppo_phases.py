@@ -30,7 +30,6 @@ takes each one's median. Keys per env: ``ppo_<phase>_ratio_<env>`` and
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import time
@@ -151,14 +150,10 @@ def render_markdown(report_: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = harness.parser(__doc__)
-    ap.add_argument("--threads", type=int, default=2,
-                    help="BLAS / OpenMP threads per side (default 2)")
-    ap.add_argument("--peers", type=Path, default=None, metavar="DIR",
-                    help="folder of the opponents' venvs (default: $JAXRL_PIM_PEERS or "
-                         ".peers/ at the repository root)")
+    e2e.add_side_options(ap)
     args, run, mode = harness.start(ap, argv, __file__, cpu_workarounds=False)
     size = sizes(mode)
-    peers = args.peers or Path(os.environ.get("JAXRL_PIM_PEERS", e2e.PEERS_DIR))
+    peers = e2e.peers_dir(args)
     out = harness.output_path(args, "e2e_ppo_phases")
     sides = {e2e.LIBRARY: e2e.library_side(), OPPONENT: e2e.opponent_side(OPPONENT, peers)}
     if mode == "smoke":
