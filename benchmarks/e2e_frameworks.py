@@ -42,6 +42,7 @@ recorded as not measured, with the command that makes it; its keys are None.
     python benchmarks/e2e_frameworks.py --quick            # N = 3 only, shorter runs
     python benchmarks/e2e_frameworks.py --smoke            # library side only, seconds
     python benchmarks/e2e_frameworks.py --opponents rejax sb3
+    python benchmarks/e2e_frameworks.py --list             # the planned runs; runs nothing
 """
 
 from __future__ import annotations
@@ -258,9 +259,11 @@ def plan(opponents: list[str], size: dict[str, Any]) -> list[dict[str, Any]]:
 
 def measure(runs: list[dict[str, Any]], sides: dict[str, Side], threads: int,
             timeout_s: float) -> list[dict[str, Any]]:
-    """Run every planned run, one process at a time; each row gets the side's result."""
+    """Run every planned run, one process at a time; each row gets the side's result. Each
+    run's line says which of the plan it was and the minutes since the first started."""
     out = []
-    for r in runs:
+    t0 = time.perf_counter()
+    for i, r in enumerate(runs):
         side = sides[r["side"]]
         load = os.getloadavg()[0]
         res = run_side(side, r["spec"], threads, timeout_s)
@@ -269,10 +272,17 @@ def measure(runs: list[dict[str, Any]], sides: dict[str, Side], threads: int,
         rec = res.get("record")
         msg = (f"{rec['steps_per_s']:,.0f} env steps/s" if rec else
                f"{res['status']}: {res.get('reason')}")
-        print(f"[{r['side']}] {row['algo']} {row['task']} seeds={r['spec']['seeds']}"
-              f"{' (own defaults)' if r['spec'].get('defaults') else ''}: {msg}", flush=True)
+        print(f"[{i + 1}/{len(runs)}, {(time.perf_counter() - t0) / 60:.1f} min] "
+              f"{describe(r)}: {msg}", flush=True)
         out.append(row)
     return out
+
+
+def describe(run: dict[str, Any]) -> str:
+    """One planned run in words: ``[side] algo task seeds=S`` and ``(own defaults)``."""
+    spec = run["spec"]
+    return (f"[{run['side']}] {spec['algo']} {task_name(spec)} seeds={spec['seeds']}"
+            + (" (own defaults)" if spec.get("defaults") else ""))
 
 
 def _find(rows: list[dict[str, Any]], side: str, algo: str, task: str, seeds: int = 1,
@@ -413,10 +423,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="opponents to run (default: all; --smoke: none, the library side "
                          "only, each opponent recorded as not measured)")
     add_side_options(ap)
+    ap.add_argument("--list", action="store_true",
+                    help="print the planned runs, one line each, and stop: nothing runs and "
+                         "nothing is written (default: off)")
     # nothing compiles in this process (each side runs in its own)
     args, run, mode = harness.start(ap, argv, __file__, cpu_workarounds=False)
     size = sizes(mode)
     opponents = list(OPPONENTS) if args.opponents is None else list(args.opponents)
+    if args.list:
+        planned = plan(opponents or list(OPPONENTS), size)
+        for i, r in enumerate(planned):
+            print(f"{i + 1:3d}. {describe(r)}")
+        print(f"{len(planned)} runs, one process at a time (mode {mode})")
+        return 0
     peers = peers_dir(args)
     out = harness.output_path(args, "e2e_frameworks")
     sides = {LIBRARY: library_side(), **{o: opponent_side(o, peers) for o in OPPONENTS}}

@@ -156,3 +156,17 @@ def test_plan_lists_each_library_run_once_before_its_first_use(e2e) -> None:
     assert all(s["batch_size"] == 1024 and s["learning_starts"] == 25_600
                and s["update_every"] == 100 and s["buffer_capacity"] == 1_000_000
                for s in matched)
+
+
+def test_list_prints_the_plan_and_runs_nothing(e2e, capsys, monkeypatch) -> None:
+    started = []
+    monkeypatch.setattr(e2e, "run_side", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(e2e.harness, "write", lambda *a, **k: started.append("write"))
+    assert e2e.main(["--list", "--quick", "--opponents", "agilerl", "rejax"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    planned = e2e.plan(["agilerl", "rejax"], e2e.sizes("quick"))
+    assert lines[-1] == f"{len(planned)} runs, one process at a time (mode quick)"
+    assert lines[:-1] == [f"{i + 1:3d}. {e2e.describe(r)}" for i, r in enumerate(planned)]
+    assert "  1. [jaxrl_pim] maddpg 3 seeds=1" in lines
+    assert any(line.endswith("[agilerl] maddpg 3 seeds=1 (own defaults)") for line in lines)
+    assert started == []
