@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from stable_baselines3 import DQN, PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     if protocol.threads():
         torch.set_num_threads(protocol.threads())
@@ -81,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
             return True
 
     clock = Clock()
+    # no log folder: SB3's default logger makes an empty SB3-<time> folder in the temp
+    # folder on every run
+    model.set_logger(Logger(folder=None, output_formats=[]))
     total = int(spec["total_timesteps"])
     startup = time.time() - launch
     t0 = time.perf_counter()
