@@ -114,8 +114,12 @@ def sizes(mode: str) -> dict[str, Any]:
                 "rl_overrides": {"dqn": {"learning_starts": 256}, "ppo": {}},
                 "random_episodes": 4, "timeout_s": 600}
     quick = mode == "quick"
+    # full: 200 measured episodes (50 update rounds with learning on, enough for a steady
+    # rate) and 4 vmapped seeds, so the 58 runs fit in about an hour on 2 cores; with 1,000
+    # episodes and 8 seeds the opponents at 12 agents and the library's vmapped seeds (no
+    # faster per seed than one at a time on this CPU) took it past 3 hours
     return {"agents": [3] if quick else [3, 6, 12],
-            "measured_episodes": 100 if quick else 1000, "seeds": 4 if quick else 8,
+            "measured_episodes": 100 if quick else 200, "seeds": 4,
             "rl_envs": list(RL_ENVS), "marl_algos": None, "rl_algos": None,
             "library_kinds": ["marl", "rl"],
             "marl_overrides": {}, "rl_timesteps": {"dqn": 20_000 if quick else 50_000,
