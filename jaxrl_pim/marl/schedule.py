@@ -55,8 +55,14 @@ def _seed_by_seed(fn: Callable[[T, Any], T], pred: jax.Array, size: int
     def run(operand: T, extra: Any) -> T:
         def seed(i: jax.Array, o: T) -> T:
             o_i = jax.tree.map(lambda x: x[i], o)
-            e_i = jax.tree.map(lambda x: x[i], extra)
-            new = jax.lax.cond(pred[i], fn, _keep, o_i, e_i)
+
+            def due(o_i: T, extra: Any) -> T:
+                # seed i's slice of ``extra`` is taken inside the branch, where XLA fuses it
+                # into what reads it (a replay buffer's sampled rows): taken outside, it
+                # was a copy of the seed's whole buffer at every call
+                return fn(o_i, jax.tree.map(lambda x: x[i], extra))
+
+            new = jax.lax.cond(pred[i], due, _keep, o_i, extra)
             return jax.tree.map(lambda x, v: x.at[i].set(v), o, new)
 
         return jax.lax.fori_loop(0, size, seed, operand)
