@@ -115,9 +115,9 @@ def sizes(mode: str) -> dict[str, Any]:
                 "random_episodes": 4, "timeout_s": 600}
     quick = mode == "quick"
     # full: 200 measured episodes (50 update rounds with learning on, enough for a steady
-    # rate) and 4 vmapped seeds, so the 58 runs fit in about an hour on 2 cores; with 1,000
-    # episodes and 8 seeds the opponents at 12 agents and the library's vmapped seeds (no
-    # faster per seed than one at a time on this CPU) took it past 3 hours
+    # rate) and 4 vmapped seeds, so the 58 runs fit a working session on 2 cores; with 1,000
+    # episodes and 8 seeds the opponents at 12 agents and the library's vmapped seeds took
+    # it past 3 hours (an estimate from an interrupted run)
     return {"agents": [3] if quick else [3, 6, 12],
             "measured_episodes": 100 if quick else 200, "seeds": 4,
             "rl_envs": list(RL_ENVS), "marl_algos": None, "rl_algos": None,

@@ -162,9 +162,12 @@ def test_seeds_at_different_steps_each_follow_their_own_schedule(from_states):
 def test_a_round_of_stacked_seeds_copies_no_seeds_replay_buffer():
     """The seed-by-seed round of stacked states reads each seed's sampled rows in place: the
     compiled program's temporaries stay far below one seed's replay buffer (they held a copy
-    of it, 6.8 GiB per seed at 12 agents and 1e6 rows, which ran 3 vmapped seeds out of a
-    24 GiB host's memory)."""
+    of it, which at 12 agents and 1e6 rows ran 3 vmapped seeds out of the CI host's memory).
+    Accelerators keep the round vmapped (``schedule``'s docstring): XLA:CPU only."""
     from jaxrl_pim.marl.plan import replay_bytes
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("the seed-by-seed round is XLA:CPU's")
 
     cfg = dataclasses.replace(TINY, buffer_capacity=200_000)
     keys = jax.ShapeDtypeStruct((2, 2), jnp.uint32)
