@@ -30,9 +30,9 @@ one seed at a time.
 
 Summary keys, per opponent, algorithm and N (or env): ``e2e_steps_per_s_ratio_vs_<opp>_<algo>_
 <N>`` (library one seed / opponent, schedule-matched rows) and ``e2e_seeds_per_hour_ratio_vs_
-<opp>_<algo>_<N>`` (library vmapped seeds / opponent), the same grouped for the headline table
-(``e2e_steps_per_s_ratio_vs_<opp>_<algo>_by_task``, ``e2e_seeds_per_hour_ratio_vs_<opp>_by_
-variant``); the worst of each family
+<opp>_<algo>_<N>`` (library vmapped seeds / opponent; None where the vmapped run failed),
+the same grouped for the headline table (``e2e_steps_per_s_ratio_vs_<opp>_<algo>_by_task``,
+``e2e_seeds_per_hour_ratio_vs_<opp>_by_variant``); the worst of each family
 (``e2e_steps_per_s_ratio_min``, ``e2e_seeds_per_hour_ratio_min``) and of both
 (``e2e_ratio_vs_frameworks_min``, with the median). An opponent whose venv is missing is
 recorded as not measured, with the command that makes it; its keys are None.
@@ -321,7 +321,8 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
                 o = _find(rows, opp, algo, task)
                 ov = _find(rows, opp, algo, task, seeds=seeds) or o
                 lib1 = _find(rows, LIBRARY, algo, task)
-                libv = _find(rows, LIBRARY, algo, task, seeds=seeds) or lib1
+                # the vmapped run, or none (a failed one is not one seed per call)
+                libv = _find(rows, LIBRARY, algo, task, seeds=seeds) if seeds > 1 else lib1
                 steps[key] = (lib1["steps_per_s"] / o["steps_per_s"]
                               if o and lib1 else None)
                 sph[key] = seeds_per_hour(libv) / seeds_per_hour(ov) if ov and libv else None

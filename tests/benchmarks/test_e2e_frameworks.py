@@ -170,3 +170,19 @@ def test_list_prints_the_plan_and_runs_nothing(e2e, capsys, monkeypatch) -> None
     assert "  1. [jaxrl_pim] maddpg 3 seeds=1" in lines
     assert any(line.endswith("[agilerl] maddpg 3 seeds=1 (own defaults)") for line in lines)
     assert started == []
+
+
+def test_a_failed_vmapped_library_run_leaves_its_seeds_per_hour_unmeasured(e2e) -> None:
+    """A vmapped library run that failed (the host's OOM killer) is not replaced by the one
+    seed per call in the vmapped key: that key is None, the one-seed key still holds."""
+    rows = [
+        _row("jaxrl_pim", "matd3", "12", _rec(700.0, 2.0, 8.0, 50.0)),
+        {**_row("jaxrl_pim", "matd3", "12", None, seeds=4), "status": "failed",
+         "reason": "exit status -9"},
+        _row("agilerl", "matd3", "12", _rec(100.0, 5.0, None, 115.0)),
+    ]
+    s = e2e.summarize(_report(rows, ["agilerl"]))
+    assert s["e2e_steps_per_s_ratio_vs_agilerl_matd3_12"] == pytest.approx(7.0)
+    assert s["e2e_seeds_per_hour_ratio_vs_agilerl_matd3_12"] is None
+    assert s["e2e_seeds_per_hour_ratio_one_seed_per_call"]["vs_agilerl_matd3_12"] == \
+        pytest.approx(2.0)
