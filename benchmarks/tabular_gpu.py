@@ -61,7 +61,7 @@ import itertools
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -269,11 +269,14 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
 
 def sweep_summary(rows: list[dict]) -> dict[str, Any]:
     """The sweep's best point (smallest run time summed over the swept variants; points
-    where any variant failed are out) and the library defaults' point, as summary keys."""
+    where any variant failed or did not run are out) and the library defaults' point, as
+    summary keys."""
     totals: dict[tuple[int, int], list[float]] = {}
     for r in rows:
         totals.setdefault((r["lanes_per_block"], r["prefetch"]), []).append(r.get("run_s"))
-    ok = {k: sum(v) for k, v in totals.items() if v and all(t is not None for t in v)}
+    whole = max((len(v) for v in totals.values()), default=0)  # every swept variant ran
+    ok = {k: sum(v) for k, v in totals.items()
+          if len(v) == whole and all(t is not None for t in v)}
     defaults = next((r for r in rows if r.get("is_default")), None)
     out: dict[str, Any] = {"sweep_best_lanes_per_block": None, "sweep_best_prefetch": None,
                            "sweep_best_run_s_sum": None,
@@ -483,29 +486,37 @@ def lowers_for_cuda(variant: str, lanes: int, rows_per_lane: int, lanes_per_bloc
     return True if "triton" in text else "no Triton call in the lowered module"
 
 
-def sweep(m: dict, chunks, episodes: int, repeats: int) -> list[dict]:
-    """The lanes-per-program x prefetch-depth grid of ``pallas_lane`` (see the docstring)."""
+def sweep(m: dict, chunks, episodes: int, repeats: int,
+          stop: Callable[[int, int], bool] | None = None) -> list[dict]:
+    """The lanes-per-program x prefetch-depth grid of ``pallas_lane`` (see the docstring).
+
+    Point by point, the library's default point first, every swept variant at each point, so
+    that a run cut short by ``stop(points_done, points)`` (asked before each point after the
+    first; the ``--budget-s`` check) holds whole points, the defaults among them."""
     import jax
 
     from jaxrl_pim.tabular.pallas_gpu import DEFAULT_PREFETCH, lane_block
 
     lanes = int(chunks.shape[0])
     default_bl = lane_block(0, 16 * 4, lanes)
+    points = sorted(itertools.product(m["sweep_lanes_per_block"], m["sweep_prefetch"]),
+                    key=lambda p: p != (default_bl, DEFAULT_PREFETCH))
     out = []
-    for variant in m["sweep_variants"]:
-        for bl in m["sweep_lanes_per_block"]:
-            for depth in m["sweep_prefetch"]:
-                kw = dict(num_states=16, num_actions=4, num_cores=lanes,
-                          sync_period=m["sync"], num_episodes=episodes, lanes_per_block=bl)
-                with prefetch_depth(depth):
-                    rec, _ = measure("sweep", "frozenlake", variant, "pallas_lane", kw, chunks,
-                                     repeats)
-                rec.update(lanes_per_block=bl, prefetch=depth,
-                           is_default=bl == default_bl and depth == DEFAULT_PREFETCH)
-                if jax.default_backend() == "cpu":
-                    rec["lowers_for_cuda"] = lowers_for_cuda(variant, lanes,
-                                                             int(chunks.shape[1]), bl, depth)
-                out.append(rec)
+    for i, (bl, depth) in enumerate(points):
+        if i and stop is not None and stop(i, len(points)):
+            break
+        for variant in m["sweep_variants"]:
+            kw = dict(num_states=16, num_actions=4, num_cores=lanes,
+                      sync_period=m["sync"], num_episodes=episodes, lanes_per_block=bl)
+            with prefetch_depth(depth):
+                rec, _ = measure("sweep", "frozenlake", variant, "pallas_lane", kw, chunks,
+                                 repeats)
+            rec.update(lanes_per_block=bl, prefetch=depth,
+                       is_default=bl == default_bl and depth == DEFAULT_PREFETCH)
+            if jax.default_backend() == "cpu":
+                rec["lowers_for_cuda"] = lowers_for_cuda(variant, lanes,
+                                                         int(chunks.shape[1]), bl, depth)
+            out.append(rec)
     return out
 
 
@@ -614,7 +625,8 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
         return rows
 
     def sweep_section():
-        return sweep(m, fl_chunks(m["lanes"]), cmp_e, reps)
+        return sweep(m, fl_chunks(m["lanes"]), cmp_e, reps,
+                     stop=lambda i, n: spent("sweep", f"after {i} of {n} points"))
 
     run = {"frozenlake": frozenlake, "compare": compare, "multiagent": multiagent,
            "taxi": taxi, "scaling": scaling, "sweep": sweep_section}

@@ -36,8 +36,10 @@ def test_plan_fits_the_lease_in_priority_order_and_names_real_scripts() -> None:
     # the whole plan but the extras, tier 5 included, by the suite's own estimates
     assert suite.plan_total_s(rows, extras=False) <= suite.DEADLINE_S["full"] == 480
     assert suite.plan_total_s(rows) > suite.plan_total_s(rows, extras=False)
-    assert [p.name for p in suite.PARTS if p.tier >= suite.EXTRA_TIER] == ["marl_schedule"]
-    # issue: seeds per hour at N = 3 with S = 64 on the device
+    assert [p.name for p in suite.PARTS if p.tier >= suite.EXTRA_TIER] == [
+        "quant", "tabular_sweep", "marl_schedule"]
+    # issue: seeds per hour at N = 3 with S = 64 on the device (the first H200 call, with
+    # seeds in tier 5, ended at its deadline before them)
     seeds = suite.BY_NAME["marl_seeds"]
     assert seeds.tier < suite.EXTRA_TIER
     assert seeds.args["full"][:5] == ["--agents", "3", "--seeds", "1", "64"]
@@ -145,7 +147,7 @@ def test_rehearsal_through_the_prepared_command(smoke_run) -> None:
     assert system["git_state_source"] == "passed in" and system["git_commit"] == head
     assert system["script"] == "benchmarks/gpu_suite.py"
     # the summary table printed to stdout names every part
-    assert "| 4 | quant |" in run.stdout and "| 6 | marl_schedule |" in run.stdout
+    assert "| 5 | quant |" in run.stdout and "| 6 | marl_schedule |" in run.stdout
     staged = run.out / "benchmarks" / "results" / "cpu"
     for path in staged.glob("*.json"):
         assert make_docs.check_results_file(path, ROOT, committed=False) == [], path.name
@@ -297,3 +299,43 @@ def test_tabular_gpu_summary_of_a_full_gpu_run() -> None:
     assert s["note"] is None
     rep["results"]["backend"] = "cpu"
     assert tab.summarize(rep)["gpu_frozenlake_2000_lanes_s"] is None  # never a CPU number
+
+
+def test_tabular_sweep_stops_between_whole_points_defaults_first(monkeypatch) -> None:
+    # a GPU run of the full sweep outran its --budget-s (the check sat between sections
+    # only); now the budget is asked before each point, and what ran is whole points
+    import numpy as np
+
+    from jaxrl_pim.tabular.pallas_gpu import DEFAULT_PREFETCH, lane_block
+
+    tab = make_docs.load_script(ROOT / "benchmarks" / "tabular_gpu.py")
+    ran = []
+
+    def fake_measure(section, env, variant, kernel, kw, chunks, repeats):
+        ran.append((kw["lanes_per_block"], variant))
+        return {"variant": variant, "run_s": 0.001 * kw["lanes_per_block"]}, None
+
+    monkeypatch.setattr(tab, "measure", fake_measure)
+    monkeypatch.setattr(tab, "lowers_for_cuda", lambda *a: True)
+    default = (lane_block(0, 16 * 4, 64), DEFAULT_PREFETCH)
+    m = {"sweep_lanes_per_block": sorted({1, 2, default[0]}), "sweep_prefetch":
+         sorted({1, default[1]}), "sweep_variants": ["q-seq-fp32", "sarsa-ran-int32"],
+         "sync": 10}
+    asked = []
+
+    def stop(done: int, total: int) -> bool:
+        asked.append((done, total))
+        return done == 2
+
+    rows = tab.sweep(m, np.zeros((64, 3)), 5, 1, stop=stop)
+    points = len(m["sweep_lanes_per_block"]) * len(m["sweep_prefetch"])
+    assert asked == [(1, points), (2, points)]
+    assert len(rows) == 4 and [r["variant"] for r in rows] == m["sweep_variants"] * 2
+    assert (rows[0]["lanes_per_block"], rows[0]["prefetch"]) == default
+    assert rows[0]["is_default"] and rows[1]["is_default"] and not rows[2]["is_default"]
+    # a point that only some variants reached is out of the best-point choice
+    cut = rows + [{"lanes_per_block": 99, "prefetch": 1, "run_s": 1e-9, "variant": "x"}]
+    s = tab.sweep_summary(cut)
+    assert s["sweep_best_lanes_per_block"] != 99
+    assert s["sweep_default_run_s_sum"] == rows[0]["run_s"] + rows[1]["run_s"]
+
