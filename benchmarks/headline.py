@@ -11,7 +11,9 @@ supports (a ratio of 1.04 and one of 0.98 are not a win and a loss).
 
 ``make_docs.py`` puts :func:`headline_table` at the top of ``docs/benchmarks.md`` and into
 the README's ``<!-- generated: headline -->`` block; a comparison whose file does not exist
-(an accelerator folder not measured yet) is left out and counted in a closing line.
+(an accelerator folder not measured yet) is left out and counted in a closing line. A
+comparison of ``gpu/<file>`` gives one row per accelerator folder (``h100``, ``h200``, ...)
+that holds the file.
 """
 
 from __future__ import annotations
@@ -113,6 +115,18 @@ COMPARISONS: tuple[Comparison, ...] = (
     Comparison("cpu/marl_sampling.json", "MADDPG replay round, faithful, 24 agents",
                "the trainer's sampler", "the original MADDPG sampler (NumPy lists)",
                "config.baselines.numpy", key="sampler_speedup_vs_original_24"),
+    # accelerators: "gpu/" stands for every accelerator folder that holds the file
+    *(Comparison("gpu/marl_sampling.json", "MADDPG replay round, faithful, 24 agents",
+                 "the trainer's sampler", opp, version,
+                 key=f"sampler_speedup_vs_{key}_by_agents", variant="{} agents")
+      for opp, version, key in (("vectorised NumPy", "config.baselines.numpy", "vectorized_numpy"),
+                                ("flashbax uniform", "config.baselines.flashbax",
+                                 "flashbax_uniform"),
+                                ("flashbax prioritised", "config.baselines.flashbax",
+                                 "flashbax_prioritized"))),
+    Comparison("gpu/marl_sampling.json", "MADDPG replay round, faithful, 24 agents",
+               "the trainer's sampler", "the original MADDPG sampler (NumPy lists)",
+               "config.baselines.numpy", key="sampler_speedup_vs_original_24"),
     Comparison("cpu/mpe_rollout.json", "particle-world rollouts, spread and tag, 3-24 agents",
                "jaxrl_pim.envs.mpe", "JaxMARL MPE", "config.jaxmarl_version",
                key="mpe_speedup_vs_jaxmarl_by_env"),
@@ -178,18 +192,24 @@ def headline_rows(root: Path) -> tuple[list[dict[str, Any]], list[Comparison]]:
     out because their file does not."""
     rows, missing = [], []
     results = root / "benchmarks" / "results"
+    accelerators = sorted(p.name for p in results.iterdir()
+                          if p.is_dir() and p.name != "cpu") if results.is_dir() else []
     for c in COMPARISONS:
-        path, reduced = results / c.file, False
-        if not path.is_file() and c.fallback and (results / c.fallback).is_file():
-            path, reduced = results / c.fallback, True
-        if not path.is_file():
+        folder, name = c.file.split("/", 1)
+        found = False
+        for device in accelerators if folder == "gpu" else [folder]:
+            path, reduced = results / device / name, False
+            if not path.is_file() and c.fallback and (results / c.fallback).is_file():
+                path, reduced = results / c.fallback, True
+            if not path.is_file():
+                continue
+            found = True
+            data = json.loads(path.read_text())
+            rows.append({"comparison": c, "path": path, "device": device,
+                         "sizes": _reduced_sizes(data, c.sizes) if reduced else None,
+                         **row_values(c, data)})
+        if not found:
             missing.append(c)
-            continue
-        data = json.loads(path.read_text())
-        device = c.file.split("/")[0]
-        rows.append({"comparison": c, "path": path, "device": device,
-                     "sizes": _reduced_sizes(data, c.sizes) if reduced else None,
-                     **row_values(c, data)})
     return rows, missing
 
 

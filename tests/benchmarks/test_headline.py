@@ -75,5 +75,21 @@ def test_three_significant_digits() -> None:
 def test_benchmarks_page_opens_with_the_headline_table() -> None:
     page = make_docs.benchmarks_page(ROOT)
     first_table = page.index("| workload | jaxrl_pim | opponent |")
-    assert first_table < page.index("## GPU") and first_table < page.index("## `cpu`")
+    assert first_table < page.index("\n## `")  # before the first device's section
     assert "## Headline" in page[:first_table]
+
+
+def test_a_gpu_comparison_gives_one_row_per_accelerator_folder(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    comp = headline.Comparison("gpu/s.json", "w", "lib", "flashbax", "config.v", key="r")
+    monkeypatch.setattr(headline, "COMPARISONS", (comp,))
+    _results(tmp_path, "cpu/s.json", {"config": {"v": "0"}, "summary": {"r": 9.0}})
+    rows, missing = headline.headline_rows(tmp_path)
+    assert rows == [] and missing == [comp]  # a CPU file is not an accelerator's
+    _results(tmp_path, "h200/s.json", {"config": {"v": "0.1"}, "summary": {"r": 0.684}})
+    _results(tmp_path, "h100/s.json", {"config": {"v": "0.1"}, "summary": {"r": 1.5}})
+    rows, missing = headline.headline_rows(tmp_path)
+    assert [(r["device"], r["worst"]) for r in rows] == [("h100", 1.5), ("h200", 0.684)]
+    assert missing == []
+    lines = headline.headline_table(tmp_path, tmp_path / "docs" / "b.md").splitlines()
+    assert "| 0.684x |" in lines[3] and "| slower | `h200` |" in lines[3]
