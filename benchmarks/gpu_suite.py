@@ -55,9 +55,10 @@ The estimates are estimates (``estimate_s``, seconds on one H100 / H200); where 
 call measured a part (``seconds_by_part``), its estimate is those seconds. The suite refuses
 to file CPU numbers as accelerator numbers: ``--publish`` and ``--unpack`` take only
 accelerator folders, and ``--smoke`` files are never filed. It uses only
-``jax.default_backend``, ``jax.devices`` and ``Device.memory_stats`` (jax 0.10 and 0.11). Provenance does not need ``git`` on the device:
-the commit and the changed paths are passed in (``JAXRL_PIM_SOURCE_COMMIT``,
-``JAXRL_PIM_SOURCE_DIRTY``; :func:`jaxrl_pim.report.passed_in_source_state`).
+``jax.default_backend``, ``jax.devices`` and ``Device.memory_stats`` (jax 0.10 and 0.11).
+Provenance does not need ``git`` on the device: the commit and the changed paths are passed
+in (``JAXRL_PIM_SOURCE_COMMIT``, ``JAXRL_PIM_SOURCE_DIRTY``;
+:func:`jaxrl_pim.report.passed_in_source_state`).
 """
 
 from __future__ import annotations
