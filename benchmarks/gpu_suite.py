@@ -158,7 +158,7 @@ PARTS: tuple[Part, ...] = (
          "actor inference fp32 / bf16 / int8, batch 1 and 1,024"),
     Part("tabular_sweep", 6, "tabular_gpu.py", "tabular_gpu_sweep",
          _same(["--sections", "sweep", "--file-tag", "sweep"]),
-         # 26 of the 32 points ran in 202 s on an H200 (compiles up to 49 s a point)
+         # an estimate: the full grid did not finish inside a 220-s call on an H200
          {"full": 260, "quick": 40, "smoke": 20}, 0.8,
          "lanes per program x prefetch depth (the device's best settings)"),
     Part("marl_schedule", 6, "marl_gpu.py", "marl_gpu_schedule",
