@@ -57,6 +57,14 @@ RESULTS = ROOT / "benchmarks" / "results"
 SCRATCH = ROOT / "out"
 
 
+def accelerator_folders(results: Path) -> list[str]:
+    """The results folders of accelerators under ``results`` (every folder but ``cpu``;
+    ``h100``, ``h200``, ...), sorted; what a ``gpu/<name>`` entry stands for."""
+    if not results.is_dir():
+        return []
+    return sorted(p.name for p in results.iterdir() if p.is_dir() and p.name != "cpu")
+
+
 def device_dir(backend: str | None = None, device_kind: str | None = None) -> str:
     """Folder name for a device: ``cpu``; ``h100`` / ``h200`` / ``a100`` for NVIDIA parts;
     a lower-case slug of the device kind otherwise (``tpu-v5-lite``). Defaults to jax's

@@ -72,6 +72,23 @@ def _reduced_sizes(data: dict[str, Any], keys: tuple[str, ...]) -> str:
                                                             if parts else "")
 
 
+def _replay_rounds(folder: str, agents: str) -> tuple[Comparison, ...]:
+    """The replay-round rows of ``folder/marl_sampling.json`` (``agents``: the agent counts
+    the folder's run measures): the trainer's faithful sampler against each opponent."""
+    workload = f"MADDPG replay round, faithful, {agents}"
+    by_agents = tuple(
+        Comparison(f"{folder}/marl_sampling.json", workload, "the trainer's sampler", opponent,
+                   version, key=f"sampler_speedup_vs_{key}_by_agents", variant="{} agents")
+        for opponent, version, key in (
+            ("vectorised NumPy", "config.baselines.numpy", "vectorized_numpy"),
+            ("flashbax uniform", "config.baselines.flashbax", "flashbax_uniform"),
+            ("flashbax prioritised", "config.baselines.flashbax", "flashbax_prioritized")))
+    return (*by_agents,
+            Comparison(f"{folder}/marl_sampling.json", "MADDPG replay round, faithful, 24 agents",
+                       "the trainer's sampler", "the original MADDPG sampler (NumPy lists)",
+                       "config.baselines.numpy", key="sampler_speedup_vs_original_24"))
+
+
 COMPARISONS: tuple[Comparison, ...] = (
     # whole training runs against the frameworks users train with (benchmarks/e2e_frameworks.py)
     *(Comparison("cpu/e2e_frameworks.json", f"{algo} training run, env steps/s with learning "
@@ -103,30 +120,9 @@ COMPARISONS: tuple[Comparison, ...] = (
                worst_key="cpu_ratio_vs_best_numba_min",
                median_key="cpu_ratio_vs_best_numba_median",
                worst_variant_key="cpu_ratio_vs_best_numba_min_variant"),
-    Comparison("cpu/marl_sampling.json", "MADDPG replay round, faithful, 3-24 agents",
-               "the trainer's sampler", "vectorised NumPy", "config.baselines.numpy",
-               key="sampler_speedup_vs_vectorized_numpy_by_agents", variant="{} agents"),
-    Comparison("cpu/marl_sampling.json", "MADDPG replay round, faithful, 3-24 agents",
-               "the trainer's sampler", "flashbax uniform", "config.baselines.flashbax",
-               key="sampler_speedup_vs_flashbax_uniform_by_agents", variant="{} agents"),
-    Comparison("cpu/marl_sampling.json", "MADDPG replay round, faithful, 3-24 agents",
-               "the trainer's sampler", "flashbax prioritised", "config.baselines.flashbax",
-               key="sampler_speedup_vs_flashbax_prioritized_by_agents", variant="{} agents"),
-    Comparison("cpu/marl_sampling.json", "MADDPG replay round, faithful, 24 agents",
-               "the trainer's sampler", "the original MADDPG sampler (NumPy lists)",
-               "config.baselines.numpy", key="sampler_speedup_vs_original_24"),
+    *_replay_rounds("cpu", "3-24 agents"),
     # accelerators: "gpu/" stands for every accelerator folder that holds the file
-    *(Comparison("gpu/marl_sampling.json", "MADDPG replay round, faithful, 24 agents",
-                 "the trainer's sampler", opp, version,
-                 key=f"sampler_speedup_vs_{key}_by_agents", variant="{} agents")
-      for opp, version, key in (("vectorised NumPy", "config.baselines.numpy", "vectorized_numpy"),
-                                ("flashbax uniform", "config.baselines.flashbax",
-                                 "flashbax_uniform"),
-                                ("flashbax prioritised", "config.baselines.flashbax",
-                                 "flashbax_prioritized"))),
-    Comparison("gpu/marl_sampling.json", "MADDPG replay round, faithful, 24 agents",
-               "the trainer's sampler", "the original MADDPG sampler (NumPy lists)",
-               "config.baselines.numpy", key="sampler_speedup_vs_original_24"),
+    *_replay_rounds("gpu", "24 agents"),
     Comparison("cpu/mpe_rollout.json", "particle-world rollouts, spread and tag, 3-24 agents",
                "jaxrl_pim.envs.mpe", "JaxMARL MPE", "config.jaxmarl_version",
                key="mpe_speedup_vs_jaxmarl_by_env"),
@@ -192,8 +188,7 @@ def headline_rows(root: Path) -> tuple[list[dict[str, Any]], list[Comparison]]:
     out because their file does not."""
     rows, missing = [], []
     results = root / "benchmarks" / "results"
-    accelerators = sorted(p.name for p in results.iterdir()
-                          if p.is_dir() and p.name != "cpu") if results.is_dir() else []
+    accelerators = harness.accelerator_folders(results)
     for c in COMPARISONS:
         folder, name = c.file.split("/", 1)
         found = False

@@ -80,7 +80,7 @@ from jaxrl_pim import report as report_lib
 
 if __package__ in (None, ""):  # run as python benchmarks/make_docs.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import headline
+from benchmarks import harness, headline
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path("benchmarks") / "results"
@@ -147,7 +147,6 @@ def script_title(script: Path) -> str:
 
 def device_folder(backend: str, device_kind: str) -> str:
     """The results folder for a device (``harness.device_dir``)."""
-    harness = load_script(ROOT / "benchmarks" / "harness.py")
     return harness.device_dir(backend, device_kind)
 
 
@@ -289,9 +288,7 @@ def expected_problems(root: Path = ROOT) -> list[str]:
     if not listing.is_file():
         return [f"{where}:1: missing: the list of expected results files (without it a "
                 "missing results file would pass unnoticed)"]
-    folders = sorted(p.name for p in (root / RESULTS).iterdir() if p.is_dir()) \
-        if (root / RESULTS).is_dir() else []
-    accelerators = [f for f in folders if f != "cpu"]
+    accelerators = harness.accelerator_folders(root / RESULTS)
     out, listed = [], set()
     not_run = {f: gpu_suite_not_run(root / RESULTS / f) for f in accelerators}
     for n, line in enumerate(listing.read_text().split("\n"), start=1):
