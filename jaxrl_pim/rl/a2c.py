@@ -9,9 +9,7 @@ a categorical policy, continuous ones a diagonal Gaussian.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -19,23 +17,9 @@ import optax
 
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.rl import actor_critic, common
-from jaxrl_pim.rl.configs import ActorCriticConfig
+from jaxrl_pim.rl.configs import A2CConfig  # the learner's config, re-exported
 from jaxrl_pim.rl.networks import ParametricPolicy
 from jaxrl_pim.rl.ppo import gae_advantages
-
-
-@dataclasses.dataclass(frozen=True)
-class A2CConfig(ActorCriticConfig):
-    """A2C hyper-parameters (the fields of :class:`~jaxrl_pim.rl.configs.ActorCriticConfig`,
-    with A2C's short rollouts in more environments, a larger step size and n-step returns);
-    ``num_updates = total_timesteps // (num_envs * num_steps)``."""
-
-    algo: ClassVar[str] = "A2C"
-
-    num_envs: int = 16
-    num_steps: int = 8
-    lr: float = 1e-3
-    gae_lambda: float = 1.0
 
 
 class A2CState(actor_critic.ActorCriticState):

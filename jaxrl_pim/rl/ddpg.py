@@ -13,56 +13,20 @@ Gaussian KL.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import chex
 import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.replay import BufferState
 from jaxrl_pim.rl import common
-from jaxrl_pim.rl.configs import OffPolicyConfig
+from jaxrl_pim.rl.configs import DDPGConfig  # the learner's config, re-exported
 from jaxrl_pim.rl.dqn import make_replay, sample_uniform, step_and_store
 from jaxrl_pim.rl.networks import DeterministicActor, ParametricPolicy, QCritic
-
-
-@dataclasses.dataclass(frozen=True)
-class DDPGConfig(OffPolicyConfig):
-    """DDPG hyper-parameters; ``num_iterations = total_timesteps // num_envs``."""
-
-    algo: ClassVar[str] = "DDPG"
-    discrete: ClassVar[bool | None] = False
-
-    env_name: str = "Pendulum-v1"
-    total_timesteps: int = 20_000
-    num_envs: int = 1
-    buffer_capacity: int = 20_000
-    batch_size: int = 128
-    learning_starts: int = 1_000
-    actor_lr: float = 1e-3
-    critic_lr: float = 1e-3
-    gamma: float = 0.99
-    tau: float = 0.005
-    expl_noise: float = 0.1
-    noise_hold: int = 1
-    normalize_obs: bool = False
-    hidden: tuple[int, ...] = (128, 128)
-    activation: str = "relu"
-    qat: common.QATConfig | None = None
-
-    def check_hyperparameters(self) -> None:
-        """The shared replay checks, then DDPG's step sizes, Polyak rate and noise."""
-        super().check_hyperparameters()
-        check_float("actor_lr", self.actor_lr, 0.0, 1.0, lo_open=True)
-        check_float("critic_lr", self.critic_lr, 0.0, 1.0, lo_open=True)
-        check_float("tau", self.tau, 0.0, 1.0, lo_open=True)
-        check_float("expl_noise", self.expl_noise, 0.0, 10.0, lo_open=True)
-        check_int("noise_hold", self.noise_hold, 1, 10_000)
 
 
 class DDPGState(NamedTuple):

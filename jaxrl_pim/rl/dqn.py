@@ -25,15 +25,13 @@ moving one; ``normalize_obs`` maps bounded observations onto [-1, 1] before the 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_pim.checks import check_bool, check_float, check_int
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.replay import (
     Buffer,
@@ -44,52 +42,8 @@ from jaxrl_pim.replay import (
     uniform,
 )
 from jaxrl_pim.rl import common
-from jaxrl_pim.rl.configs import OffPolicyConfig
+from jaxrl_pim.rl.configs import DQNConfig  # the learner's config, re-exported
 from jaxrl_pim.rl.networks import MLP, ParametricPolicy
-
-
-@dataclasses.dataclass(frozen=True)
-class DQNConfig(OffPolicyConfig):
-    """DQN hyper-parameters; ``num_iterations = total_timesteps // num_envs``."""
-
-    algo: ClassVar[str] = "DQN"
-    discrete: ClassVar[bool | None] = True
-
-    env_name: str = "CartPole-v1"
-    total_timesteps: int = 50_000
-    num_envs: int = 4
-    buffer_capacity: int = 10_000
-    batch_size: int = 64
-    learning_starts: int = 1_000
-    train_frequency: int = 1
-    target_update_interval: int = 250
-    lr: float = 5e-4
-    gamma: float = 0.99
-    eps_start: float = 1.0
-    eps_end: float = 0.05
-    exploration_fraction: float = 0.3
-    max_grad_norm: float = 10.0
-    anneal_lr: bool = False
-    normalize_obs: bool = False
-    explore_hold: int = 1
-    advantage_learning: float = 0.0
-    hidden: tuple[int, ...] = (64, 64)
-    activation: str = "relu"
-    qat: common.QATConfig | None = None
-
-    def check_hyperparameters(self) -> None:
-        """The shared replay checks, then DQN's update schedule, exploration and target."""
-        super().check_hyperparameters()
-        check_int("train_frequency", self.train_frequency, 1)
-        check_int("target_update_interval", self.target_update_interval, 1)
-        check_float("lr", self.lr, 0.0, 1.0, lo_open=True)
-        check_float("eps_start", self.eps_start, 0.0, 1.0)
-        check_float("eps_end", self.eps_end, 0.0, self.eps_start)
-        check_float("exploration_fraction", self.exploration_fraction, 0.0, 1.0, lo_open=True)
-        check_float("max_grad_norm", self.max_grad_norm, 0.0, lo_open=True)
-        check_int("explore_hold", self.explore_hold, 1, 10_000)
-        check_float("advantage_learning", self.advantage_learning, 0.0, 1.0, hi_open=True)
-        check_bool("anneal_lr", self.anneal_lr)
 
 
 def make_replay(capacity: int, obs_dim: int, action_shape: tuple[int, ...] = (),

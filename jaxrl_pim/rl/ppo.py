@@ -14,55 +14,16 @@ Usage::
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl_pim.checks import check_bool, check_float, check_int
 from jaxrl_pim.envs.factory import make
 from jaxrl_pim.rl import actor_critic, common
-from jaxrl_pim.rl.configs import ActorCriticConfig
+from jaxrl_pim.rl.configs import PPOConfig  # the learner's config, re-exported
 from jaxrl_pim.rl.networks import ParametricPolicy
-
-
-@dataclasses.dataclass(frozen=True)
-class PPOConfig(ActorCriticConfig):
-    """PPO hyper-parameters (defaults: the usual CartPole recipe): the fields of
-    :class:`~jaxrl_pim.rl.configs.ActorCriticConfig`, then ``update_epochs``,
-    ``num_minibatches``, ``anneal_lr`` (step size decayed linearly to 0) and ``clip_eps``.
-
-    Derived sizes: ``num_updates = total_timesteps // (num_envs * num_steps)`` rollouts, each
-    followed by ``update_epochs`` passes of ``num_minibatches`` minibatches.
-    """
-
-    algo: ClassVar[str] = "PPO"
-
-    update_epochs: int = 4
-    num_minibatches: int = 4
-    anneal_lr: bool = True
-    clip_eps: float = 0.2
-
-    def check_hyperparameters(self) -> None:
-        """The shared rollout checks, then PPO's epochs, minibatches, annealing and clipping."""
-        super().check_hyperparameters()
-        check_int("update_epochs", self.update_epochs, 1, 1000)
-        check_int("num_minibatches", self.num_minibatches, 1, 65536)
-        if (self.num_envs * self.num_steps) % self.num_minibatches:
-            raise ValueError(
-                f"num_minibatches ({self.num_minibatches}) must divide num_envs * num_steps "
-                f"({self.num_envs * self.num_steps})"
-            )
-        check_bool("anneal_lr", self.anneal_lr)
-        check_float("clip_eps", self.clip_eps, 0.0, 10.0, lo_open=True)
-
-    @property
-    def minibatch_size(self) -> int:
-        """Transitions per minibatch."""
-        return self.num_envs * self.num_steps // self.num_minibatches
 
 
 class PPOState(actor_critic.ActorCriticState):
