@@ -85,6 +85,7 @@ print("ok")
 """
 
 
+@pytest.mark.default_compilation  # execution-bound: 300 calls of one small program
 def test_repeated_vmapped_init_does_not_deadlock():
     # With jax.nn.initializers.orthogonal this program hangs on a 2-core host (batched LAPACK
     # QR waiting on XLA:CPU's intra-op pool), every time within 300 calls.
