@@ -37,11 +37,16 @@ the same grouped for the headline table (``e2e_steps_per_s_ratio_vs_<opp>_<algo>
 (``e2e_ratio_vs_frameworks_min``, with the median). An opponent whose venv is missing is
 recorded as not measured, with the command that makes it; its keys are None.
 
+No venv (a bare GPU host): ``--peer-site NAME=DIR`` runs that side with this interpreter and
+``PYTHONPATH=DIR:<repo root>``, DIR a ``pip install --target`` folder whose packages (and
+versions, by ``importlib.metadata``) come first; a folder without NAME: not measured.
+
     bash benchmarks/peers/setup.sh agilerl   # (and benchmarl, rejax, sb3) once
     python benchmarks/e2e_frameworks.py [--publish]        # full: hours on 2 CPU cores
     python benchmarks/e2e_frameworks.py --quick            # N = 3 only, shorter runs
     python benchmarks/e2e_frameworks.py --smoke            # library side only, seconds
     python benchmarks/e2e_frameworks.py --opponents rejax sb3
+    python benchmarks/e2e_frameworks.py --opponents rejax --peer-site rejax=/tmp/rejax_site
     python benchmarks/e2e_frameworks.py --list             # the planned runs; runs nothing
 """
 
@@ -99,6 +104,8 @@ class Side(NamedTuple):
     script: Path
     #: why this side is not started (recorded as not measured), None to run it
     skip: str | None = None
+    #: a ``--target`` folder put first on ``PYTHONPATH`` (``--peer-site``), None for a venv
+    site: Path | None = None
 
 
 def sizes(mode: str) -> dict[str, Any]:
@@ -155,6 +162,31 @@ def opponent_side(name: str, peers: Path = PEERS_DIR) -> Side:
     return Side(name, peers / name / "bin" / "python", PEERS_SCRIPTS / f"{name}_run.py")
 
 
+def add_site_option(ap: Any) -> None:
+    """``--peer-site NAME=DIR`` (repeatable): an opponent run from a ``--target`` folder."""
+    ap.add_argument("--peer-site", action="append", default=[], metavar="NAME=DIR",
+                    help="run opponent NAME from a pip --target folder DIR instead of its "
+                         "venv (repeatable; default: the venvs)")
+
+
+def peer_sites(args: Any) -> dict[str, Path]:
+    """``--peer-site`` as ``{name: folder}`` (``benchmarks/peers/sites.py``)."""
+    from benchmarks.peers import sites
+
+    try:
+        return sites.parse_sites(getattr(args, "peer_site", None) or [], list(OPPONENTS))
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
+
+
+def opponent_sides(peers: Path, sites: dict[str, Path]) -> dict[str, Side]:
+    """Every opponent's side: its venv under ``peers``, or where ``sites`` names a
+    ``--peer-site`` folder, this interpreter with that folder first on ``PYTHONPATH``."""
+    return {o: opponent_side(o, peers) if o not in sites else
+            Side(o, Path(sys.executable), PEERS_SCRIPTS / f"{o}_run.py",
+                 site=Path(sites[o]).resolve()) for o in OPPONENTS}
+
+
 def setup_command(name: str) -> str:
     """The command that makes an opponent's venv."""
     return f"bash benchmarks/peers/setup.sh {name}"
@@ -191,20 +223,24 @@ def run_side(side: Side, spec: dict[str, Any], threads: int,
     ``"not measured"`` (with ``reason`` and ``setup_command``) where the side's interpreter
     is missing, ``"failed"`` (with the output's tail) where it ran without a result line.
     """
-    from benchmarks.peers import protocol
+    from benchmarks.peers import protocol, sites
 
-    if side.skip is not None:
-        return {"status": "not measured", "reason": side.skip,
-                "setup_command": setup_command(side.name)}
-    if not side.python.exists():
-        return {"status": "not measured", "reason": f"no venv at {side.python.parents[1]}",
+    env = thread_env(threads)
+    if side.site is not None:  # a --target folder, first on the path, then the repository
+        problem = side.skip or sites.site_problem(side.name, side.site)
+        env["PYTHONPATH"] = os.pathsep.join([str(side.site), str(harness.ROOT)])
+    else:
+        problem = side.skip or (None if side.python.exists()
+                                else f"no venv at {side.python.parents[1]}")
+    if problem is not None:
+        return {"status": "not measured", "reason": problem,
                 "setup_command": setup_command(side.name)}
     launch = time.time()
     cmd = [str(side.python), str(side.script), "--spec", json.dumps(spec),
            "--launch-time", repr(launch)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                              env=thread_env(threads), cwd=harness.ROOT)
+                              env=env, cwd=harness.ROOT)
     except subprocess.TimeoutExpired:
         return {"status": "failed", "reason": f"timed out after {timeout_s:.0f} s"}
     wall = time.time() - launch
@@ -428,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="opponents to run (default: all; --smoke: none, the library side "
                          "only, each opponent recorded as not measured)")
     add_side_options(ap)
+    add_site_option(ap)
     ap.add_argument("--list", action="store_true",
                     help="print the planned runs, one line each, and stop: nothing runs and "
                          "nothing is written (default: off)")
@@ -443,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     peers = peers_dir(args)
     out = harness.output_path(args, "e2e_frameworks")
-    sides = {LIBRARY: library_side(), **{o: opponent_side(o, peers) for o in OPPONENTS}}
+    sides = {LIBRARY: library_side(), **opponent_sides(peers, peer_sites(args))}
     if args.smoke and args.opponents is None:  # smoke: no opponent started
         sides.update({o: s._replace(skip="--smoke starts no opponent (--opponents NAME does)")
                       for o, s in sides.items() if o != LIBRARY})

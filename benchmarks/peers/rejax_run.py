@@ -1,7 +1,10 @@
-"""rejax's side of ``benchmarks/e2e_frameworks.py`` (run with ``.peers/rejax``'s python, the
-same jax version as the project): DQN or PPO on gymnax's CartPole-v1 / Acrobot-v1 configured to
-the spec's schedule, one jitted ``train`` (vmapped over ``seeds`` seeds where the spec asks:
-rejax vmaps), printed as one result line (``benchmarks/peers/protocol.py``).
+"""rejax's side of ``benchmarks/e2e_frameworks.py`` and ``e2e_gpu.py`` (run with
+``.peers/rejax``'s python, the same jax version as the project, or with ``--peer-site
+rejax=DIR`` the parent's python with the ``pip --target`` folder DIR, which holds rejax and the
+gymnax < 1.0 it needs, first on ``PYTHONPATH``: ``peers/sites.py``): DQN or PPO on gymnax's
+CartPole-v1 / Acrobot-v1 configured to the spec's schedule, one jitted ``train`` (vmapped
+over ``seeds`` seeds where the spec asks: rejax vmaps), printed as one result line
+(``benchmarks/peers/protocol.py``).
 
 Mapping: DQN 2x64 ReLU Q-network, ``num_envs``, ``buffer_size``, ``batch_size``,
 ``fill_buffer = learning_starts``, one gradient step per vectorised step (``num_epochs=1``), a
