@@ -10,33 +10,43 @@ at most 8 files back. ``benchmarks/gpu_prepare.sh`` prints the one command that 
 wheels the device lacks and runs this suite there (docs/guide/reproduce-a-benchmark.md).
 
 Parts, each one benchmark script in its own subprocess, in priority order (what the call
-reaches first is what matters most):
+reaches first is what matters most; the table and estimates live in
+:mod:`benchmarks.gpu_plan`):
 
 ====  ==================  ==================================================================
-tier  part                what it measures on the device (script and options)
+tier  part                what it measures on the device (script)
 ====  ==================  ==================================================================
-1     ``tabular``         FrozenLake 2,000 lanes, the 12 variants (worst and median), 2,000
-                          independent agents, ns per dependent step against the floor
-                          estimate (``tabular_gpu.py --sections frozenlake multiagent``)
-2     ``marl_e2e``        MADDPG seconds per 1,000 episodes on the paper's schedule at N = 3,
-                          24, 48 spread, default layout, faithful sampling, 1e6-row buffers
-                          where memory allows (``marl_gpu.py --parts scaling``)
-2     ``marl_profile``    MADDPG phase shares at 48 agents (``marl_profile.py --sizes 48``)
-3     ``marl_sampling``   the sampler round at N = 24 against the device's measured copy
-                          bandwidth (``marl_sampling.py --agents 24``)
-4     ``marl_seeds``      MADDPG seeds per hour at N = 3: 64 seeds vmapped in one program
-                          against the same 64 one after another (``marl_seeds.py --agents 3
-                          --seeds 1 64``)
-5     ``quant``           actor inference fp32 / bf16 / int8 at batch 1 and 1,024 at the
-                          ActorQ sizes (``quant_inference.py``)
+1     ``marl_fill``       MADDPG seeds per hour: S = 1, 64, 16, 256 vmapped seeds at N = 3
+                          and 1, 16 at N = 24, pieces of 1,024 episodes on the paper's
+                          schedule, us per env step without updates (``marl_seeds.py --fill``)
+2     ``spread48``        spread-48 at the paper's 1e6 rows, ``compact`` layout, s per 1,000
+                          episodes and the 60k schedule extrapolated (``marl_gpu.py``)
+3     ``tabular``         FrozenLake 2,000 lanes, the 12 variants with ``rng`` jax and lcg,
+                          2,000 independent agents (``tabular_gpu.py``)
+4     ``e2e_rejax``       DQN and PPO end to end against rejax, each side in its own
+                          process, learning checked (``e2e_gpu.py``)
+5     ``quant``           actor inference device-side (K calls in one program) and dispatch
+                          included, fp32 / bf16 / int8 / qwix (``quant_inference.py``)
+5     ``marl_sampling``   the replay round per layout and flashbax at N = 24 against the
+                          copy bandwidth (``marl_sampling.py``)
+6     ``marl_trace``      one ``jax.profiler`` trace of a MADDPG piece at N = 3 and 48,
+                          kernels per env step; the trace packed into the logs
+6     ``marl_profile``    MADDPG phase shares at 48 agents inside the fused program
+6     ``marl_e2e``        MADDPG s per 1,000 episodes at N = 3, 24, 48 (interleaved)
 6     ``tabular_sweep``   lanes per program x prefetch depth (``tabular_gpu_sweep.json``)
 6     ``marl_schedule``   the 60k-episode spread-3 schedule (``marl_gpu_schedule.json``)
 ====  ==================  ==================================================================
 
-Tiers 5 and 6 are extras: the plan's estimate (the seconds each part took on an H200 where
-one has run it) fits tiers 1 to 4 into the deadline; an extra runs when the parts before it
-finish ahead of their estimates, or in a call of its own (``--parts quant tabular_sweep
-marl_schedule``).
+Tier 6 holds the extras: the plan's estimate fits tiers 1 to 5 into the deadline; an extra runs
+when the parts before it finish ahead of their estimates, or in a call of its own
+(``--parts marl_trace marl_profile``).
+
+Nothing is measured twice: ``--freshness FILE`` (on the development machine, where git is;
+``gpu_prepare.sh`` runs it) writes which parts are *fresh* on each accelerator folder (their
+filed result covers the present code and options, :func:`benchmarks.gpu_plan.freshness`);
+``--fresh-from FILE`` on the device skips those for the device's folder (recorded as
+``fresh`` with the reason) and ``--force`` runs them all the same. The printed plan names
+each part's reason.
 
 One deadline governs the call (``--deadline-s``, 480 s at full sizes, compiles included). A
 part starts only when its estimate fits the time left (otherwise it is recorded as skipped);
@@ -64,7 +74,6 @@ in (``JAXRL_PIM_SOURCE_COMMIT``, ``JAXRL_PIM_SOURCE_DIRTY``;
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -73,103 +82,44 @@ import signal
 import subprocess
 import sys
 import tarfile
-import threading
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import harness
+from benchmarks.gpu_archive import (  # noqa: F401 - re-exported: the suite's whole interface
+    MAX_RETURNED_DEPTH,
+    MAX_RETURNED_FILES,
+    RETURNED_NAME,
+    pack,
+    returned_file_problems,
+    unpack,
+)
+from benchmarks.gpu_parts import Interrupted, run_part
+from benchmarks.gpu_plan import (  # noqa: F401
+    BY_NAME,
+    DEADLINE_S,
+    EXTRA_TIER,
+    HEADLINE_KEYS,
+    OVERHEAD_S,
+    PARTS,
+    Part,
+    freshness_report,
+    part_args,
+    plan,
+    plan_total_s,
+    print_plan,
+)
 
-#: Seconds of one full call on one H100 / H200, compiles included (the lease's command limit
-#: is 10 minutes; the rest is the install and the machine's own start).
-DEADLINE_S = {"full": 480.0, "quick": 480.0, "smoke": 240.0}
 #: Seconds kept back from the deadline to write the suite's file and pack the archive.
 RESERVE_S = 15.0
-#: The device tool returns at most this many files from ``--archive``, named in these
-#: characters, at most this many folders down.
-MAX_RETURNED_FILES = 8
-RETURNED_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
-MAX_RETURNED_DEPTH = 2
-ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
+ACCELERATORS = harness.ACCELERATORS
 MODE_SUFFIX = {"full": "", "quick": "_quick", "smoke": "_smoke"}
-
-
-class Part(NamedTuple):
-    """One part: its tier, the script it runs with which options, and its time.
-
-    ``estimate_s`` is the estimated wall time per mode (seconds, compile included);
-    ``budget_share`` is the share of the part's time passed to the script as ``--budget-s``
-    (None: the script takes none); ``args`` are options beyond ``--out`` and the size flag,
-    per mode."""
-
-    name: str
-    tier: int
-    script: str
-    stem: str
-    args: dict[str, list[str]]
-    estimate_s: dict[str, float]
-    budget_share: float | None
-    doc: str
-
-
-def _same(args: list[str]) -> dict[str, list[str]]:
-    return {"full": args, "quick": args, "smoke": args}
-
-
-PARTS: tuple[Part, ...] = (
-    Part("tabular", 1, "tabular_gpu.py", "tabular_gpu",
-         _same(["--sections", "frozenlake", "multiagent"]),
-         {"full": 96, "quick": 60, "smoke": 20}, 0.8,
-         "FrozenLake 2,000 lanes x 12 variants, 2,000 agents, ns per step vs floor"),
-    Part("marl_e2e", 2, "marl_gpu.py", "marl_gpu",
-         {"full": ["--parts", "scaling", "--agents", "3", "24", "48", "--layouts",
-                   "interleaved", "--modes", "faithful"],
-          "quick": ["--parts", "scaling", "--agents", "3", "24", "--layouts", "interleaved",
-                    "--modes", "faithful"],
-          "smoke": ["--parts", "scaling", "--agents", "3"]},
-         {"full": 62, "quick": 60, "smoke": 20}, 0.8,
-         "MADDPG s per 1,000 episodes, spread N = 3, 24, 48, default layout, faithful"),
-    Part("marl_profile", 2, "marl_profile.py", "marl_profile",
-         {"full": ["--sizes", "48"], "quick": ["--sizes", "24"], "smoke": []},
-         # its --budget-s (0.4 x twice the estimate) stops new sizes; the one running ends
-         {"full": 95, "quick": 40, "smoke": 20}, 0.4,
-         "MADDPG phase shares at 48 agents, 1e6-row buffers where they fit"),
-    Part("marl_sampling", 3, "marl_sampling.py", "marl_sampling",
-         {"full": ["--agents", "24"], "quick": ["--agents", "24"], "smoke": []},
-         # one size: --budget-s cannot cut it; filling the original's 1e6-row buffers of
-         # Python objects is 44 s of the 156 s on an H200
-         {"full": 157, "quick": 40, "smoke": 20}, 0.6,
-         "the sampler round at N = 24 against the measured copy bandwidth"),
-    Part("marl_seeds", 4, "marl_seeds.py", "marl_seeds",
-         {"full": ["--agents", "3", "--seeds", "1", "64", "--episodes", "100", "--repeats",
-                   "1"],
-          "quick": ["--agents", "3", "--seeds", "1", "64", "--episodes", "100", "--repeats",
-                    "1"],
-          "smoke": []},
-         {"full": 60, "quick": 60, "smoke": 20}, None,
-         "MADDPG seeds per hour at N = 3: 64 seeds vmapped against one after another"),
-    Part("quant", 5, "quant_inference.py", "quant_inference",
-         {"full": ["--precisions", "fp32", "bf16", "int8", "--batches", "1", "1024"],
-          "quick": ["--precisions", "fp32", "bf16", "int8", "--batches", "1", "1024"],
-          "smoke": ["--precisions", "fp32", "int8"]},
-         {"full": 41, "quick": 30, "smoke": 15}, None,
-         "actor inference fp32 / bf16 / int8, batch 1 and 1,024"),
-    Part("tabular_sweep", 6, "tabular_gpu.py", "tabular_gpu_sweep",
-         _same(["--sections", "sweep", "--file-tag", "sweep"]),
-         # an estimate: the full grid did not finish inside a 220-s call on an H200
-         {"full": 260, "quick": 40, "smoke": 20}, 0.8,
-         "lanes per program x prefetch depth (the device's best settings)"),
-    Part("marl_schedule", 6, "marl_gpu.py", "marl_gpu_schedule",
-         _same(["--parts", "schedule", "--schedule-envs", "spread", "--file-tag", "schedule"]),
-         {"full": 60, "quick": 40, "smoke": 20}, 0.85,
-         "MADDPG spread-3 over the 60,000-episode schedule"),
-)
-BY_NAME = {p.name: p for p in PARTS}
-#: Seconds the suite itself needs around the parts (device probe, writing, packing): an
-#: estimate, like the parts' (3 s beyond the parts on an H200).
-OVERHEAD_S = 10
+#: Where the opponents' wheels are installed on the device (``gpu_prepare.sh``'s second
+#: ``--target`` folder); ``JAXRL_PIM_PEER_SITE`` overrides it.
+PEER_SITE = "/tmp/jaxrl_pim_peer_site"
 
 PROBE = """
 import json, jax
@@ -180,24 +130,6 @@ print(json.dumps({"backend": jax.default_backend(), "device_kind": d.device_kind
                   "bytes_limit": stats.get("bytes_limit")}))
 """
 
-#: Summary keys shown in the closing table, per part (regular expressions over the part's
-#: summary keys).
-HEADLINE_KEYS: dict[str, str] = {
-    "tabular": r"^gpu_(frozenlake_2000_lanes_s(_median)?|multiagent_2000_s"
-               r"|frozenlake_ns_per_dependent_step_worst|frozenlake_worst_over_floor_estimate)$",
-    "marl_e2e": r"^spread\d+_interleaved_faithful_s_per_1000_episodes$",
-    "marl_profile": r"^estimated_sampling_share_",
-    "marl_sampling": r"_fraction_of_copy_bw_24$",
-    "quant": r"^(int8|bf16)_speedup_vs_fp32_paper_b\d+$",
-    "tabular_sweep": r"^sweep_best_(lanes_per_block|prefetch)$",
-    "marl_seeds": r"^marl_seeds_per_hour_(speedup_)?vmapped_\d+_3$",
-    "marl_schedule": r"^spread3_(schedule_s|s_per_1000_episodes_full_schedule)$",
-}
-
-
-class Interrupted(Exception):
-    """SIGTERM reached the suite: pack what finished and stop."""
-
 
 def probe_device(env: dict[str, str], timeout_s: float = 300) -> dict[str, Any]:
     """Backend, device kind and count, jax version and the memory limit, from a subprocess
@@ -207,114 +139,6 @@ def probe_device(env: dict[str, str], timeout_s: float = 300) -> dict[str, Any]:
     if proc.returncode != 0:
         raise RuntimeError("device probe failed: " + proc.stderr.strip()[-500:])
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def part_args(part: Part, mode: str, device: dict[str, Any], budget_s: float) -> list[str]:
-    """Options of a part's script beyond ``--out`` and the size flag; ``budget_s`` is the
-    time the part may take (seconds)."""
-    args = list(part.args[mode])
-    if part.budget_share is not None:
-        args += ["--budget-s", f"{max(1.0, part.budget_share * budget_s):.0f}"]
-    if part.name == "marl_profile" and mode != "smoke" and device.get("bytes_limit"):
-        # the profiler holds the state and a filled copy: a third of the device each
-        args += ["--budget-gib", f"{0.3 * device['bytes_limit'] / 2**30:.1f}"]
-    return args
-
-
-def plan(mode: str, names: list[str], estimates: dict[str, float]) -> list[dict[str, Any]]:
-    """The parts to run, in priority order, with their tier and estimated time (seconds)."""
-    return [{"part": n, "tier": BY_NAME[n].tier, "script": f"benchmarks/{BY_NAME[n].script}",
-             "stem": BY_NAME[n].stem + MODE_SUFFIX[mode], "estimate_s": estimates[n],
-             "measures": BY_NAME[n].doc} for n in names]
-
-
-#: Parts of this tier and above are extras: the plan's estimate need not fit them; they run
-#: when the parts before them finish ahead of their estimates.
-EXTRA_TIER = 5
-
-
-def plan_total_s(rows: list[dict[str, Any]], *, extras: bool = True) -> float:
-    """The plan's estimated seconds: every part (without the extras' unless ``extras``) and
-    the suite's own overhead."""
-    return sum(r["estimate_s"] for r in rows
-               if extras or r["tier"] < EXTRA_TIER) + OVERHEAD_S
-
-
-def print_plan(rows: list[dict[str, Any]], mode: str, device: dict[str, Any],
-               deadline_s: float) -> None:
-    """The plan, before anything runs."""
-    print(f"GPU suite plan ({mode} sizes) on {device['backend']}: {device['device_count']} x "
-          f"{device['device_kind']} (jax {device['jax']}); deadline {deadline_s:.0f} s",
-          flush=True)
-    for r in rows:
-        print(f"  tier {r['tier']} {r['part']:<14} {r['script']:<30} "
-              f"~{r['estimate_s']:4.0f} s (estimate): {r['measures']}", flush=True)
-    print(f"  estimated {plan_total_s(rows, extras=False):.0f} s with {OVERHEAD_S} s of "
-          f"overhead, {plan_total_s(rows):.0f} s with the extras (tier {EXTRA_TIER}) "
-          f"(estimates, not measurements)", flush=True)
-
-
-def _pump(stream: Any, log: Any, prefix: str) -> None:
-    for line in stream:
-        log.write(line)
-        log.flush()
-        sys.stdout.write(f"[{prefix}] {line}")
-        sys.stdout.flush()
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM to the process group, SIGKILL after 10 s."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-def run_part(cmd: list[str], env: dict[str, str], budget_s: float, log_path: Path,
-                name: str) -> dict[str, Any]:
-    """Run one part's command for at most ``budget_s`` seconds; ``{status, returncode,
-    seconds, error}`` with status ``ok``, ``failed``, ``stopped at the deadline`` or (when
-    SIGTERM interrupts the suite: :class:`Interrupted` is re-raised after the part is
-    stopped and its row filled into ``Interrupted.args[0]``) ``interrupted``.
-
-    A part past its time has its process group (the process started here and its children)
-    sent SIGTERM, then SIGKILL after 10 s."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
-        pump = threading.Thread(target=_pump, args=(proc.stdout, log, name), daemon=True)
-        pump.start()
-        timed_out = False
-        try:
-            proc.wait(timeout=max(budget_s, 0.1))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _stop(proc)
-        except Interrupted:
-            _stop(proc)
-            pump.join(timeout=10)
-            raise Interrupted({"status": "interrupted", "returncode": proc.returncode,
-                               "seconds": time.perf_counter() - t0,
-                               "error": "the suite received SIGTERM while it ran"}) from None
-        pump.join(timeout=10)
-    seconds = time.perf_counter() - t0
-    out: dict[str, Any] = {"returncode": proc.returncode, "seconds": seconds, "error": None}
-    if timed_out:
-        out.update(status="stopped at the deadline",
-                   error=f"stopped after the {budget_s:.0f} s left to it")
-    elif proc.returncode != 0:
-        tail = [ln for ln in log_path.read_text().splitlines() if ln.strip()][-3:]
-        out.update(status="failed", error=f"exit status {proc.returncode}: "
-                   + " | ".join(tail)[-400:])
-    else:
-        out["status"] = "ok"
-    return out
 
 
 def part_files(folder: Path, stem: str) -> list[Path]:
@@ -353,9 +177,12 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "seconds_by_part": {r["part"]: r.get("seconds") for r in rows},
         "parts_ok": [r["part"] for r in rows if r["status"] == "ok"],
         "parts_not_ok": {r["part"]: f"{r['status']}: {r.get('error') or ''}".rstrip(": ")
-                         for r in rows if r["status"] != "ok"},
+                         for r in rows if r["status"] not in ("ok", "fresh")},
         "interrupted": res["interrupted"],
     }
+    fresh = [r["part"] for r in rows if r["status"] == "fresh"]
+    if fresh:  # (files of earlier calls have none)
+        out["parts_fresh"] = fresh
     for r in rows:
         out.update(r.get("headline") or {})
     return out
@@ -382,80 +209,6 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["", *harness.md_table(["part", "summary key", "value"],
                                         [[p, f"`{k}`", harness.fmt(v)] for p, k, v in heads])]
     return "\n".join(lines) + "\n"
-
-
-def returned_file_problems(folder: Path) -> list[str]:
-    """What the device tool would not bring back from ``folder``: more than
-    :data:`MAX_RETURNED_FILES` files, a name outside letters, digits, ``.``, ``_`` and ``-``,
-    a file more than :data:`MAX_RETURNED_DEPTH` folders down, or anything but a plain file
-    or folder."""
-    out, files = [], []
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder)
-        if any(not RETURNED_NAME.match(part) for part in rel.parts):
-            out.append(f"{rel}: a name outside [A-Za-z0-9._-]")
-        if p.is_symlink() or not (p.is_file() or p.is_dir()):
-            out.append(f"{rel}: not a plain file or folder")
-        elif p.is_file():
-            files.append(rel)
-            if len(rel.parts) - 1 > MAX_RETURNED_DEPTH:
-                out.append(f"{rel}: more than {MAX_RETURNED_DEPTH} folders down")
-    if len(files) > MAX_RETURNED_FILES:
-        out.append(f"{len(files)} files, more than {MAX_RETURNED_FILES}")
-    return out
-
-
-def pack(out: Path, archive_dir: Path, device_folder: str, stem: str, table: str) -> Path:
-    """One archive ``<stem>-<device>.tar.gz`` in ``archive_dir`` holding the filed results
-    (``benchmarks/results/<device>/``) and the logs under ``out``, and the summary table
-    beside it (``<stem>-<device>.md``): two files."""
-    archive_dir.mkdir(parents=True, exist_ok=True)
-    path = archive_dir / f"{stem}-{device_folder}.tar.gz"
-    tmp = path.with_name(path.name + ".tmp")
-    with tarfile.open(tmp, "w:gz") as tar:
-        for sub in ("benchmarks", "logs"):
-            if (out / sub).exists():
-                tar.add(out / sub, arcname=sub)
-    os.replace(tmp, path)
-    path.with_name(f"{stem}-{device_folder}.md").write_text(table)
-    return path
-
-
-def unpack(archive: Path, root: Path = harness.ROOT) -> list[Path]:
-    """File a returned archive's results into ``root/benchmarks/results/<device>/`` exactly as
-    the device wrote them (bytes unchanged; files of the same name are replaced). Refuses
-    (ValueError) members outside ``benchmarks/results/<device>/``, a ``cpu`` folder and
-    ``_smoke`` files: only an accelerator's full or quick results are filed."""
-    written = []
-    with tarfile.open(archive, "r:gz") as tar:
-        members = [m for m in tar.getmembers() if m.isfile()]
-        chosen = []
-        for m in members:
-            parts = Path(m.name).parts
-            if parts[:1] == ("logs",):
-                continue
-            if (len(parts) != 4 or parts[:2] != ("benchmarks", "results") or ".." in parts
-                    or not RETURNED_NAME.match(parts[2]) or not RETURNED_NAME.match(parts[3])):
-                raise ValueError(f"{archive}: member {m.name!r} is not a results file under "
-                                 "benchmarks/results/<device>/")
-            if parts[2] == "cpu":
-                raise ValueError(f"{archive}: holds CPU results ({m.name}); the GPU suite "
-                                 "files only accelerator numbers")
-            if "_smoke" in parts[3]:
-                raise ValueError(f"{archive}: holds a --smoke file ({m.name}); test sizes "
-                                 "are never filed")
-            chosen.append((m, root.joinpath(*parts)))
-        if not chosen:
-            raise ValueError(f"{archive}: no results files under benchmarks/results/<device>/")
-        for m, dest in chosen:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            data = tar.extractfile(m)
-            assert data is not None
-            tmp = dest.with_name(dest.name + ".tmp")
-            tmp.write_bytes(data.read())
-            os.replace(tmp, dest)
-            written.append(dest)
-    return written
 
 
 def _overrides(items: list[str], flag: str) -> dict[str, float]:
@@ -505,6 +258,14 @@ def parser() -> argparse.ArgumentParser:
                         "(repeatable; default: only the deadline stops a part)")
     p.add_argument("--plan", action="store_true",
                    help="print the plan and exit (default: off)")
+    p.add_argument("--freshness", type=Path, default=None, metavar="FILE",
+                   help="write which parts are fresh on each accelerator folder (needs git: "
+                        "the development machine) into FILE and exit (default: off)")
+    p.add_argument("--fresh-from", type=Path, default=None, metavar="FILE",
+                   help="skip the parts that FILE (from --freshness) marks fresh on this "
+                        "device's folder (default: run every part)")
+    p.add_argument("--force", action="store_true",
+                   help="with --fresh-from: run fresh parts too (default: off)")
     p.add_argument("--unpack", type=Path, default=None, metavar="ARCHIVE",
                    help="file a returned archive into benchmarks/results/<device>/ unchanged "
                         "and exit")
@@ -536,10 +297,17 @@ def run_parts(rows: list[dict[str, Any]], mode: str, device: dict[str, Any], env
     budgets = budgets or {}
     size_flag = {"full": [], "quick": ["--quick"], "smoke": ["--smoke"]}[mode]
     here = Path(__file__).resolve().parent
+    places = {"logs": str(out / "logs"),
+              "peer_site": os.environ.get("JAXRL_PIM_PEER_SITE", PEER_SITE)}
+    (out / "logs").mkdir(parents=True, exist_ok=True)
     for i, row in enumerate(rows):
         part = BY_NAME[row["part"]]
         left = deadline.left()
         row.update(files=[], headline={}, seconds=None)
+        if "fresh" in row:
+            row.update(status="fresh", error=row["fresh"])
+            print(f"== {part.name}: not run, fresh ({row['fresh']})", flush=True)
+            continue
         if row["estimate_s"] > left:
             row.update(status="skipped", error=f"estimated {row['estimate_s']:.0f} s, "
                        f"{max(left, 0):.0f} s left before the deadline")
@@ -549,7 +317,7 @@ def run_parts(rows: list[dict[str, Any]], mode: str, device: dict[str, Any], env
         work.mkdir(parents=True, exist_ok=True)
         limit = min(left, budgets.get(part.name, left))
         cmd = [sys.executable, str(here / part.script), *size_flag, "--out", str(work),
-               *part_args(part, mode, device, min(limit, 2 * row["estimate_s"]))]
+               *part_args(part, mode, device, min(limit, 2 * row["estimate_s"]), places)]
         row["command"] = " ".join(["python", f"benchmarks/{part.script}", *cmd[2:]])
         print(f"== {part.name} (tier {part.tier}, {left:.0f} s left): {row['command']}",
               flush=True)
@@ -578,23 +346,56 @@ def run_parts(rows: list[dict[str, Any]], mode: str, device: dict[str, Any], env
     return False
 
 
+def _unpack_main(archive: Path) -> int:
+    """``--unpack``: file a returned archive, say what to do next."""
+    try:
+        written = unpack(archive)
+    except (OSError, ValueError, tarfile.TarError) as err:
+        print(f"gpu_suite --unpack: {err}", file=sys.stderr)
+        return 2
+    for p in written:
+        print(f"filed {p.relative_to(harness.ROOT)}")
+    print("now: python benchmarks/make_docs.py, then commit these files unchanged")
+    return 0
+
+
+def _freshness_main(path: Path, names: list[str], mode: str) -> int:
+    """``--freshness``: which parts are fresh on each accelerator folder, into ``path``."""
+    from jaxrl_pim import report
+
+    data = {"commit": report.git_state(harness.ROOT)["commit"],
+            **freshness_report(names, mode)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    for folder, parts in data["folders"].items():
+        fresh = [n for n, f in parts.items() if f["fresh"]]
+        print(f"{folder}: fresh {', '.join(fresh) or 'none'}; the others run", flush=True)
+    print(f"wrote {path}", flush=True)
+    return 0
+
+
+def _fresh_parts(path: Path | None, folder: str | None) -> dict[str, dict[str, Any]]:
+    """The freshness of each part on ``folder`` from a ``--freshness`` file ({} without)."""
+    if path is None or folder is None:
+        return {}
+    try:
+        return json.loads(path.read_text())["folders"].get(folder, {})
+    except (OSError, ValueError, KeyError, AttributeError) as err:
+        raise SystemExit(f"--fresh-from {path}: not a --freshness file ({err})") from err
+
+
 def main(argv: list[str] | None = None) -> int:
     """Probe the device, print the plan, run the parts, write, pack and (maybe) publish."""
     args = parser().parse_args(argv)
     if args.unpack is not None:
-        try:
-            written = unpack(args.unpack)
-        except (OSError, ValueError, tarfile.TarError) as err:
-            print(f"gpu_suite --unpack: {err}", file=sys.stderr)
-            return 2
-        for p in written:
-            print(f"filed {p.relative_to(harness.ROOT)}")
-        print("now: python benchmarks/make_docs.py, then commit these files unchanged")
-        return 0
+        return _unpack_main(args.unpack)
+    mode = harness.mode_of(args)
+    names = [p.name for p in PARTS if p.name in args.parts]
+    if args.freshness is not None:
+        return _freshness_main(args.freshness, names, mode)
     from jaxrl_pim import report
 
     run = report.RunRecord(None if argv is None else [__file__, *argv])
-    mode = harness.mode_of(args)
     if args.smoke and args.publish:
         print("--smoke results are never published", file=sys.stderr)
         return 2
@@ -613,12 +414,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refusing to publish: this host's backend is {device['backend']!r}, not a GPU "
               "or TPU (CPU numbers are never filed as accelerator numbers)", file=sys.stderr)
         return 2
-    names = [p.name for p in PARTS if p.name in args.parts]
     estimates = {p.name: p.estimate_s[mode] for p in PARTS}
     estimates.update(_overrides(args.estimate, "--estimate"))
     budgets = _overrides(args.budget, "--budget")  # checked before anything runs
-    rows = plan(mode, names, estimates)
-    print_plan(rows, mode, device, deadline_s)
+    folder = harness.device_dir(device["backend"], device["device_kind"])
+    if args.plan and args.fresh_from is not None and not accelerator:  # the development host
+        for f in json.loads(args.fresh_from.read_text())["folders"]:
+            rows = plan(mode, names, estimates, {} if args.force else
+                        _fresh_parts(args.fresh_from, f))
+            print_plan(rows, mode, device, deadline_s, folder=f)
+        print("  (on any other device every part runs)", flush=True)
+        return 0
+    rows = plan(mode, names, estimates,
+                {} if args.force else _fresh_parts(args.fresh_from, folder))
+    print_plan(rows, mode, device, deadline_s, folder=folder)
     if args.plan:
         return 0
     if not accelerator and mode != "smoke":
@@ -628,7 +437,6 @@ def main(argv: list[str] | None = None) -> int:
     stem = "gpu_suite" + MODE_SUFFIX[mode]
     out = args.out or harness.SCRATCH / f"gpu_suite-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     out = Path(out).resolve()
-    folder = harness.device_dir(device["backend"], device["device_kind"])
     staged = out / "benchmarks" / "results" / folder
     path = staged / f"{stem}.json"
     if path.exists():
@@ -647,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # writing and packing finish
     total = deadline.elapsed()
     config = {"mode": mode, "parts": names, "estimates_s": estimates,
-              "budgets_s": budgets,
+              "budgets_s": budgets, "force": args.force,
               "plan_estimate_s": plan_total_s(rows), "deadline_s": deadline_s,
               "reserve_s": RESERVE_S, "publish": args.publish}
     results = {"device": device, "parts": rows, "total_s": total, "interrupted": interrupted}
@@ -655,6 +463,13 @@ def main(argv: list[str] | None = None) -> int:
     stored = harness.write(path, run=run, config=config, results=results,
                            timing_s={"total": total}, summarize=summarize,
                            markdown=render_markdown)
+    _deliver(stored, out, staged, folder, stem, args)
+    return 0 if all(r["status"] in ("ok", "fresh") for r in rows) else 1
+
+
+def _deliver(stored: dict[str, Any], out: Path, staged: Path, folder: str, stem: str,
+             args: argparse.Namespace) -> None:
+    """Print the table, pack the archive (``--archive``) and publish (``--publish``)."""
     table = render_markdown(stored)
     print(table, flush=True)
     if args.archive is not None:
@@ -670,7 +485,6 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copy2(p, dest / p.name)
         print(f"published {len(list(staged.iterdir()))} files into {dest}; run python "
               "benchmarks/make_docs.py and commit them", flush=True)
-    return 0 if all(r["status"] == "ok" for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -53,6 +53,8 @@ from typing import Any
 from jaxrl_pim import report
 
 ROOT = Path(__file__).resolve().parents[1]
+#: ``jax.default_backend()`` names of accelerators (anything else is a CPU host).
+ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
 RESULTS = ROOT / "benchmarks" / "results"
 SCRATCH = ROOT / "out"
 

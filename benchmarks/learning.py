@@ -42,7 +42,6 @@ criterion over its threshold, relative to the threshold's size) with its check.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys
 import time
 from collections.abc import Callable
@@ -52,7 +51,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import harness
+from benchmarks import freshness, harness
 
 ROOT = harness.ROOT
 #: the published file the test suite checks
@@ -348,32 +347,18 @@ SMOKE = ["rl_dqn"]
 
 def source_hashes(paths: list[str], root: Path = ROOT) -> dict[str, str | None]:
     """SHA-256 of each file (``paths`` relative to ``root``); None for a missing file."""
-    out: dict[str, str | None] = {}
-    for rel in paths:
-        path = root / rel
-        out[rel] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
-    return out
+    return freshness.source_hashes(paths, root)
 
 
 def imported_sources(root: Path = ROOT) -> list[str]:
     """This script and every ``jaxrl_pim`` module imported so far, relative to ``root``."""
-    files = {str(Path(__file__).resolve().relative_to(root))}
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if name.split(".")[0] == "jaxrl_pim" and path:
-            try:
-                files.add(str(Path(path).resolve().relative_to(root)))
-            except ValueError:  # an installed copy elsewhere
-                continue
-    return sorted(files)
+    return freshness.imported_sources(Path(__file__), root)
 
 
 def stale_sources(data: dict[str, Any], root: Path = ROOT) -> list[str]:
     """The recorded source files whose content differs now (or that are gone): what changed
     since the run of the results ``data`` (a loaded ``learning.json``)."""
-    recorded = data["results"]["sources"]
-    now = source_hashes(sorted(recorded), root)
-    return [rel for rel, digest in recorded.items() if now[rel] != digest]
+    return freshness.stale_sources(data["results"]["sources"], root)
 
 
 # -------------------------------------------------------------------------- the results file

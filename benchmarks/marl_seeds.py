@@ -20,6 +20,27 @@ refused.
 
 Summary: ``marl_seeds_per_hour_speedup_vmapped_<S>_<N>`` (vmapped over sequential seeds per
 hour) for every S and N, and ``marl_seeds_per_hour_vmapped_<S>_<N>``.
+
+``--fill`` (the GPU suite's first part) asks another question: how many seeds fill the device.
+For each point ``N:S`` of ``--points`` (default ``3:1,64,16,256 24:1,16``: the ratio the suite
+files first comes first) S seeds run vmapped in one program on the paper's schedule in two
+pieces of ``--piece-episodes`` episodes (default 1,024, the paper's 25,600-step warm-up): the
+first piece stores transitions and runs no update round (its time per env step is the
+per-step cost without updates), the second runs an update round every 100 env steps (batch
+1,024, 2x64 networks), as every later piece of the paper's schedule does. The buffer holds
+both pieces (capacity = their steps). A point whose training state would take more than
+``--memory-fraction`` of the device's memory is skipped and says so; with ``--budget-s`` no
+point starts once the budget is spent. Each point is compiled once (compile seconds apart)
+and its first piece run once on other seeds' states (a first execution pays one-time costs);
+then each piece is timed once, results blocked. No sequential baseline runs: the comparison is S
+seeds in one program against one seed alone, in the same run. Summary (prefixed ``gpu_`` on an
+accelerator): ``<p>marl_seeds_per_hour_ratio_<S>_<N>`` (seeds per hour of S vmapped seeds over
+one seed's, from the pieces with updates: ``S t_1 / t_S``), ``<p>marl_us_per_env_step_<N>``
+(one seed, the piece without updates, microseconds per env step) and
+``<p>marl_s_per_1000_episodes_<S>_<N>`` (the group's seconds per 1,000 episodes with updates).
+
+    python benchmarks/marl_seeds.py --fill                 # the GPU suite's tier 1
+    python benchmarks/marl_seeds.py --fill --points 3:1,4  # any host
 """
 
 from __future__ import annotations
@@ -35,6 +56,14 @@ import jax
 
 from benchmarks import harness
 from jaxrl_pim.marl import MARLConfig, make_init, make_train_from, seeds
+
+#: ``--fill`` writes ``marl_seeds_fill[_quick].json`` (make_docs accepts the name).
+FILE_TAGS = ("fill",)
+#: ``--fill``'s default points (agents: seed counts), most wanted first.
+FILL_POINTS = {"full": "3:1,64,16,256 24:1,16", "quick": "3:1,16,64",
+               "smoke": "3:1,2"}
+#: ``--fill``'s piece length in episodes: the paper's warm-up, ceil(25,600 / 25).
+FILL_PIECE_EPISODES = {"full": 1_024, "quick": 1_024, "smoke": 2}
 
 
 def sizes(mode: str) -> dict[str, Any]:
@@ -101,12 +130,127 @@ def measure(cfg: MARLConfig, num_seeds: int, repeats: int) -> dict[str, Any]:
             "update_rounds": int(v[0][1][0].num_updates[0])}
 
 
+# ------------------------------------------------------------------ --fill: seeds filling a device
+
+
+def parse_points(text: str) -> list[tuple[int, int]]:
+    """``"3:1,64 24:1,16"`` -> ``[(3, 1), (3, 64), (24, 1), (24, 16)]`` (agents, seeds), in
+    order. Raises ValueError naming the bad item."""
+    points = []
+    for item in text.split():
+        n, _, ss = item.partition(":")
+        try:
+            pts = [(int(n), int(x)) for x in ss.split(",")]
+        except ValueError:
+            pts = []
+        if not pts or min(min(p) for p in pts) < 1:
+            raise ValueError(f"--points takes N:S[,S...] items with N, S >= 1; got {item!r}")
+        points += pts
+    return points
+
+
+def fill_config(n: int, piece: int, smoke: bool) -> MARLConfig:
+    """The paper's schedule over two pieces of ``piece`` episodes: learning starts after the
+    first piece, the buffer holds both (see the module docstring)."""
+    steps = piece * 25
+    if smoke:
+        return MARLConfig(env="spread", num_agents=n, num_episodes=2 * piece,
+                          buffer_capacity=2 * steps, batch_size=16, learning_starts=steps,
+                          update_every=10, hidden=(8,))
+    return MARLConfig(env="spread", num_agents=n, num_episodes=2 * piece,
+                      buffer_capacity=2 * steps, batch_size=1_024, learning_starts=steps,
+                      update_every=100, hidden=(64, 64))
+
+
+def state_bytes(cfg: MARLConfig, num_seeds: int) -> int:
+    """Bytes of ``num_seeds`` training states (buffers, networks, optimisers), from shapes."""
+    shapes = jax.eval_shape(make_init(cfg), jax.random.PRNGKey(0))
+    return num_seeds * int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(shapes)))
+
+
+def measure_fill(cfg: MARLConfig, num_seeds: int, piece: int) -> dict[str, Any]:
+    """One point of ``--fill``: compile, one throwaway run of the first piece (other seeds'
+    states), then the piece without and the piece with updates."""
+    keys = seeds.seed_keys(0, num_seeds)
+    mesh = seeds.seed_mesh(num_seeds)
+    state = jax.block_until_ready(seeds.make_init_seeds(cfg, mesh)(keys))
+    t0 = time.perf_counter()
+    fn = seeds.make_train_seeds_from(cfg, piece, mesh).lower(state).compile()
+    compile_s = time.perf_counter() - t0
+    # a first execution pays one-time costs: a throwaway run of the first piece on other states
+    jax.block_until_ready(fn(seeds.make_init_seeds(cfg, mesh)(seeds.seed_keys(10_000, num_seeds))))
+    times, rounds = [], []
+    for _ in range(2):
+        before = int(state.num_updates[0])
+        t0 = time.perf_counter()
+        state, _ = jax.block_until_ready(fn(state))
+        times.append(time.perf_counter() - t0)
+        rounds.append(int(state.num_updates[0]) - before)
+    steps = piece * 25
+    return {"seeds": num_seeds, "devices": int(mesh.devices.size), "piece_episodes": piece,
+            "compile_s": compile_s, "no_update_piece_s": times[0], "update_piece_s": times[1],
+            "update_rounds": rounds, "us_per_env_step_no_updates": times[0] / steps * 1e6,
+            "s_per_1000_episodes": times[1] / piece * 1000,
+            "seeds_per_hour_update_piece": num_seeds / times[1] * 3600}
+
+
+def run_fill(points: list[tuple[int, int]], piece: int, mode: str, budget: harness.Budget,
+             memory_bytes: float | None) -> list[dict[str, Any]]:
+    """Every point of ``--fill`` in order, skipped (with the reason) past the budget or the
+    memory; a failing point is recorded with its error and the rest run."""
+    rows = []
+    for n, s in points:
+        cfg = fill_config(n, piece, mode == "smoke")
+        row: dict[str, Any] = {"agents": n, "seeds": s, "config": cfg,
+                               "state_bytes": state_bytes(cfg, s)}
+        if budget.spent():
+            row["skipped"] = "--budget-s spent"
+        elif memory_bytes is not None and row["state_bytes"] > memory_bytes:
+            row["skipped"] = (f"state {row['state_bytes'] / 2**30:.1f} GiB over the "
+                              f"{memory_bytes / 2**30:.1f} GiB allowed")
+        else:
+            try:
+                row.update(measure_fill(cfg, s, piece))
+            except Exception as err:  # noqa: BLE001 - recorded; the other points run
+                row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
+        rows.append(row)
+        what = (f"{row['s_per_1000_episodes']:.3g} s per 1,000 episodes with updates, "
+                f"{row['us_per_env_step_no_updates']:.3g} us per env step without"
+                if "s_per_1000_episodes" in row else row.get("skipped") or row.get("error"))
+        print(f"[fill] N={n} S={s}: {what}", flush=True)
+    return rows
+
+
+def summarize_fill(rows: list[dict[str, Any]], prefix: str) -> dict[str, Any]:
+    """``--fill``'s summary keys (module docstring) from its stored rows."""
+    out: dict[str, Any] = {}
+    ok = [r for r in rows if r.get("update_piece_s") is not None]
+    one = {r["agents"]: r for r in ok if r["seeds"] == 1}
+    for r in ok:
+        n, s = r["agents"], r["seeds"]
+        out[f"{prefix}marl_s_per_1000_episodes_{s}_{n}"] = r["s_per_1000_episodes"]
+        if n in one:
+            out[f"{prefix}marl_seeds_per_hour_ratio_{s}_{n}"] = (
+                s * one[n]["update_piece_s"] / r["update_piece_s"])
+    for n, r in one.items():
+        out[f"{prefix}marl_us_per_env_step_{n}"] = r["us_per_env_step_no_updates"]
+    out["fill_not_measured"] = [f"{r['agents']}:{r['seeds']}: "
+                                f"{r.get('skipped') or r.get('error')}"
+                                for r in rows if r.get("update_piece_s") is None]
+    return out
+
+
 def summarize(report_: dict[str, Any]) -> dict[str, Any]:
     """Headline numbers from the stored rows (see the module docstring)."""
     system = report_["system"]
     summary: dict[str, Any] = {
         "device": f"{system['backend']}: {system['device_count']} x {system['device_kind']}",
-        "mode": report_["config"]["mode"], "episodes": report_["config"]["episodes"]}
+        "mode": report_["config"]["mode"]}
+    if "fill" in report_["results"]:
+        prefix = "gpu_" if system["backend"] in harness.ACCELERATORS else ""
+        summary["piece_episodes"] = report_["config"]["piece_episodes"]
+        return {**summary, **summarize_fill(report_["results"]["fill"], prefix)}
+    summary["episodes"] = report_["config"]["episodes"]
     for r in report_["results"]["rows"]:
         tag = f"{r['seeds']}_{r['agents']}"
         summary[f"marl_seeds_per_hour_vmapped_{tag}"] = r["vmapped_seeds_per_hour"]
@@ -115,8 +259,38 @@ def summarize(report_: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def render_fill(report_: dict[str, Any]) -> str:
+    """``--fill``'s table (from the stored report)."""
+    rows = []
+    for r in report_["results"]["fill"]:
+        if r.get("update_piece_s") is None:
+            rows.append((r["agents"], r["seeds"], harness.fmt(r["state_bytes"] / 2**30, ".3g"),
+                         f"not measured: {r.get('skipped') or r.get('error')}", "", "", "", ""))
+            continue
+        one = next((o for o in report_["results"]["fill"] if o["agents"] == r["agents"]
+                    and o["seeds"] == 1 and o.get("update_piece_s") is not None), None)
+        ratio = None if one is None else r["seeds"] * one["update_piece_s"] / r["update_piece_s"]
+        rows.append((r["agents"], r["seeds"], harness.fmt(r["state_bytes"] / 2**30, ".3g"),
+                     harness.fmt(r["s_per_1000_episodes"], ".3g"),
+                     harness.fmt(r["us_per_env_step_no_updates"], ".3g"),
+                     harness.fmt(r["seeds_per_hour_update_piece"], ".4g"),
+                     harness.fmt(ratio, ".3g"), r["update_rounds"][1]))
+    cfg = report_["results"]["fill"][0]["config"] if report_["results"]["fill"] else {}
+    return "\n".join([
+        f"Device: {report_['summary']['device']}; spread, MADDPG, S seeds vmapped in one "
+        f"program; two pieces of {report_['config']['piece_episodes']:,} episodes (the first "
+        f"without update rounds, the second with one every {cfg.get('update_every')} env "
+        f"steps, batch {cfg.get('batch_size')}), each timed once after a throwaway run of "
+        "the first piece, compilation excluded.", "",
+        *harness.md_table(["agents", "seeds", "state GiB", "s per 1,000 episodes",
+                           "us per env step, no updates", "seeds/h",
+                           "seeds/h over one seed's", "update rounds timed"], rows), ""])
+
+
 def render_markdown(report_: dict[str, Any]) -> str:
     """The seeds-per-hour table (from the stored report)."""
+    if "fill" in report_["results"]:
+        return render_fill(report_)
     cfg = report_["config"]
     rows = [(r["agents"], r["seeds"], r["devices"],
              harness.fmt(r["sequential_seeds_per_hour"], ".4g"),
@@ -145,7 +319,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=None, metavar="S",
                     help="seed counts, each vmapped in one program against the same seeds "
                          "one after another (default 1 4 16; --smoke 2)")
+    ap.add_argument("--fill", action="store_true",
+                    help="measure how many seeds fill the device instead (module docstring; "
+                         "writes marl_seeds_fill.json; default: off)")
+    ap.add_argument("--points", default=None, metavar="'N:S,S ...'",
+                    help=f"--fill's points (default '{FILL_POINTS['full']}'; --quick "
+                         f"'{FILL_POINTS['quick']}'; --smoke '{FILL_POINTS['smoke']}')")
+    ap.add_argument("--piece-episodes", type=int, default=None,
+                    help="--fill's piece length (default 1024; --smoke 2)")
+    ap.add_argument("--memory-fraction", type=float, default=0.8,
+                    help="--fill skips a point whose state exceeds this share of the "
+                         "device's memory (default 0.8; CPU: no check)")
+    harness.add_budget(ap, "point of --fill")
     args, run, mode = harness.start(ap, argv, __file__)
+    if args.fill:
+        return main_fill(args, run, mode)
     size = sizes(mode)
     if args.episodes:
         size["episodes"] = args.episodes
@@ -173,6 +361,34 @@ def main(argv: list[str] | None = None) -> int:
                   f"vmapped {row['vmapped_seeds_per_hour']:.4g} seeds/h", flush=True)
             rows.append(row)
     harness.write(out, run=run, config=config, results={"rows": rows},
+                  timing_s={"total": time.perf_counter() - t_start}, summarize=summarize,
+                  markdown=render_markdown, show=True)
+    return 0
+
+
+def main_fill(args: Any, run: Any, mode: str) -> int:
+    """``--fill``: every point, then the results file."""
+    try:
+        points = parse_points(args.points or FILL_POINTS[mode])
+    except ValueError as err:
+        print(f"marl_seeds.py: {err}", file=sys.stderr)
+        return 2
+    piece = args.piece_episodes or FILL_PIECE_EPISODES[mode]
+    if piece < 1 or not 0 < args.memory_fraction <= 1:
+        print("marl_seeds.py: --piece-episodes must be >= 1 and --memory-fraction in (0, 1]",
+              file=sys.stderr)
+        return 2
+    args.file_tag = "fill"
+    out = harness.output_path(args, "marl_seeds")
+    stats = getattr(jax.devices()[0], "memory_stats", lambda: None)() or {}
+    limit = stats.get("bytes_limit") if jax.default_backend() != "cpu" else None
+    memory = None if limit is None else args.memory_fraction * limit
+    t_start = time.perf_counter()
+    rows = run_fill(points, piece, mode, harness.Budget(args.budget_s), memory)
+    config = {"mode": mode, "points": points, "piece_episodes": piece,
+              "memory_fraction": args.memory_fraction, "device_memory_bytes": limit,
+              "budget_s": args.budget_s}
+    harness.write(out, run=run, config=config, results={"fill": rows},
                   timing_s={"total": time.perf_counter() - t_start}, summarize=summarize,
                   markdown=render_markdown, show=True)
     return 0
