@@ -14,9 +14,25 @@ summary key says so in its name.
 Part 2 (``scaling``): spread with N = 6, 12, 24 and 48 agents, each replay layout
 (``per_agent``, ``interleaved``) and sampling mode (``faithful``, ``fast``): one warm-up piece
 (compiling, filling the buffer), then one timed piece of the same length with updates;
-reported per 1,000 episodes. Buffers hold 1e6 rows where the training state fits
-``--memory-fraction`` of the device memory, and are cut to fit otherwise (every record
-holds its capacity). The state is donated to each piece, so one copy lives on the device.
+reported per 1,000 episodes. Buffers hold ``--capacity`` rows (1e6) where the training state
+fits ``--memory-fraction`` of the device memory (its ``bytes_limit``), and are cut to fit
+otherwise (every record holds its capacity); with ``--no-cut`` a state that does not fit is
+not cut but skipped, the reason recorded. Whether it fits is the library planner's decision
+(:func:`jaxrl_pim.marl.plan.memory_plan`: the state's bytes from its shapes, the fraction of
+the device memory as its usable bytes; on a CPU only ``--no-cut`` asks it, about the host's
+available memory); each record keeps the plan (``memory_plan``). The state is donated to
+each piece, so one copy lives on the device. ``--layouts compact`` adds the ``compact``
+replay layout (every observation stored once, about half the bytes: 1e6 rows at N = 48 fit
+where the other layouts are cut). The paper's 48-agent run at its 1e6 rows on one H200 (the
+state, about 60 GB by the planner, is over 0.4 of the device's 112.6 GB ``bytes_limit``)::
+
+    python benchmarks/marl_gpu.py --parts scaling --agents 48 --layouts compact \
+        --modes faithful --capacity 1000000 --no-cut --memory-fraction 0.6
+
+Every run also records its warm-up piece per env step, ``us_per_env_step_no_updates``
+(microseconds; the piece before learning starts: its only update round, if any, is the
+schedule's first, at its last step, counted in ``warmup_update_rounds``; 1 of 25,600 steps at
+the paper's sizes).
 
 A configuration not started within ``--budget-s`` is recorded as skipped, so the file is
 always written (the GPU suite gives this script a share of its deadline).
@@ -28,6 +44,12 @@ always written (the GPU suite gives this script a share of its deadline).
 Summary: ``<env>3_schedule_s`` (measured whole schedule, or null),
 ``<env>3_s_per_1000_episodes_full_schedule``, ``<env>3_paper_60k_s`` (the paper's Table I
 figure, published, not measured), and ``spread<N>_<layout>_<mode>_s_per_1000_episodes``.
+Where a spread-48 run with faithful sampling held 1e6 rows on an accelerator (the fastest
+layout if several did): ``gpu_spread48_1e6_s_per_1000_episodes``, its ``_layout``, and
+``gpu_spread48_1e6_60k_schedule_s_extrapolated``: the measured warm-up piece plus the timed
+piece's rate over the schedule's other episodes, ``warmup_s + s_per_1000_episodes x (60,000
+- warm-up episodes) / 1,000`` (what part 1 estimates before running a schedule; compile
+excluded): an extrapolation from the one timed piece, not a measured schedule.
 """
 
 from __future__ import annotations
@@ -44,12 +66,17 @@ if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package
 from benchmarks import harness
 
 FULL_EPISODES = 60_000
-LAYOUTS = ("per_agent", "interleaved")
+LAYOUTS = ("per_agent", "interleaved", "compact")
+#: the layouts part 2 runs without ``--layouts`` (``compact`` only when asked for)
+DEFAULT_LAYOUTS = ("per_agent", "interleaved")
+#: the paper's buffer rows; the spread-48 run holding them fills the ``gpu_spread48_1e6_`` keys
+PAPER_ROWS = 1_000_000
 SAMPLING_MODES = ("faithful", "fast")
 PARTS = ("schedule", "scaling")
 #: ``--file-tag``: the GPU suite files the 60k-episode schedule, run last if time is left, as
-#: ``marl_gpu_schedule.json`` (``--parts schedule --file-tag schedule``).
-FILE_TAGS = ("schedule",)
+#: ``marl_gpu_schedule.json`` (``--parts schedule --file-tag schedule``), and spread-48 at 1e6
+#: rows as ``marl_gpu_spread48.json`` (the command in the docstring, ``--file-tag spread48``).
+FILE_TAGS = ("schedule", "spread48")
 #: Paper Table I: 60k-episode MADDPG at 3 agents on an RTX 3090 + Ryzen 3975WX, seconds
 #: (published figures, not measured here).
 PAPER_3_AGENTS_S = {"tag": 3365.99, "spread": 2403.64}
@@ -78,6 +105,41 @@ def _device_memory_bytes() -> int | None:
 def _pieces(cfg: Any) -> int:
     """Episodes of the warm-up piece (before the first update round)."""
     return math.ceil(cfg.learning_starts / (cfg.episode_length * cfg.num_envs))
+
+
+def _warmup_fields(cfg: Any, piece: int, t_warm: float, rounds: int) -> dict[str, Any]:
+    """The warm-up piece per env step (of the vectorised batch), in microseconds."""
+    steps = piece * cfg.episode_length
+    return {"warmup_env_steps": steps, "warmup_update_rounds": rounds,
+            "us_per_env_step_no_updates": t_warm / steps * 1e6}
+
+
+def plan_capacity(cfg: Any, wanted: int, memory: tuple[int, str] | None,
+                  no_cut: bool) -> tuple[int | None, dict[str, Any]]:
+    """``(rows, plan)``: the buffer rows part 2 runs ``cfg`` with (None: skipped, the reason in
+    ``plan["skipped"]``) and the library planner's record. ``memory`` ``(bytes, source)`` is
+    what the state may take (None on a CPU: no cut; with ``no_cut`` the planner checks the
+    host's available memory); a state over it is cut to the largest multiple of 1,024 rows
+    that fits (at least 1,024), or with ``no_cut`` skipped."""
+    from jaxrl_pim.marl import plan
+
+    if memory is None and not no_cut:
+        return wanted, {}
+    at = dataclasses.replace(cfg, buffer_capacity=wanted,
+                             learning_starts=min(cfg.learning_starts, wanted))
+    # memory_plan lets a state take plan.MEMORY_FRACTION of what it is offered
+    offer = None if memory is None else (math.ceil(memory[0] / plan.MEMORY_FRACTION), memory[1])
+    mp = plan.memory_plan(at, available=offer, max_rows=wanted)
+    info = {"state_bytes": mp.seed_bytes, "usable_bytes": mp.usable_bytes,
+            "source": mp.source, "fits": mp.fits, "max_capacity": mp.max_capacity}
+    if mp.fits:
+        return wanted, info
+    if no_cut:
+        return None, {**info, "skipped": (
+            f"--no-cut: the state at {wanted:,} rows needs {plan.human_bytes(mp.seed_bytes)}, "
+            f"{plan.human_bytes(mp.usable_bytes)} usable ({mp.source}); {mp.max_capacity:,} "
+            "rows would fit")}
+    return max(1_024, mp.max_capacity // 1_024 * 1_024), info
 
 
 def _compiled(cfg: Any, episodes: int, state: Any) -> tuple[Any, float]:
@@ -113,12 +175,13 @@ def schedule_run(env: str, size: dict[str, Any], budget: harness.Budget) -> dict
     state = jax.jit(make_init(cfg))(jax.random.PRNGKey(0))
     fn, compile_s = _compiled(cfg, piece, state)
     state, _, t_warm = _run(fn, state)
+    warm = _warmup_fields(cfg, piece, t_warm, int(state.num_updates))
     state, metrics, t_piece = _run(fn, state)
     rec: dict[str, Any] = {
         "env": env, "agents": 3, "config": cfg, "capacity": cfg.buffer_capacity,
         "piece_episodes": piece, "compile_s": compile_s, "warmup_s": t_warm,
         "measured_piece_s": t_piece, "s_per_1000_episodes": t_piece / piece * 1000,
-        "schedule_episodes": total,
+        "schedule_episodes": total, **warm,
     }
     done = 2 * piece
     rest = total - done
@@ -152,18 +215,22 @@ def schedule_run(env: str, size: dict[str, Any], budget: harness.Budget) -> dict
 
 
 def scaling_run(agents: int, layout: str, mode: str, size: dict[str, Any],
-                memory_bytes: float | None) -> dict[str, Any]:
-    """Part 2 for one configuration: a warm-up piece, then a timed piece with updates."""
+                memory: tuple[int, str] | None, capacity: int | None = None,
+                no_cut: bool = False) -> dict[str, Any]:
+    """Part 2 for one configuration: a warm-up piece, then a timed piece with updates
+    (``capacity`` rows wanted, default the size's; see :func:`plan_capacity`)."""
     import jax
 
-    from benchmarks.marl_profile import capacity_that_fits
     from jaxrl_pim.marl import MARLConfig, make_init
 
     base = MARLConfig(env="spread", num_agents=agents, num_episodes=FULL_EPISODES,
                       layout=layout, sampling_mode=mode, **size["overrides"])
-    cap = size["capacity"]
-    if memory_bytes is not None:
-        cap = capacity_that_fits(base, cap, memory_bytes)
+    cap, mplan = plan_capacity(base, capacity or size["capacity"], memory, no_cut)
+    if cap is None:
+        print(f"[scaling] spread-{agents} {layout} {mode}: skipped ({mplan['skipped']})",
+              flush=True)
+        return {"env": "spread", "agents": agents, "layout": layout, "sampling_mode": mode,
+                "skipped": mplan.pop("skipped"), "memory_plan": mplan}
     cfg = dataclasses.replace(base, buffer_capacity=cap,
                               learning_starts=min(base.learning_starts, cap))
     piece = _pieces(cfg)
@@ -176,7 +243,8 @@ def scaling_run(agents: int, layout: str, mode: str, size: dict[str, Any],
            "config": cfg, "capacity": cap, "piece_episodes": piece, "compile_s": compile_s,
            "warmup_s": t_warm, "measured_piece_s": t_piece,
            "measured_update_rounds": int(state.num_updates) - updates0,
-           "s_per_1000_episodes": t_piece / piece * 1000}
+           "s_per_1000_episodes": t_piece / piece * 1000, "memory_plan": mplan,
+           **_warmup_fields(cfg, piece, t_warm, updates0)}
     print(f"[scaling] spread-{agents} {layout} {mode} ({cap:,} rows): "
           f"{rec['s_per_1000_episodes']:.2f} s per 1,000 episodes", flush=True)
     return rec
@@ -198,6 +266,17 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     out["capacity_by_run"] = {
         f"spread{r['agents']}_{r['layout']}_{r['sampling_mode']}": r.get("capacity")
         for r in res["scaling"]}
+    paper = [r for r in res["scaling"]
+             if r["agents"] == 48 and r.get("capacity") == PAPER_ROWS
+             and r["sampling_mode"] == "faithful" and r.get("s_per_1000_episodes") is not None
+             and report.get("system", {}).get("backend", "cpu") != "cpu"]
+    if paper:  # absent otherwise (and from the files written before these keys)
+        best = min(paper, key=lambda r: r["s_per_1000_episodes"])
+        out["gpu_spread48_1e6_s_per_1000_episodes"] = best["s_per_1000_episodes"]
+        out["gpu_spread48_1e6_layout"] = best["layout"]
+        out["gpu_spread48_1e6_60k_schedule_s_extrapolated"] = (
+            best["warmup_s"]
+            + best["s_per_1000_episodes"] * (FULL_EPISODES - best["piece_episodes"]) / 1000)
     out["not_measured"] = [f"{r.get('env', 'spread')}{r['agents']}"
                            + (f"_{r['layout']}_{r['sampling_mode']}" if "layout" in r else "")
                            + f": {r.get('error') or r.get('skipped')}"
@@ -223,15 +302,29 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {r['env']} | {r['agents']} | {r['capacity']:,} | "
                      f"{r['s_per_1000_episodes']:.3g} | {sched} | {r['schedule_episodes']:,} | "
                      f"{harness.fmt(PAPER_3_AGENTS_S.get(r['env']), '.0f')} |")
+    # the warm-up column only for files that record it (older files render as they did)
+    warm = any("us_per_env_step_no_updates" in r for r in res["scaling"])
     lines += ["", "| agents | layout | sampling | capacity | s per 1,000 episodes | "
-              "update rounds timed | compile s |", "|---|---|---|---|---|---|---|"]
+              "update rounds timed | compile s |"
+              + (" warm-up us per env step |" if warm else ""),
+              "|---|---|---|---|---|---|---|" + ("---|" if warm else "")]
     for r in res["scaling"]:
         head = f"| {r['agents']} | {r['layout']} | {r['sampling_mode']} | "
         if r.get("error") or r.get("skipped"):
-            lines.append(head + f"| {(r.get('error') or r.get('skipped'))[:80]} | | |")
+            lines.append(head + f"| {(r.get('error') or r.get('skipped'))[:80]} | | |"
+                         + (" |" if warm else ""))
             continue
         lines.append(head + f"{r['capacity']:,} | {r['s_per_1000_episodes']:.3g} | "
-                     f"{r['measured_update_rounds']:,} | {r['compile_s']:.1f} |")
+                     f"{r['measured_update_rounds']:,} | {r['compile_s']:.1f} |"
+                     + (f" {harness.fmt(r.get('us_per_env_step_no_updates'))} |"
+                        if warm else ""))
+    s = summarize(report)
+    if "gpu_spread48_1e6_s_per_1000_episodes" in s:
+        lines += ["", f"Spread-48 at {PAPER_ROWS:,} rows ({s['gpu_spread48_1e6_layout']} "
+                  f"layout, faithful): {s['gpu_spread48_1e6_s_per_1000_episodes']:.3g} s per "
+                  "1,000 episodes; the 60,000-episode schedule EXTRAPOLATED from it (warm-up "
+                  "piece + timed rate, compile excluded): "
+                  f"{s['gpu_spread48_1e6_60k_schedule_s_extrapolated']:.0f} s."]
     return "\n".join(lines) + "\n"
 
 
@@ -244,8 +337,14 @@ def main(argv: list[str] | None = None) -> int:
     p = harness.parser(__doc__)
     harness.add_budget(p, "configuration")
     p.add_argument("--memory-fraction", type=float, default=0.4,
-                   help="share of the device memory the training state may take; larger "
-                        "buffers are cut to fit (default 0.4; CPU: no cut)")
+                   help="share of the device memory (bytes_limit) the training state may "
+                        "take; larger buffers are cut to fit (default 0.4; CPU: no cut)")
+    p.add_argument("--capacity", type=int, default=None, metavar="ROWS",
+                   help="buffer rows wanted in part 2 (default 1e6; --smoke 4,096)")
+    p.add_argument("--no-cut", action="store_true",
+                   help="skip a part-2 configuration whose state at --capacity rows does not "
+                        "fit, the reason recorded, instead of cutting its buffer (on a CPU: "
+                        "checked against the host's available memory; default: off)")
     p.add_argument("--agents", type=int, nargs="+", default=None,
                    help="agent counts of part 2 (default 6 12 24 48; --quick 6 12)")
     p.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
@@ -253,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--schedule-envs", nargs="+", choices=("spread", "tag"), default=None,
                    help="envs of part 1 (default spread tag; --smoke spread)")
     p.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=None,
-                   help="replay layouts of part 2 (default: both; --smoke interleaved)")
+                   help="replay layouts of part 2 (default: per_agent interleaved; --smoke "
+                        "interleaved)")
     p.add_argument("--modes", nargs="+", choices=SAMPLING_MODES, default=None,
                    help="sampling modes of part 2 (default: both; --smoke fast)")
     harness.add_file_tag(p, FILE_TAGS)
@@ -267,12 +367,14 @@ def main(argv: list[str] | None = None) -> int:
     if "scaling" not in args.parts:
         agents = []
     # --smoke: one configuration by default (every one costs a compile)
-    layouts = args.layouts or (["interleaved"] if mode == "smoke" else list(LAYOUTS))
+    layouts = args.layouts or (["interleaved"] if mode == "smoke" else list(DEFAULT_LAYOUTS))
     modes = args.modes or (["fast"] if mode == "smoke" else list(SAMPLING_MODES))
     if not 0.0 < args.memory_fraction <= 1.0:
         raise ValueError("--memory-fraction must be in (0, 1]")
     limit = _device_memory_bytes() if jax.default_backend() != "cpu" else None
-    memory = None if limit is None else args.memory_fraction * limit
+    memory = None if limit is None else (
+        int(args.memory_fraction * limit),
+        f"--memory-fraction {args.memory_fraction:g} of bytes_limit")
     path = harness.output_path(args, "marl_gpu")
     budget = harness.Budget(args.budget_s)
     timing: dict[str, float] = {}
@@ -296,13 +398,14 @@ def main(argv: list[str] | None = None) -> int:
                     scaling.append({**head, "skipped": "--budget-s spent"})
                     continue
                 try:
-                    scaling.append(scaling_run(n, layout, sm, size, memory))
+                    scaling.append(scaling_run(n, layout, sm, size, memory, args.capacity,
+                                               args.no_cut))
                 except Exception as err:  # noqa: BLE001
                     scaling.append({**head, "error": _error(err)})
     timing["scaling"] = time.perf_counter() - t0
     config = {"mode": mode, "sizes": size, "parts": args.parts, "schedule_envs": envs,
               "agents": agents, "layouts": layouts, "sampling_modes": modes,
-              "budget_s": args.budget_s,
+              "budget_s": args.budget_s, "capacity": args.capacity, "no_cut": args.no_cut,
               "memory_fraction": args.memory_fraction, "device_memory_bytes": limit}
     results = {"device": report.device_label(), "schedule": schedule, "scaling": scaling}
     harness.write(path, run=run, config=config, results=results, timing_s=timing,
