@@ -15,8 +15,18 @@ precision:
 * ``int8_qwix``: qwix's int8 post-training quantization of the same module (weights per
   output channel, dynamic activations); absent when qwix is not installed.
 
-Time per call: a loop of calls long enough to last ``loop_s`` (dispatch included, as an
-actor calls it), blocked at the end, best of ``repeats`` loops after a compiling call.
+Two times per call, both best of ``repeats`` after a compiling call:
+
+* device-side (``device_seconds_per_call``, :func:`device_time_per_call`): ``K`` calls inside
+  ONE jitted program (``jax.lax.fori_loop`` with a static trip count, a while loop in the
+  HLO), each call's observations ``x + 0 * out[:, :1]`` of the previous call's output, which
+  XLA neither folds (``0 * y`` is not ``0`` for floats) nor hoists out of the loop; the time
+  is ``(T(K) - T(K0)) / (K - K0)`` with ``K0 <= 16`` and ``K`` sized so one program lasts
+  about ``loop_s``: what the device takes per forward pass, without Python dispatch (for
+  kernels shorter than their launch, the loop's launches bound it);
+* dispatch-included (``seconds_per_call``, ``jaxrl_pim.timing.time_per_call``): a Python
+  loop of asynchronous jitted calls lasting ``loop_s``, blocked at its end, as an actor calls
+  it. At batch 1 on a GPU it is launch latency, about the same for every network.
 
 Broadcast (DQN at the paper size and at 1,024 x 1,024, fp32 / fp16 / int8): the host-side
 pack (quantize, serialise, CRC32), deserialize, the load onto the device
@@ -29,9 +39,14 @@ measured in the same run (``jax.device_put`` of the fp32 payload's size).
     python benchmarks/quant_inference.py --quick       # batch 1 and 1,024, 2 networks
     python benchmarks/quant_inference.py --smoke       # test sizes (seconds)
 
-Summary: per precision, the speed-up over fp32 at the paper's actor for each batch
-(``<precision>_speedup_vs_fp32_paper_b<batch>``), the fastest precision per batch, and the
-paper-size broadcast's bytes ratio and load / total times.
+Summary: per precision, the dispatch-included speed-up over fp32 at the paper's actor for
+each batch (``<precision>_speedup_vs_fp32_paper_b<batch>``, fp32 time / this precision's, the
+meaning it always had) and the fastest precision per batch by that time; the paper-size
+broadcast's bytes ratio and load / total times. Records with device-side times add
+``<precision>_device_speedup_vs_fp32_paper_b<batch>`` (fp32 device-side time / this
+precision's), ``fastest_precision_device_paper_b<batch>`` and, for the other networks,
+``<precision>_device_speedup_vs_fp32_<network>_b<batch>``. ``int8_qwix`` runs wherever qwix
+imports (in the default precisions; a network it fails on is an ``error`` record).
 """
 
 from __future__ import annotations
@@ -109,6 +124,58 @@ def policy_fn(module: Any, params: Any, precision: str, obs: Any) -> tuple[Any, 
     return jax.jit(lambda p, x: policy_apply(module, p, x)), held, obs
 
 
+#: Largest K0 (the short program whose time is subtracted) and K of the device-side timer.
+K0_MAX, K_MAX = 16, 1 << 20
+
+
+def looped(fn: Any, k: int) -> Any:
+    """A jitted ``program(held, x)`` calling ``fn(held, x)`` ``k`` times in one
+    ``lax.fori_loop``, each call's observations ``x + 0 * out[:, :1]`` of the previous
+    output (a float ``0 *`` XLA keeps), returning the last observations."""
+    import jax
+
+    def program(held: Any, x: Any) -> Any:
+        def body(_: Any, xi: Any) -> Any:
+            out = fn(held, xi)
+            return xi + 0 * out.reshape(out.shape[0], -1)[:, :1].astype(xi.dtype)
+
+        return jax.lax.fori_loop(0, k, body, x)
+
+    return jax.jit(program)
+
+
+def device_time_per_call(fn: Any, held: Any, x: Any, *, repeats: int, loop_s: float,
+                         upper_s: float) -> dict[str, Any]:
+    """Device-side seconds per call of ``fn(held, x)``: ``(T(K) - T(K0)) / (K - K0)``, each
+    ``T`` the best of ``repeats`` runs of a :func:`looped` program. ``upper_s`` (a time per
+    call at least the device's: the dispatch-included one) sizes ``K0``; ``K`` starts at
+    ``loop_s * K0 / T(K0)`` and grows (one compile each) until its program lasts
+    ``loop_s / 4`` or more, the last estimate of the time per call aiming it at ``loop_s``."""
+    import jax
+
+    from jaxrl_pim.timing import time_call
+
+    k0 = int(min(K0_MAX, max(1, loop_s / (16 * max(upper_s, 1e-9)))))
+    t = time.perf_counter()
+    short = looped(fn, k0)
+    jax.block_until_ready(short(held, x))
+    compile_s = time.perf_counter() - t
+    t_k0 = time_call(lambda: short(held, x), repeats=max(1, repeats), warmup=0)
+    k = int(min(K_MAX, max(4 * k0, loop_s * k0 / max(t_k0, 1e-9))))
+    while True:
+        long = looped(fn, k)
+        t_k = time_call(lambda: long(held, x), repeats=1, warmup=1)  # compiles, sizes
+        if t_k >= loop_s / 4 or k >= K_MAX:
+            break
+        per = max((t_k - t_k0) / (k - k0), 1e-12)
+        k = int(min(K_MAX, max(4 * k, loop_s / per)))
+    t_k = min(t_k, time_call(lambda: long(held, x), repeats=max(1, repeats), warmup=0))
+    per = (t_k - t_k0) / (k - k0)
+    return {"device_seconds_per_call": per if per > 0 else t_k / k,
+            "device_calls": k, "device_calls_short": k0, "device_program_s": t_k,
+            "device_short_program_s": t_k0, "device_compile_s": compile_s}
+
+
 def inference(size: dict[str, Any], precisions: list[str]) -> list[dict[str, Any]]:
     """One record per network, batch and precision (an ``error`` record when a precision
     fails on this backend)."""
@@ -130,6 +197,9 @@ def inference(size: dict[str, Any], precisions: list[str]) -> list[dict[str, Any
                     fn, held, x = policy_fn(module, params, p, obs)
                     rec.update(time_per_call(fn, held, x, repeats=size["repeats"],
                                              loop_s=size["loop_s"]))
+                    rec.update(device_time_per_call(
+                        fn, held, x, repeats=size["repeats"], loop_s=size["loop_s"],
+                        upper_s=rec["seconds_per_call"]))
                 except Exception as err:  # noqa: BLE001 - a precision a backend rejects
                     rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
                     print(f"[inference] {rec['network']} b{batch} {p}: FAILED {rec['error']}",
@@ -138,7 +208,10 @@ def inference(size: dict[str, Any], precisions: list[str]) -> list[dict[str, Any
                     continue
                 rec["ms_per_call"] = rec["seconds_per_call"] * 1e3
                 rec["us_per_row"] = rec["seconds_per_call"] * 1e6 / batch
-                print(f"[inference] {rec['network']} b{batch} {p}: {rec['ms_per_call']:.4f} ms",
+                rec["device_us_per_call"] = rec["device_seconds_per_call"] * 1e6
+                print(f"[inference] {rec['network']} b{batch} {p}: device-side "
+                      f"{rec['device_us_per_call']:.4g} us ({rec['device_calls']} calls in one "
+                      f"program), dispatch included {rec['ms_per_call'] * 1e3:.4g} us",
                       flush=True)
                 rows.append(rec)
     return rows
@@ -199,6 +272,19 @@ def _find(rows: list[dict], **match) -> dict | None:
                  and not r.get("error")), None)
 
 
+def _device_speedups(inf: list[dict], net: str, batch: int,
+                     precisions: list[str]) -> dict[str, float | None]:
+    """Per precision but fp32: fp32 device-side time / this precision's (None if missing)."""
+    base = _find(inf, network=net, batch=batch, precision="fp32")
+    out = {}
+    for p in precisions:
+        r = _find(inf, network=net, batch=batch, precision=p)
+        if p != "fp32":
+            out[p] = (base["device_seconds_per_call"] / r["device_seconds_per_call"]
+                      if base and r else None)
+    return out
+
+
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
     """Headline numbers from the stored records (see the module docstring)."""
     res, cfg = report["results"], report["config"]
@@ -207,6 +293,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     paper = PAPER_NET if any(r["network"] == PAPER_NET for r in inf) else (
         inf[-1]["network"] if inf else None)
     out["paper_actor_network"] = paper
+    device = any("device_seconds_per_call" in r for r in inf)  # False in records before it
     for batch in cfg["batches"]:
         base = _find(inf, network=paper, batch=batch, precision="fp32")
         times = {p: r["seconds_per_call"] for p in cfg["precisions"]
@@ -217,6 +304,17 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
             out[f"{p}_speedup_vs_fp32_paper_b{batch}"] = (
                 base["seconds_per_call"] / times[p] if base and p in times else None)
         out[f"fastest_precision_paper_b{batch}"] = min(times, key=times.get) if times else None
+        if device:
+            dev = _device_speedups(inf, paper, batch, cfg["precisions"])
+            out.update({f"{p}_device_speedup_vs_fp32_paper_b{batch}": v for p, v in dev.items()})
+            times = {p: r["device_seconds_per_call"] for p in cfg["precisions"]
+                     if (r := _find(inf, network=paper, batch=batch, precision=p))}
+            out[f"fastest_precision_device_paper_b{batch}"] = (min(times, key=times.get)
+                                                               if times else None)
+    for net in dict.fromkeys(r["network"] for r in inf) if device else ():
+        for batch in [] if net == paper else cfg["batches"]:
+            dev = _device_speedups(inf, net, batch, cfg["precisions"])
+            out.update({f"{p}_device_speedup_vs_fp32_{net}_b{batch}": v for p, v in dev.items()})
     failed = sorted({f"{r['network']}/b{r['batch']}/{r['precision']}" for r in inf
                      if r.get("error")})
     out["failed_runs"] = failed
@@ -238,24 +336,52 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
 _ms = functools.partial(harness.fmt, spec=".4g")
 
 
+def _dispatch_row(inf: list[dict], r: dict[str, Any]) -> list[Any]:
+    """A row of the table of records before the device-side timer."""
+    head = [r["network"], r["batch"], r["precision"]]
+    if r.get("error"):
+        return head + [f"failed: {r['error'][:80]}", "", ""]
+    base = _find(inf, network=r["network"], batch=r["batch"], precision="fp32")
+    vs = "" if base is None else f"{base['seconds_per_call'] / r['seconds_per_call']:.2f}x"
+    return head + [f"{r['ms_per_call']:.4g}", f"{r['us_per_row']:.4g}", vs]
+
+
+def _device_row(inf: list[dict], r: dict[str, Any]) -> list[Any]:
+    """A row of the table: device-side and dispatch-included us per call."""
+    head = [r["network"], r["batch"], r["precision"]]
+    if r.get("error"):
+        return head + [f"failed: {r['error'][:80]}", "", "", "", ""]
+    base = _find(inf, network=r["network"], batch=r["batch"], precision="fp32")
+    dev = r["device_seconds_per_call"]
+    vs = "" if base is None else f"{base['device_seconds_per_call'] / dev:.2f}x"
+    return head + [f"{dev * 1e6:.4g}", f"{r['seconds_per_call'] * 1e6:.4g}",
+                   f"{dev * 1e6 / r['batch']:.4g}", vs, f"{r['device_calls']:,}"]
+
+
 def render_markdown(report: dict[str, Any]) -> str:
-    """The inference table (ms per call, speed-up over fp32) and the broadcast table."""
+    """The inference table (device-side and dispatch-included time per call, speed-up over
+    fp32; records before the device-side timer: the dispatch-included table they had) and
+    the broadcast table."""
     res, cfg = report["results"], report["config"]
-    lines = [f"Device: {res['device']} ({cfg['mode']} sizes). Time per jitted call on a batch "
-             f"of observations: best of {cfg['sizes']['repeats']} loops of calls, dispatch "
-             "included; speed-up = fp32 time / this precision's time.", ""]
-
-    def inference_row(r: dict[str, Any]) -> list[Any]:
-        head = [r["network"], r["batch"], r["precision"]]
-        if r.get("error"):
-            return head + [f"failed: {r['error'][:80]}", "", ""]
-        base = _find(res["inference"], network=r["network"], batch=r["batch"], precision="fp32")
-        vs = "" if base is None else f"{base['seconds_per_call'] / r['seconds_per_call']:.2f}x"
-        return head + [f"{r['ms_per_call']:.4g}", f"{r['us_per_row']:.4g}", vs]
-
-    lines += harness.md_table(
-        ["network", "batch", "precision", "ms per call", "us per row", "vs fp32"],
-        map(inference_row, res["inference"]))
+    inf = res["inference"]
+    if any("device_seconds_per_call" in r for r in inf):
+        lines = [f"Device: {res['device']} ({cfg['mode']} sizes). Time per forward pass of "
+                 "the network on a batch of observations, best of "
+                 f"{cfg['sizes']['repeats']}: device-side = K calls in one jitted program "
+                 "(a fori_loop, each call's input depending on the previous output), (T(K) - "
+                 "T(K0)) / (K - K0); dispatch included = a Python loop of jitted calls; "
+                 "vs fp32 = fp32 device-side time / this precision's.", ""]
+        lines += harness.md_table(
+            ["network", "batch", "precision", "device-side us per call",
+             "dispatch-included us per call", "device-side us per row", "vs fp32 (device)",
+             "K"], (_device_row(inf, r) for r in inf))
+    else:
+        lines = [f"Device: {res['device']} ({cfg['mode']} sizes). Time per jitted call on a "
+                 f"batch of observations: best of {cfg['sizes']['repeats']} loops of calls, "
+                 "dispatch included; speed-up = fp32 time / this precision's time.", ""]
+        lines += harness.md_table(
+            ["network", "batch", "precision", "ms per call", "us per row", "vs fp32"],
+            (_dispatch_row(inf, r) for r in inf))
     copy = res["copy"]
     lines += ["", f"Broadcast (best of {cfg['sizes']['broadcast_repeats']}); the device's "
               f"host-to-device copy rate measured in the same run: "

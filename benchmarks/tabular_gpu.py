@@ -3,20 +3,24 @@
 Every lane is a chain of dependent updates (update ``j + 1`` may read the entry update ``j``
 wrote), and lanes are independent, so a run takes ``steps per lane x time of one step``; the
 figure that matters is ``ns_per_dependent_step = run seconds / (rows per lane x episodes)``,
-printed next to a floor *estimate* computed below from stated constants (see
-:func:`floor_estimate_ns`; ``benchmarks/NOTES.md`` shows the arithmetic).
+printed next to a floor *estimate* from stated constants (see
+``tabular_gpu_model.floor_estimate_ns``; ``benchmarks/NOTES.md`` shows the arithmetic).
 
 Sections (one invocation, one results file ``tabular_gpu[_quick|_smoke].{json,md}``):
 
 * ``frozenlake``: FrozenLake 4x4, 1M uniform-random rows, 2,000 lanes, sync period 50, 2,000
   episodes, all 12 variants (Q / SARSA x SEQ / RAN / STR x FP32 / INT32) with the new kernel
-  (``pallas_lane`` on GPUs, ``pallas_tpu`` on TPUs).
+  (``pallas_lane`` on GPUs, ``pallas_tpu`` on TPUs), each once per ``--rngs`` entry
+  (default both): ``jax``, the trainer's default, whose RAN rows and SARSA draws come from
+  an XLA pre-pass before the kernel, and ``lcg``, the PIM generator run inside the kernel.
 * ``compare``: the same inputs, every variant, the scan path, the one-hot kernel
   (``pallas_onehot``, GPUs) and the new kernel side by side for ``--compare-episodes``
   episodes (default 50: one sync round); each kernel's table against the scan path's (int32
   must be identical).
 * ``multiagent``: 2,000 independent agents x 10,000 FrozenLake rows x 2,000 episodes,
-  Q-SEQ FP32 and INT32, new kernel; then all kernels at ``--compare-episodes``.
+  Q-SEQ FP32 and INT32, new kernel; then all kernels at ``--compare-episodes``; with the
+  first rng of ``--rngs``, and with each further one the new-kernel runs of the variants
+  that draw random numbers (RAN or SARSA; Q-SEQ draws none: the same program either way).
 * ``taxi``: Taxi, 5M rows, 2,000 lanes, 2,000 episodes, Q-SEQ INT32 and FP32, new kernel;
   then all kernels at ``--compare-episodes``.
 * ``scaling``: strong scaling, FrozenLake 1M rows over 125 ... 65,536 lanes (the published
@@ -31,17 +35,24 @@ Sections (one invocation, one results file ``tabular_gpu[_quick|_smoke].{json,md
   (summary ``sweep_best_*``, ``sweep_default_*``). GPUs only; on a CPU (``--smoke``) every
   point runs in interpret mode and is also lowered for ``cuda`` (``lowers_for_cuda``).
 
-The sections run in the order frozenlake, multiagent, sweep, taxi, compare, scaling; with
-``--budget-s`` no section (and no further variant of ``compare``, lane count of ``scaling``)
-starts once that many seconds have passed, and the file names what was skipped, so a run
-under a time limit keeps the headline numbers (the GPU suite, ``gpu_suite.py``, sets it).
+The sections run in the order frozenlake and multiagent with the first rng, the same two
+with each further rng, then sweep, taxi, compare, scaling (at the default ``jax``); with
+``--budget-s`` no section (and no further variant of ``compare`` or of a further rng's
+pass, lane count of ``scaling``) starts once that many seconds have passed, and the file
+names what was skipped, so a run under a time limit keeps the headline numbers (the GPU
+suite, ``gpu_suite.py``, sets it). Every record names its ``rng``.
 
 Compile time (first call: tracing, XLA and Pallas compilation) is recorded apart from run
 time (median of ``--repeats`` blocked calls of the compiled trainer). Summary:
 ``gpu_frozenlake_2000_lanes_s`` (worst over the 12 variants, and ``_median``),
 ``gpu_multiagent_2000_s`` (worst of FP32 / INT32), ``gpu_vs_pim_multiagent_speedup`` (the
-published PIM time for 2,000 agents over ours; see ``PIM_MULTIAGENT_2000_S``); on a TPU the
-``tpu_`` keys instead; null with a note elsewhere.
+published PIM time for 2,000 agents over ours; see ``PIM_MULTIAGENT_2000_S``), all of
+``rng="jax"`` (a record without ``rng`` is one); on a TPU the ``tpu_`` keys instead; null
+with a note elsewhere. Where ``--rngs`` holds ``lcg``, the frozenlake, multiagent and ns per
+step keys again for its records, suffixed ``_lcg`` (a multiagent variant that draws no
+random numbers counts with its ``jax`` record, the same program), and
+``*_frozenlake_lcg_over_jax_worst`` (with its variant) / ``_best``: the largest / smallest
+ratio of a variant's ``lcg`` time to its ``jax`` time.
 
 On a GPU (the results go to ``benchmarks/results/<device>/``)::
 
@@ -49,19 +60,19 @@ On a GPU (the results go to ``benchmarks/results/<device>/``)::
 
 Sizes: full as above (the default); ``--quick``: 100k FrozenLake rows, 200 episodes, 200
 agents x 1,000 rows, Taxi 500k rows, 4 lane counts and 20 scaling episodes, 10 compare
-episodes; ``--smoke``: test sizes (the kernels run in Pallas interpret mode on a CPU;
-numbers meaningless). On a CPU only ``--smoke`` runs: the kernels are GPU / TPU kernels.
+episodes; ``--smoke``: test sizes, one variant per section (frozenlake's, Q-RAN-INT32, with
+every rng; the kernels run in Pallas interpret mode on a CPU; numbers meaningless). On a
+CPU only ``--smoke`` runs: the kernels are GPU / TPU kernels.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +82,20 @@ from benchmarks import (
     harness,
     pim_published,
 )
+from benchmarks import tabular_gpu_knobs as knobs
+from benchmarks.tabular_gpu_knobs import lowers_for_cuda, sweep_summary, sweep_table
+from benchmarks.tabular_gpu_model import (  # noqa: F401 - the floor model, re-exported
+    DEPENDENT_LATENCY_CYCLES,
+    FLOOR_CLOCK_HZ,
+    GPU_SMS,
+    ISSUE_PER_CYCLE,
+    SCHEDULERS_PER_SM,
+    chain_ops,
+    draws_random,
+    floor_estimate_ns,
+    issued_ops,
+)
+from jaxrl_pim.choices import RNGS
 
 VARIANTS = [f"{a}-{s}-{d}" for a, s, d in itertools.product(("q", "sarsa"),
                                                              ("seq", "ran", "str"),
@@ -94,17 +119,6 @@ FROZENLAKE_TARGET_S = 0.1
 FROZENLAKE_GOAL_S = 0.03
 MULTIAGENT_TARGET_S = 1.0
 
-# Floor estimate constants (estimates, not measurements; benchmarks/NOTES.md has the
-# reasoning). One lane is one GPU thread; a warp runs up to 32 lanes in lockstep.
-#: SM clock the estimate assumes (an H100 SXM sustains about 1.7 GHz under load).
-FLOOR_CLOCK_HZ = 1.7e9
-#: Cycles from one dependent FP32 / INT32 instruction to the next (Hopper ALU latency).
-DEPENDENT_LATENCY_CYCLES = 4
-#: Instructions one warp scheduler issues per cycle; H100 SMs and schedulers per SM.
-ISSUE_PER_CYCLE = 1.0
-GPU_SMS = 132
-SCHEDULERS_PER_SM = 4
-
 MODES: dict[str, dict[str, Any]] = {
     "full": dict(rows=1_000_000, lanes=2000, episodes=2000, sync=50, variants=VARIANTS,
                  compare_variants=VARIANTS, agents=2000, agent_rows=10_000,
@@ -121,71 +135,15 @@ MODES: dict[str, dict[str, Any]] = {
                   sweep_prefetch=[4, 8], sweep_variants=["q-seq-fp32"]),
     # test sizes: one variant per section, and the one-hot kernel left out of the side by
     # side runs (each interpret-mode kernel costs seconds of compilation on a CPU); one sweep
-    # point (depth 2: a register queue of more than one slot, as every depth of the full grid)
-    "smoke": dict(rows=480, lanes=8, episodes=4, sync=2, variants=["q-seq-int32"],
+    # point (depth 2: a register queue of more than one slot, as every depth of the full grid);
+    # a frozenlake variant that draws random numbers, so that jax and lcg run different programs
+    "smoke": dict(rows=480, lanes=8, episodes=4, sync=2, variants=["q-ran-int32"],
                   compare_variants=["sarsa-ran-fp32"], agents=4, agent_rows=30,
                   pair_variants=["q-seq-int32"], taxi_rows=160, scaling_lanes=[8],
                   scaling_episodes=2, compare_episodes=2, repeats=1,
                   sweep_lanes_per_block=[2], sweep_prefetch=[2],
                   sweep_variants=["q-seq-int32"]),
 }
-
-
-# ------------------------------------------------------------------------- floor estimate
-
-
-def chain_ops(algo: str, dtype: str, num_actions: int) -> int:
-    """Dependent instructions from one update's new value to the next one's (estimate).
-
-    The next update's table entries are loaded before this one is stored and the value just
-    written is forwarded by a select, so the chain holds no memory access: the forward
-    select, the bootstrap over the ``A`` entries (Q: a max chain of ``A - 1``; SARSA: a
-    first-argmax chain of compare+select pairs, the exploration select and a select chain
-    of ``A - 1``), and the TD update (float: multiply-add, subtract, multiply-add, plus a
-    rounding convert for 16-bit storage; int32 fixed point: the gamma product
-    ``19 x / 20`` as divide-by-constant (3), multiply-subtract, multiply, divide (3), add;
-    the terminal select; two adds; alpha as divide-by-ten (3); the final add).
-    """
-    boot = num_actions - 1 if algo == "q" else 2 * (num_actions - 1) + 1 + (num_actions - 1)
-    if dtype == "int32":
-        update = 9 + 1 + 2 + 3 + 1
-    else:
-        update = 3 + (1 if dtype in ("fp16", "bf16") else 0)
-    return 1 + boot + update
-
-
-def issued_ops(algo: str, sampling: str, dtype: str, rng: str, num_actions: int) -> int:
-    """Instructions one lane's thread issues per update (estimate): row loads and decode,
-    ``A + 1`` table loads with their addresses, forwarding compares and selects, the store,
-    loop bookkeeping, the update's own instructions and the random draws."""
-    entries = num_actions + 1
-    base = 2 + 4 + 2 * entries + 2 * entries + 2 + 3
-    if algo == "q":
-        update = num_actions - 1
-    else:
-        update = 3 * (num_actions - 1) + 2 + 2 * (num_actions - 1)
-    update += 19 if dtype == "int32" else 3
-    draws = 0
-    if algo == "sarsa":
-        draws += 6 if rng == "jax" else 11
-    if sampling == "ran" and rng == "lcg":
-        draws += 8
-    return base + update + draws
-
-
-def floor_estimate_ns(variant: str, num_actions: int, lanes: int, lanes_per_block: int,
-                      rng: str = "jax") -> dict[str, float]:
-    """Estimated ns per dependent step: the larger of the dependent chain's latency and the
-    issue time of the warps sharing one scheduler (``ceil(warps / (SMs x 4))`` of them, each
-    program of ``lanes_per_block <= 32`` lanes being one warp)."""
-    algo, sampling, dtype = variant.split("-")
-    chain = chain_ops(algo, dtype, num_actions) * DEPENDENT_LATENCY_CYCLES
-    warps = -(-lanes // max(1, lanes_per_block))
-    per_scheduler = -(-warps // (GPU_SMS * SCHEDULERS_PER_SM))
-    issue = per_scheduler * issued_ops(algo, sampling, dtype, rng, num_actions) / ISSUE_PER_CYCLE
-    cycles = max(chain, issue)
-    return {"floor_estimate_ns_per_step": cycles / FLOOR_CLOCK_HZ * 1e9,
-            "floor_estimate_chain_cycles": chain, "floor_estimate_issue_cycles": issue}
 
 
 # ------------------------------------------------------------------------------- summary
@@ -203,10 +161,75 @@ def _worst(rows: list[dict], **match) -> tuple[float | None, float | None]:
     return max(times), statistics.median(times)
 
 
+#: Summary keys of the ``lcg`` records, in files whose config names ``rngs`` (the files
+#: written before ``--rngs`` existed hold neither the keys nor ``lcg`` records).
+LCG_KEYS = (*(f"{p}_{k}_lcg" for p in ("gpu", "tpu") for k in (
+                "frozenlake_2000_lanes_s", "frozenlake_2000_lanes_s_median", "multiagent_2000_s")),
+            *(f"gpu_frozenlake_{k}_lcg" for k in (
+                "ns_per_dependent_step_worst", "floor_estimate_ns_worst_variant",
+                "worst_over_floor_estimate")),
+            *(f"{p}_frozenlake_lcg_over_jax_{k}" for p in ("gpu", "tpu")
+              for k in ("worst", "worst_variant", "best")))
+
+
+def _rng(record: dict) -> str:
+    """A record's rng (records written before ``--rngs`` existed are ``jax`` ones)."""
+    return record.get("rng", "jax")
+
+
+def _headline(res: dict, cfg: dict, prefix: str, rng: str) -> dict[str, Any]:
+    """The headline keys of ``rng``'s records (``jax``: the keys without a suffix; else
+    suffixed ``_<rng>``); a key whose records are incomplete is left out."""
+    sfx = "" if rng == "jax" else f"_{rng}"
+    out: dict[str, Any] = {}
+    sections = res["sections"]
+    fl = [r for r in sections.get("frozenlake", []) if _rng(r) == rng]
+    worst, median = _worst(fl, kernel=res["new_kernel"])
+    n_ok = sum(1 for r in fl if r.get("run_s") is not None)
+    if worst is not None and n_ok == len(VARIANTS) and sorted(cfg["variants"]) == sorted(VARIANTS):
+        out[f"{prefix}_frozenlake_2000_lanes_s{sfx}"] = worst
+        out[f"{prefix}_frozenlake_2000_lanes_s_median{sfx}"] = median
+    ma_all = [r for r in sections.get("multiagent", []) if r["episodes"] == cfg["episodes"]]
+    ma = [r for r in ma_all if _rng(r) == rng]
+    if rng != "jax":  # a variant that draws nothing ran once, with jax: the same program
+        ma += [r for r in ma_all if _rng(r) == "jax" and not draws_random(r["variant"])
+               and r["variant"] not in {x["variant"] for x in ma}]
+    worst_ma, _ = _worst(ma, kernel=res["new_kernel"])
+    n_ma = len([r for r in ma if r.get("run_s") is not None])
+    if worst_ma is not None and n_ma == len(cfg["pair_variants"]):
+        out[f"{prefix}_multiagent_2000_s{sfx}"] = worst_ma
+    steps = [r for r in fl if r.get("ns_per_dependent_step") is not None]
+    if steps and prefix == "gpu":
+        worst_step = max(steps, key=lambda r: r["ns_per_dependent_step"])
+        out[f"gpu_frozenlake_ns_per_dependent_step_worst{sfx}"] = worst_step[
+            "ns_per_dependent_step"]
+        out[f"gpu_frozenlake_floor_estimate_ns_worst_variant{sfx}"] = worst_step[
+            "floor_estimate_ns_per_step"]
+        out[f"gpu_frozenlake_worst_over_floor_estimate{sfx}"] = max(
+            r["over_floor_estimate"] for r in steps)
+    return out
+
+
+def _lcg_over_jax(res: dict, prefix: str) -> dict[str, Any]:
+    """Per variant, its frozenlake ``lcg`` time over its ``jax`` time: the largest (and its
+    variant) and the smallest ratio."""
+    times = {(_rng(r), r["variant"]): r["run_s"] for r in res["sections"].get("frozenlake", [])
+             if r.get("kernel") == res["new_kernel"] and r.get("run_s") is not None}
+    ratios = {v: times[("lcg", v)] / times[("jax", v)] for v in VARIANTS
+              if ("lcg", v) in times and ("jax", v) in times}
+    if len(ratios) != len(VARIANTS):
+        return {}
+    worst = max(ratios, key=ratios.get)
+    return {f"{prefix}_frozenlake_lcg_over_jax_worst": ratios[worst],
+            f"{prefix}_frozenlake_lcg_over_jax_worst_variant": worst,
+            f"{prefix}_frozenlake_lcg_over_jax_best": min(ratios.values())}
+
+
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
     """Headline numbers from the stored records (see the module docstring)."""
     res, cfg = report["results"], report["config"]
     backend = res["backend"]
+    lcg = "lcg" in cfg.get("rngs", ())
     out: dict[str, Any] = {
         "device": res["device"], "mode": cfg["mode"], "new_kernel": res["new_kernel"],
         "gpu_frozenlake_2000_lanes_s": None, "gpu_frozenlake_2000_lanes_s_median": None,
@@ -221,6 +244,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "gpu_frozenlake_2000_lanes_target_met": None,
         "gpu_multiagent_2000_target_s": MULTIAGENT_TARGET_S,
         "gpu_multiagent_2000_target_met": None,
+        **({k: None for k in LCG_KEYS} if "rngs" in cfg else {}),
         **{k: None for k in sweep_summary([])},
         "pim_multiagent_2000_s": res["pim_multiagent_2000_s"], "pim_source": res["pim_source"],
         "note": None,
@@ -233,65 +257,25 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         out["note"] = f"{cfg['mode']} sizes: the headline keys need the full sizes"
         return out
     prefix = "tpu" if backend == "tpu" else "gpu"
-    sections = res["sections"]
-    fl = sections.get("frozenlake", [])
-    worst, median = _worst(fl, kernel=res["new_kernel"])
-    n_ok = sum(1 for r in fl if r.get("run_s") is not None)
-    if worst is not None and n_ok == len(VARIANTS) and sorted(cfg["variants"]) == sorted(VARIANTS):
-        out[f"{prefix}_frozenlake_2000_lanes_s"] = worst
-        out[f"{prefix}_frozenlake_2000_lanes_s_median"] = median
-    ma = [r for r in sections.get("multiagent", []) if r["episodes"] == cfg["episodes"]]
-    worst_ma, _ = _worst(ma, kernel=res["new_kernel"])
-    n_ma = len([r for r in ma if r.get("run_s") is not None])
-    if worst_ma is not None and n_ma == len(cfg["pair_variants"]):
-        out[f"{prefix}_multiagent_2000_s"] = worst_ma
+    out.update(_headline(res, cfg, prefix, "jax"))
+    worst_ma = out[f"{prefix}_multiagent_2000_s"]
+    if worst_ma is not None:
         out[f"{prefix}_vs_pim_multiagent_speedup"] = res["pim_multiagent_2000_s"] / worst_ma
     if prefix == "gpu" and out["gpu_frozenlake_2000_lanes_s"] is not None:
         out["gpu_frozenlake_2000_lanes_target_met"] = (out["gpu_frozenlake_2000_lanes_s"]
                                                        <= FROZENLAKE_TARGET_S)
     if prefix == "gpu" and out["gpu_multiagent_2000_s"] is not None:
         out["gpu_multiagent_2000_target_met"] = out["gpu_multiagent_2000_s"] <= MULTIAGENT_TARGET_S
-    steps = [r for r in fl if r.get("ns_per_dependent_step") is not None]
-    if steps and prefix == "gpu":
-        worst_step = max(steps, key=lambda r: r["ns_per_dependent_step"])
-        out["gpu_frozenlake_ns_per_dependent_step_worst"] = worst_step["ns_per_dependent_step"]
-        out["gpu_frozenlake_floor_estimate_ns_worst_variant"] = worst_step[
-            "floor_estimate_ns_per_step"]
-        out["gpu_frozenlake_worst_over_floor_estimate"] = max(
-            r["over_floor_estimate"] for r in steps)
-    out.update(sweep_summary(sections.get("sweep", [])))
-    missing = [k for k in (f"{prefix}_frozenlake_2000_lanes_s", f"{prefix}_multiagent_2000_s")
-               if out[k] is None]
+    headline = [f"{prefix}_frozenlake_2000_lanes_s", f"{prefix}_multiagent_2000_s"]
+    if lcg:
+        out.update(_headline(res, cfg, prefix, "lcg"))
+        if None not in (out[f"{prefix}_frozenlake_2000_lanes_s{s}"] for s in ("", "_lcg")):
+            out.update(_lcg_over_jax(res, prefix))
+        headline += [f"{k}_lcg" for k in headline]
+    out.update(sweep_summary(res["sections"].get("sweep", [])))
+    missing = [k for k in headline if out[k] is None]
     if missing:
         out["note"] = f"not measured (section not run or a run failed): {', '.join(missing)}"
-    return out
-
-
-def sweep_summary(rows: list[dict]) -> dict[str, Any]:
-    """The sweep's best point (smallest run time summed over the swept variants; points
-    where any variant failed or did not run are out) and the library defaults' point, as
-    summary keys."""
-    totals: dict[tuple[int, int], list[float]] = {}
-    for r in rows:
-        totals.setdefault((r["lanes_per_block"], r["prefetch"]), []).append(r.get("run_s"))
-    whole = max((len(v) for v in totals.values()), default=0)  # every swept variant ran
-    ok = {k: sum(v) for k, v in totals.items()
-          if len(v) == whole and all(t is not None for t in v)}
-    defaults = next((r for r in rows if r.get("is_default")), None)
-    out: dict[str, Any] = {"sweep_best_lanes_per_block": None, "sweep_best_prefetch": None,
-                           "sweep_best_run_s_sum": None,
-                           "sweep_default_lanes_per_block": None if defaults is None else
-                           defaults["lanes_per_block"],
-                           "sweep_default_prefetch": None if defaults is None else
-                           defaults["prefetch"],
-                           "sweep_default_run_s_sum": None}
-    if ok:
-        best = min(ok, key=ok.get)
-        out.update(sweep_best_lanes_per_block=best[0], sweep_best_prefetch=best[1],
-                   sweep_best_run_s_sum=ok[best])
-    if defaults is not None:
-        out["sweep_default_run_s_sum"] = ok.get((defaults["lanes_per_block"],
-                                                 defaults["prefetch"]))
     return out
 
 
@@ -303,28 +287,29 @@ def render_markdown(report: dict[str, Any]) -> str:
              f"`{res['new_kernel']}`. Run time is the median of the timed calls after the "
              "compiling call; ns/step = run time / (rows per lane x episodes); the floor is an "
              "estimate (see the script's docstring).", ""]
-    head = ("| section | env | variant | kernel | lanes | rows/lane | episodes | compile s | "
-            "run s | ns/step | floor ns (est.) | vs scan |")
+    rng_col = "rngs" in cfg  # files written before --rngs existed: jax only, no column
+    head = ("| section | env | variant | " + ("rng | " if rng_col else "") + "kernel | lanes | "
+            "rows/lane | episodes | compile s | run s | ns/step | floor ns (est.) | vs scan |")
     for name in SECTIONS:
         rows = res["sections"].get(name)
         if not rows:
             continue
         if name == "sweep":
-            lines += _sweep_table(rows)
+            lines += sweep_table(rows)
             continue
-        lines += [f"### {name}", "", head, "|" + "---|" * 12]
+        lines += [f"### {name}", "", head, "|" + "---|" * (12 + rng_col)]
         for r in rows:
+            cells = (f"| {name} | {r['env']} | {r['variant']} | "
+                     + (f"{_rng(r)} | " if rng_col else "")
+                     + f"{r['kernel']} | {r['lanes']} | {r['rows_per_lane']} | {r['episodes']} | ")
             if r.get("error"):
-                lines.append(f"| {name} | {r['env']} | {r['variant']} | {r['kernel']} | "
-                             f"{r['lanes']} | {r['rows_per_lane']} | {r['episodes']} | "
-                             f"failed: {r['error'][:80]} | | | | |")
+                lines.append(cells + f"failed: {r['error'][:80]} | | | | |")
                 continue
             diff = r.get("max_abs_diff_vs_scan")
             vs = "" if diff is None else ("identical" if diff == 0 else f"{diff:.1e}")
             lines.append(
-                f"| {name} | {r['env']} | {r['variant']} | {r['kernel']} | {r['lanes']} | "
-                f"{r['rows_per_lane']} | {r['episodes']} | {r['compile_s']:.1f} | "
-                f"{r['run_s']:.4g} | {r['ns_per_dependent_step']:.1f} | "
+                cells + f"{r['compile_s']:.1f} | {r['run_s']:.4g} | "
+                f"{r['ns_per_dependent_step']:.1f} | "
                 f"{_num(r['floor_estimate_ns_per_step'], '.1f')} | {vs} |")
         lines.append("")
     for name, why in res.get("skipped_sections", {}).items():
@@ -332,22 +317,6 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["### summary", "", "| key | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in summary.items()]
     return "\n".join(lines) + "\n"
-
-
-def _sweep_table(rows: list[dict]) -> list[str]:
-    lines = ["### sweep", "", "| variant | lanes per program | prefetch | default | compile s | "
-             "run s | ns/step | lowers for cuda |", "|" + "---|" * 8]
-    for r in rows:
-        cuda = r.get("lowers_for_cuda")
-        cuda = "" if cuda is None else ("yes" if cuda is True else f"no: {cuda[:60]}")
-        head = (f"| {r['variant']} | {r['lanes_per_block']} | {r['prefetch']} | "
-                f"{'yes' if r.get('is_default') else ''} | ")
-        if r.get("error"):
-            lines.append(head + f"failed: {r['error'][:80]} | | | {cuda} |")
-            continue
-        lines.append(head + f"{r['compile_s']:.1f} | {r['run_s']:.4g} | "
-                     f"{r['ns_per_dependent_step']:.1f} | {cuda} |")
-    return lines + [""]
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -401,7 +370,7 @@ def measure(section: str, env: str, variant: str, kernel: str, cfg_kwargs: dict,
     cfg = TabularConfig(kernel=kernel, **_split(variant), **cfg_kwargs)
     m = int(chunks.shape[1])
     rec: dict[str, Any] = {
-        "section": section, "env": env, "variant": variant, "kernel": kernel,
+        "section": section, "env": env, "variant": variant, "rng": cfg.rng, "kernel": kernel,
         "lanes": cfg.num_cores, "rows_per_lane": m, "episodes": cfg.num_episodes,
         "sync_period": cfg.sync_period, "independent": cfg.independent,
         "updates": cfg.num_cores * m * cfg.num_episodes,
@@ -417,7 +386,8 @@ def measure(section: str, env: str, variant: str, kernel: str, cfg_kwargs: dict,
         timing, q = timed_run(cfg, chunks, repeats, reference)
     except Exception as err:  # noqa: BLE001 - a kernel a backend rejects is a result too
         rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300] if str(err) else ''}"
-        print(f"[{section}] {env} {variant} {kernel}: FAILED {rec['error']}", flush=True)
+        print(f"[{section}] {env} {variant} rng={cfg.rng} {kernel}: FAILED {rec['error']}",
+              flush=True)
         return rec, None
     rec.update(timing)
     steps = m * cfg.num_episodes
@@ -426,7 +396,7 @@ def measure(section: str, env: str, variant: str, kernel: str, cfg_kwargs: dict,
     floor = rec["floor_estimate_ns_per_step"]
     rec["floor_estimate_s"] = None if floor is None else floor * steps * 1e-9
     rec["over_floor_estimate"] = None if floor is None else rec["ns_per_dependent_step"] / floor
-    print(f"[{section}] {env} {variant} {kernel} lanes={cfg.num_cores} m={m} "
+    print(f"[{section}] {env} {variant} rng={cfg.rng} {kernel} lanes={cfg.num_cores} m={m} "
           f"E={cfg.num_episodes}: compile {rec['compile_s']:.1f} s, run {rec['run_s']:.4g} s, "
           f"{rec['ns_per_dependent_step']:.1f} ns/step (floor est. {_num(floor, '.1f')})"
           + ("" if reference is None else f", vs scan {rec['max_abs_diff_vs_scan']:.2g}"),
@@ -446,78 +416,11 @@ def side_by_side(section, env, variant, kernels, cfg_kwargs, chunks, repeats) ->
     return out
 
 
-@contextlib.contextmanager
-def prefetch_depth(depth: int) -> Iterator[None]:
-    """Trace the ``pallas_lane`` kernel with ``depth`` steps of prefetch (the module default
-    is read when the kernel is traced, so every trace inside this block uses it)."""
-    from jaxrl_pim.tabular import pallas_gpu
-
-    old = pallas_gpu.DEFAULT_PREFETCH
-    pallas_gpu.DEFAULT_PREFETCH = depth
-    try:
-        yield
-    finally:
-        pallas_gpu.DEFAULT_PREFETCH = old
-
-
-def lowers_for_cuda(variant: str, lanes: int, rows_per_lane: int, lanes_per_block: int,
-                    prefetch: int) -> bool | str:
-    """Whether the ``pallas_lane`` kernel at this sweep point lowers for ``cuda`` (checked
-    on any host: Pallas builds the Triton IR inside JAX); True or the first error line."""
-    import functools
-
-    import jax
-    import jax.numpy as jnp
-
-    from jaxrl_pim.tabular import TabularConfig
-    from jaxrl_pim.tabular.pallas_gpu import run_episodes_lane
-
-    spec = TabularConfig(16, 4, **_split(variant)).lane_spec()
-    q = jax.ShapeDtypeStruct((lanes, 16, 4), spec.fmt.storage)
-    rows = jax.ShapeDtypeStruct((rows_per_lane, lanes, 2), jnp.int32)
-    run = functools.partial(run_episodes_lane, spec, num_episodes=2, interpret=False,
-                            platform="gpu", lanes_per_block=lanes_per_block, prefetch=prefetch)
-    try:
-        traced = jax.jit(run).trace(q, rows, jax.random.split(jax.random.key(0), lanes),
-                                    jnp.zeros((lanes,), jnp.uint32), jnp.int32(0))
-        text = traced.lower(lowering_platforms=("cuda",)).as_text()
-    except Exception as err:  # noqa: BLE001 - a rejected lowering is the result
-        return f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
-    return True if "triton" in text else "no Triton call in the lowered module"
-
-
 def sweep(m: dict, chunks, episodes: int, repeats: int,
           stop: Callable[[int, int], bool] | None = None) -> list[dict]:
-    """The lanes-per-program x prefetch-depth grid of ``pallas_lane`` (see the docstring).
-
-    Point by point, the library's default point first, every swept variant at each point, so
-    that a run cut short by ``stop(points_done, points)`` (asked before each point after the
-    first; the ``--budget-s`` check) holds whole points, the defaults among them."""
-    import jax
-
-    from jaxrl_pim.tabular.pallas_gpu import DEFAULT_PREFETCH, lane_block
-
-    lanes = int(chunks.shape[0])
-    default_bl = lane_block(0, 16 * 4, lanes)
-    points = sorted(itertools.product(m["sweep_lanes_per_block"], m["sweep_prefetch"]),
-                    key=lambda p: p != (default_bl, DEFAULT_PREFETCH))
-    out = []
-    for i, (bl, depth) in enumerate(points):
-        if i and stop is not None and stop(i, len(points)):
-            break
-        for variant in m["sweep_variants"]:
-            kw = dict(num_states=16, num_actions=4, num_cores=lanes,
-                      sync_period=m["sync"], num_episodes=episodes, lanes_per_block=bl)
-            with prefetch_depth(depth):
-                rec, _ = measure("sweep", "frozenlake", variant, "pallas_lane", kw, chunks,
-                                 repeats)
-            rec.update(lanes_per_block=bl, prefetch=depth,
-                       is_default=bl == default_bl and depth == DEFAULT_PREFETCH)
-            if jax.default_backend() == "cpu":
-                rec["lowers_for_cuda"] = lowers_for_cuda(variant, lanes,
-                                                         int(chunks.shape[1]), bl, depth)
-            out.append(rec)
-    return out
+    """The ``sweep`` section (:func:`tabular_gpu_knobs.sweep`) with :func:`measure`."""
+    return knobs.sweep(m, chunks, episodes, repeats, stop, measure=measure,
+                       lowers=lowers_for_cuda)
 
 
 def frozenlake_data(rows: int, cache: dict):
@@ -534,6 +437,16 @@ def frozenlake_data(rows: int, cache: dict):
 #: Order the sections run in: the headline sections first, so that a ``--budget-s`` that runs
 #: out skips the side-by-side and scaling runs rather than the headline numbers.
 RUN_ORDER = ("frozenlake", "multiagent", "sweep", "taxi", "compare", "scaling")
+#: Sections run once per ``--rngs`` entry: the first rng's passes, then each further rng's,
+#: then the other sections (at the default rng).
+RNG_SECTIONS = ("frozenlake", "multiagent")
+
+
+def run_order(sections: list[str], rngs: list[str]) -> list[tuple[str, str | None]]:
+    """``(section, rng)`` in the order they run (rng None: the section takes none)."""
+    order = [(n, r) for r in rngs for n in RUN_ORDER if n in RNG_SECTIONS]
+    order += [(n, None) for n in RUN_ORDER if n not in RNG_SECTIONS]
+    return [(n, r) for n, r in order if n in sections]
 
 
 def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
@@ -554,11 +467,15 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
         cfg = TabularConfig(16, 4, num_cores=lanes, dtype="int32")
         return chunk(cfg, frozenlake_data(m["rows"], cache))
 
-    def frozenlake():
-        ch = fl_chunks(m["lanes"])
-        return [measure("frozenlake", "frozenlake", v, new_kernel,
-                        {**fl_kwargs, "num_episodes": full_e}, ch, reps)[0]
-                for v in args.variants]
+    def frozenlake(rng: str, first: bool):
+        ch, rows = fl_chunks(m["lanes"]), []
+        for i, v in enumerate(args.variants):
+            if not first and spent("frozenlake", f"at rng={rng} after {i} of "
+                                                 f"{len(args.variants)} variants"):
+                break
+            rows.append(measure("frozenlake", "frozenlake", v, new_kernel,
+                                {**fl_kwargs, "num_episodes": full_e, "rng": rng}, ch, reps)[0])
+        return rows
 
     budget = harness.Budget(args.budget_s)
     skipped: dict[str, str] = {}
@@ -567,8 +484,9 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
         """Whether ``--budget-s`` is spent (then ``name`` is noted as skipped or cut)."""
         if not budget.spent():
             return False
-        skipped[name] = f"--budget-s {args.budget_s:g} spent" + (f" {what}" if what else "")
-        print(f"[{name}] {skipped[name]}", flush=True)
+        why = f"--budget-s {args.budget_s:g} spent" + (f" {what}" if what else "")
+        skipped.setdefault(name, why)  # the first reason stays: a section skipped whole
+        print(f"[{name}] {why}", flush=True)
         return True
 
     def compare():
@@ -582,21 +500,28 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
                                  {**fl_kwargs, "num_episodes": cmp_e}, ch, 1)
         return rows
 
-    def multiagent():
-        env, params = envs.make("frozenlake")
-        per_agent = data.collect_per_agent(env, params, jax.random.key(2), m["agents"],
-                                           m["agent_rows"])
+    def multiagent(rng: str, first: bool):
+        if "agents" not in cache:
+            env, params = envs.make("frozenlake")
+            cache["agents"] = data.collect_per_agent(env, params, jax.random.key(2),
+                                                     m["agents"], m["agent_rows"])
         kw = dict(num_states=16, num_actions=4, num_cores=m["agents"], independent=True,
-                  sync_period=m["sync"])
+                  sync_period=m["sync"], rng=rng)
+        # a further rng: only the variants whose program it changes, without the side by side
+        variants = [v for v in m["pair_variants"] if first or draws_random(v)]
         rows = []
-        for v in m["pair_variants"]:
+        for i, v in enumerate(variants):
+            if not first and spent("multiagent", f"at rng={rng} after {i} of "
+                                                 f"{len(variants)} variants"):
+                break
             cfg = TabularConfig(16, 4, num_cores=m["agents"], independent=True,
                                 **_split(v))
-            ch = chunk(cfg, per_agent)
+            ch = chunk(cfg, cache["agents"])
             rows.append(measure("multiagent", "frozenlake", v, new_kernel,
                                 {**kw, "num_episodes": full_e}, ch, reps)[0])
-            rows += side_by_side("multiagent", "frozenlake", v, kernels,
-                                 {**kw, "num_episodes": cmp_e}, ch, 1)
+            if first:
+                rows += side_by_side("multiagent", "frozenlake", v, kernels,
+                                     {**kw, "num_episodes": cmp_e}, ch, 1)
         return rows
 
     def taxi():
@@ -630,15 +555,18 @@ def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
 
     run = {"frozenlake": frozenlake, "compare": compare, "multiagent": multiagent,
            "taxi": taxi, "scaling": scaling, "sweep": sweep_section}
-    for name in RUN_ORDER:
-        if name not in args.sections:
-            continue
+    for name, rng in run_order(args.sections, args.rngs):
         if name == "sweep" and new_kernel != "pallas_lane":
             skipped[name] = f"the sweep is of pallas_lane; {new_kernel} runs here"
             continue
-        if spent(name):
+        first = rng in (None, args.rngs[0])
+        if first and spent(name):
             continue
-        sections[name] = run[name]()
+        rows = run[name]() if rng is None else run[name](rng, first)
+        if first:
+            sections[name] = rows
+        elif rows:
+            sections.setdefault(name, []).extend(rows)
     return sections, skipped
 
 
@@ -649,7 +577,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="sections to run (default: all)")
     p.add_argument("--variants", nargs="+", choices=VARIANTS, default=None,
                    help="variants of the frozenlake and compare sections (default: all 12; "
-                        "--smoke: q-seq-int32)")
+                        "--smoke: q-ran-int32)")
+    p.add_argument("--rngs", nargs="+", choices=RNGS, default=list(RNGS),
+                   help="rng settings of the trainer the frozenlake and multiagent sections "
+                        "run with, each in turn (default: jax, then lcg; run in that order)")
     p.add_argument("--compare-episodes", type=int, default=None,
                    help="episodes of the side-by-side runs (default: 50; --quick 10; "
                         "--smoke 2)")
@@ -670,6 +601,7 @@ def main(argv: list[str] | None = None) -> int:
               "(the kernels in Pallas interpret mode)", file=sys.stderr)
         return 2
     args.variants = args.variants or m["variants"]
+    args.rngs = [r for r in RNGS if r in args.rngs]  # jax (the default, the headline) first
     args.compare_episodes = check_int("--compare-episodes",
                                       args.compare_episodes or m["compare_episodes"], 1)
     args.repeats = check_int("--repeats", args.repeats or m["repeats"], 1)
@@ -683,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     sections, skipped = run_sections(args, m, new_kernel, kernels)
     config = {"mode": mode, "sections": args.sections, "variants": args.variants,
-              "compare_episodes": args.compare_episodes, "repeats": args.repeats,
+              "rngs": args.rngs, "compare_episodes": args.compare_episodes, "repeats": args.repeats,
               **{k: v for k, v in m.items() if k not in ("variants",)},
               "kernels": kernels, "compiler_options": dict(COMPILER_OPTIONS),
               "floor_constants": {"clock_hz": FLOOR_CLOCK_HZ,
