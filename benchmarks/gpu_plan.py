@@ -92,7 +92,7 @@ PARTS: tuple[Part, ...] = (
                                                                  "rejax={peer_site}"],
           "smoke": ["--peer-site", "rejax={peer_site}"]},
          # 76 s on an H200 (a scratch run of the four runs)
-         {"full": 80, "quick": 60, "smoke": 25}, 0.85,
+         {"full": 80, "quick": 60, "smoke": 25}, None,
          "DQN and PPO end to end against rejax, side by side, learning checked",
          runs=("benchmarks/peers",)),
     Part("quant", 5, "quant_inference.py", "quant_inference",
