@@ -50,9 +50,10 @@ each part's reason.
 
 One deadline governs the call (``--deadline-s``, 480 s at full sizes, compiles included). A
 part starts only when its estimate fits the time left (otherwise it is recorded as skipped);
-it runs with its script's ``--budget-s`` at a share of its time, so the script stops starting
-new work and writes its file in time, and it is stopped at the deadline if it is still
-running. Each part writes into a folder of its own; only a part that ended cleanly has its
+it runs with its script's ``--budget-s`` at a share of its time (at most twice its estimate,
+and no more than leaves the later planned parts their estimates), so the script stops
+starting new work and writes its file in time, and it is stopped at the deadline if it is
+still running. Each part writes into a folder of its own; only a part that ended cleanly has its
 files filed, so nothing half-written is ever filed.
 
 Everything comes back: at the end, at the deadline and on SIGTERM the suite writes its own
@@ -316,8 +317,12 @@ def run_parts(rows: list[dict[str, Any]], mode: str, device: dict[str, Any], env
         work = out / "work" / part.name
         work.mkdir(parents=True, exist_ok=True)
         limit = min(left, budgets.get(part.name, left))
+        # the script's own --budget-s keeps the later planned parts' estimates free
+        later = sum(r["estimate_s"] for r in rows[i + 1:]
+                    if r["tier"] < EXTRA_TIER and "fresh" not in r)
+        room = min(limit, 2 * row["estimate_s"], max(row["estimate_s"], left - later))
         cmd = [sys.executable, str(here / part.script), *size_flag, "--out", str(work),
-               *part_args(part, mode, device, min(limit, 2 * row["estimate_s"]), places)]
+               *part_args(part, mode, device, room, places)]
         row["command"] = " ".join(["python", f"benchmarks/{part.script}", *cmd[2:]])
         print(f"== {part.name} (tier {part.tier}, {left:.0f} s left): {row['command']}",
               flush=True)
