@@ -318,16 +318,21 @@ def expected_problems(root: Path = ROOT) -> list[str]:
 
 
 def gpu_suite_not_run(folder: Path) -> set[str]:
-    """Results stems that the GPU suite's file in ``folder`` (``gpu_suite.json``) records as
-    parts that did not finish (skipped for time, stopped at the deadline, failed): a lease-
-    sized call files what it reached, and the rest is named there, not expected here."""
+    """Results stems that the GPU suite's file in ``folder`` (``gpu_suite.json``) does not
+    record as filed: parts that did not finish (skipped for time, stopped at the deadline,
+    failed) and parts the call did not include (``--parts``); a lease-sized call files what
+    it reached, and the rest is not expected here (a part recorded ``fresh`` was filed by an
+    earlier call and is expected)."""
+    from benchmarks.gpu_plan import PARTS
+
     path = folder / "gpu_suite.json"
     try:
         parts = json.loads(path.read_text())["results"]["parts"]
     except (OSError, ValueError, KeyError, TypeError):
         return set()
-    return {p["stem"] for p in parts if isinstance(p, dict) and p.get("status") != "ok"
-            and isinstance(p.get("stem"), str)}
+    rows = [p for p in parts if isinstance(p, dict) and isinstance(p.get("stem"), str)]
+    filed = {p["stem"] for p in rows if p.get("status") in ("ok", "fresh")}
+    return ({p["stem"] for p in rows} | {p.stem for p in PARTS}) - filed
 
 
 def owner_of_plot(plot_stem: str, stems: list[str]) -> str | None:
