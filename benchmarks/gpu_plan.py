@@ -171,6 +171,17 @@ def part_args(part: Part, mode: str, device: dict[str, Any], budget_s: float,
     return args
 
 
+def part_room(rows: list[dict[str, Any]], i: int, left: float, limit: float) -> float:
+    """Seconds part ``rows[i]`` may plan its work for (its script's ``--budget-s`` is a share
+    of them): at most twice its estimate and ``limit`` (its time before the deadline or its
+    ``--budget``), and no more than leaves the later planned parts (not extras, not fresh)
+    their estimates out of ``left``, but never less than its own estimate."""
+    est = rows[i]["estimate_s"]
+    later = sum(r["estimate_s"] for r in rows[i + 1:]
+                if r["tier"] < EXTRA_TIER and "fresh" not in r)
+    return min(limit, 2 * est, max(est, left - later))
+
+
 def plan(mode: str, names: list[str], estimates: dict[str, float],
          fresh: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The parts to run, in priority order, with their tier and estimated time (seconds);

@@ -109,6 +109,7 @@ from benchmarks.gpu_plan import (  # noqa: F401
     Part,
     freshness_report,
     part_args,
+    part_room,
     plan,
     plan_total_s,
     print_plan,
@@ -317,10 +318,7 @@ def run_parts(rows: list[dict[str, Any]], mode: str, device: dict[str, Any], env
         work = out / "work" / part.name
         work.mkdir(parents=True, exist_ok=True)
         limit = min(left, budgets.get(part.name, left))
-        # the script's own --budget-s keeps the later planned parts' estimates free
-        later = sum(r["estimate_s"] for r in rows[i + 1:]
-                    if r["tier"] < EXTRA_TIER and "fresh" not in r)
-        room = min(limit, 2 * row["estimate_s"], max(row["estimate_s"], left - later))
+        room = part_room(rows, i, left, limit)
         cmd = [sys.executable, str(here / part.script), *size_flag, "--out", str(work),
                *part_args(part, mode, device, room, places)]
         row["command"] = " ".join(["python", f"benchmarks/{part.script}", *cmd[2:]])

@@ -172,6 +172,17 @@ def test_fresh_parts_are_not_run_unless_forced(tmp_path: Path) -> None:
     assert "skipped, fresh" not in forced.stdout and "~  15 s" in forced.stdout
 
 
+def test_an_early_part_leaves_the_later_planned_parts_their_time() -> None:
+    suite = _suite()
+    rows = [{"estimate_s": 100, "tier": 1}, {"estimate_s": 50, "tier": 2},
+            {"estimate_s": 40, "tier": 3, "fresh": "x"}, {"estimate_s": 60, "tier": 6}]
+    assert suite.part_room(rows, 0, 400, 400) == 200  # twice its estimate
+    assert suite.part_room(rows, 0, 170, 170) == 120  # 50 kept for tier 2 (fresh, extra: 0)
+    assert suite.part_room(rows, 0, 120, 120) == 100  # never under its own estimate
+    assert suite.part_room(rows, 0, 400, 90) == 90  # nor over its --budget
+    assert suite.part_room(rows, 3, 400, 400) == 120
+
+
 def test_a_failing_part_is_recorded_with_its_error(tmp_path: Path) -> None:
     suite = _suite()
     cmd = [sys.executable, "-c", "import sys; print('compile failed: boom'); sys.exit(3)"]
@@ -226,14 +237,25 @@ def test_rehearsal_through_the_prepared_command(smoke_run) -> None:
                           capture_output=True).returncode == 0
     wheels = sorted(p.name.split("-")[0] for p in run.wheels.glob("*.whl"))
     assert wheels == ["farama_notifications", "flashbax", "gymnasium", "gymnax", "qwix"]
-    assert sum(p.stat().st_size for p in run.wheels.iterdir()) < 64 * 2**20
+    peer = sorted(p.name.split("-")[0] for p in (run.wheels / "peer").glob("*.whl"))
+    assert peer == ["decorator", "distrax", "dm_tree", "farama_notifications", "gymnasium",
+                    "gymnax", "rejax", "tfp_nightly", "wrapt"]
+    assert sum(p.stat().st_size for p in run.wheels.rglob("*") if p.is_file()) < 64 * 2**20
+    # the freshness file the device reads, and the plan printed before the call
+    assert "--fresh-from" in run.prepared and (run.wheels / "fresh.json").is_file()
+    assert "GPU suite plan" in run.stderr and "tier 1 marl_fill" in run.stderr
     # the installed wheels are what the suite's processes import (PYTHONPATH first)
     where = subprocess.run([sys.executable, "-c", "import gymnax, flashbax; "
                             "print(gymnax.__file__); print(flashbax.__file__)"],
                            env={**script_env(), "PYTHONPATH": str(run.site)},
                            capture_output=True, text=True, timeout=120)
     assert all(line.startswith(str(run.site)) for line in where.stdout.split()), where
-    # quant finished, marl_schedule did not: exit status 1, and everything came back
+    # rejax's side imports its own gymnax (below 1.0) from its folder, not the project's
+    rejax = subprocess.run([sys.executable, "-c", "import gymnax, rejax; print(gymnax.__file__)"],
+                           env={**script_env(), "PYTHONPATH": str(run.peer)},
+                           capture_output=True, text=True, timeout=120)
+    assert rejax.stdout.startswith(str(run.peer)), rejax
+    # every part but marl_schedule finished: exit status 1, and everything came back
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
     suite = _suite()
     assert suite.returned_file_problems(run.returned) == []
@@ -246,21 +268,29 @@ def test_rehearsal_through_the_prepared_command(smoke_run) -> None:
             "benchmarks/results/cpu/gpu_suite_smoke.md",
             "benchmarks/results/cpu/quant_inference_smoke.json",
             "benchmarks/results/cpu/quant_inference_smoke.md",
-            "logs/quant.log"} <= names
+            "benchmarks/results/cpu/marl_seeds_fill_smoke.json",
+            "benchmarks/results/cpu/marl_gpu_spread48_smoke.json",
+            "benchmarks/results/cpu/tabular_gpu_smoke.json",
+            "benchmarks/results/cpu/e2e_gpu_smoke.json",
+            "benchmarks/results/cpu/marl_trace_smoke.json",
+            "benchmarks/results/cpu/marl_profile_smoke.json",
+            "logs/quant.log", "logs/marl_trace.tar.gz"} <= names
     # the part stopped early files nothing, its log is kept
-    assert not any(n.startswith("benchmarks/results/cpu/marl_gpu") for n in names)
+    assert not any(n.startswith("benchmarks/results/cpu/marl_gpu_schedule") for n in names)
     assert "logs/marl_schedule.log" in names
     rows = {r["part"]: r for r in record["results"]["parts"]}
-    assert rows["quant"]["status"] == "ok"
     assert rows["marl_schedule"]["status"] == "stopped at its budget"
     assert 1 <= rows["marl_schedule"]["seconds"] < 20
-    assert record["summary"]["parts_ok"] == ["quant"]
+    assert record["summary"]["parts_ok"] == list(bench.SUITE_PARTS[:-1])
     assert record["summary"]["within_deadline"] is True
+    # the {logs} and {peer_site} places were filled in; rejax's side ran from its folder
+    assert f"--trace-archive {run.out / 'logs'}/marl_trace.tar.gz" in rows["marl_trace"]["command"]
+    assert f"--peer-site rejax={run.peer}" in rows["e2e_rejax"]["command"]
     system = record["system"]
     assert system["git_state_source"] == "passed in" and system["git_commit"] == head
     assert system["script"] == "benchmarks/gpu_suite.py"
     # the summary table printed to stdout names every part
-    assert "| 5 | quant |" in run.stdout and "| 6 | marl_schedule |" in run.stdout
+    assert "| 1 | marl_fill |" in run.stdout and "| 6 | marl_schedule |" in run.stdout
     staged = run.out / "benchmarks" / "results" / "cpu"
     for path in staged.glob("*.json"):
         assert make_docs.check_results_file(path, ROOT, committed=False) == [], path.name
@@ -283,7 +313,7 @@ def test_sigterm_still_packs_the_archive(tmp_path: Path) -> None:
         lines = []
         for line in proc.stdout:
             lines.append(line)
-            if line.startswith("== tabular (tier 1"):
+            if line.startswith("== tabular (tier 3"):
                 break
         time.sleep(1.0)
         proc.send_signal(signal.SIGTERM)

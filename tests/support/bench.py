@@ -50,13 +50,16 @@ SMOKE_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 #: the GPU suite's smoke run of tests/benchmarks/test_gpu_suite.py, the rehearsal of the
 #: device call: through ``benchmarks/gpu_prepare.sh``'s printed command (wheels installed with
-#: ``--target``, the project on ``PYTHONPATH``); ``quant`` completes, ``marl_schedule`` is
-#: stopped after a 1-second budget (its compile alone takes longer)
+#: ``--target``, rejax's in a folder of their own, the project on ``PYTHONPATH``); every part
+#: of tiers 1 to 5 and the trace and fused profile complete, ``marl_schedule`` is stopped
+#: after a 1-second budget (its compile alone takes longer)
 SUITE = "gpu_suite"
-SUITE_ARGS = ("--smoke", "--parts", "quant", "marl_schedule", "--budget", "marl_schedule=1",
-              "--deadline-s", "200")
-#: script -> the suite's part that runs its smoke command
-IN_SUITE = {"quant_inference": "quant"}
+SUITE_PARTS = ("marl_fill", "spread48", "tabular", "e2e_rejax", "quant", "marl_trace",
+               "marl_profile", "marl_schedule")
+SUITE_ARGS = ("--smoke", "--parts", *SUITE_PARTS, "--budget", "marl_schedule=1",
+              "--deadline-s", "400")
+#: script -> the suite's part that runs its smoke command (the same options as its own)
+IN_SUITE = {"quant_inference": "quant", "marl_profile": "marl_profile"}
 #: scripts whose smoke run needs an interpreter of its own: the device count is set before
 #: jax loads (tabular_scaling), a local Ray starts (actorq_speedup), the GPU suite's
 #: rehearsal and its sections
@@ -226,6 +229,7 @@ class Rehearsal(SmokeRun):
     wheels: Path = Path()
     site: Path = Path()
     returned: Path = Path()
+    peer: Path = Path()
 
 
 def rehearse(folder: Path) -> Rehearsal:
@@ -233,11 +237,14 @@ def rehearse(folder: Path) -> Rehearsal:
     prints, as the device would (from the repository root, ``$OUT`` = ``folder/returned``),
     with the suite at :data:`SUITE_ARGS` and its working folder ``folder/out``."""
     folder.mkdir(parents=True, exist_ok=True)
-    wheels, site, returned, out = (folder / n for n in ("whl", "site", "returned", "out"))
+    wheels, site, peer, returned, out = (folder / n for n in ("whl", "site", "peer", "returned",
+                                                               "out"))
     returned.mkdir()
     args = " ".join([*SUITE_ARGS, "--out", str(out)])
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"  # rejax's compiled wheels
     prep = subprocess.run(["bash", str(BENCHMARKS / "gpu_prepare.sh"), "--dest", str(wheels),
-                           "--site", str(site), "--timeout-s", "120", "--suite-args", args],
+                           "--site", str(site), "--peer-site", str(peer), "--python-version",
+                           here, "--timeout-s", "420", "--suite-args", args],
                           cwd=folder, env=script_env(), capture_output=True, text=True,
                           timeout=300)
     if prep.returncode != 0:
@@ -248,4 +255,4 @@ def rehearse(folder: Path) -> Rehearsal:
     proc = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=SMOKE_TIMEOUT_S)
     return Rehearsal(SUITE, ["bash", "-c", command], proc.returncode, proc.stdout,
-                     prep.stderr + proc.stderr, out, command, wheels, site, returned)
+                     prep.stderr + proc.stderr, out, command, wheels, site, returned, peer)
