@@ -20,10 +20,14 @@ Two times per call, both best of ``repeats`` after a compiling call:
 * device-side (``device_seconds_per_call``, :func:`device_time_per_call`): ``K`` calls inside
   ONE jitted program (``jax.lax.fori_loop`` with a static trip count, a while loop in the
   HLO), each call's observations ``x + 0 * out[:, :1]`` of the previous call's output, which
-  XLA neither folds (``0 * y`` is not ``0`` for floats) nor hoists out of the loop; the time
-  is ``(T(K) - T(K0)) / (K - K0)`` with ``K0 <= 16`` and ``K`` sized so one program lasts
-  about ``loop_s``: what the device takes per forward pass, without Python dispatch (for
-  kernels shorter than their launch, the loop's launches bound it);
+  XLA neither folds (``0 * y`` is not ``0`` for floats) nor hoists out of the loop, and the
+  parameters passed through an optimization barrier with them on every trip (work on the
+  parameters alone, such as converting int8 kernels, is redone per call as in one call);
+  the time is ``(T(K) - T(K0)) / (K - K0)`` with ``K0 <= 16`` and ``K`` sized so the
+  difference lasts ``loop_s / 4`` to about ``loop_s`` (one compile per size tried): what the
+  device takes per forward pass, without Python dispatch or any per-program cost (for
+  kernels shorter than their launch, the loop's launches bound it); the run's first row is
+  timed twice and the first discarded (the device warming up);
 * dispatch-included (``seconds_per_call``, ``jaxrl_pim.timing.time_per_call``): a Python
   loop of asynchronous jitted calls lasting ``loop_s``, blocked at its end, as an actor calls
   it. At batch 1 on a GPU it is launch latency, about the same for every network.
@@ -38,6 +42,8 @@ measured in the same run (``jax.device_put`` of the fp32 payload's size).
     python benchmarks/quant_inference.py [--publish]   # on the device to measure
     python benchmarks/quant_inference.py --quick       # batch 1 and 1,024, 2 networks
     python benchmarks/quant_inference.py --smoke       # test sizes (seconds)
+    # the GPU suite's part (every row of the paper's comparison, batches 1 and 1,024):
+    python benchmarks/quant_inference.py --precisions fp32 bf16 int8 int8_qwix --batches 1 1024
 
 Summary: per precision, the dispatch-included speed-up over fp32 at the paper's actor for
 each batch (``<precision>_speedup_vs_fp32_paper_b<batch>``, fp32 time / this precision's, the
@@ -131,12 +137,15 @@ K0_MAX, K_MAX = 16, 1 << 20
 def looped(fn: Any, k: int) -> Any:
     """A jitted ``program(held, x)`` calling ``fn(held, x)`` ``k`` times in one
     ``lax.fori_loop``, each call's observations ``x + 0 * out[:, :1]`` of the previous
-    output (a float ``0 *`` XLA keeps), returning the last observations."""
+    output (a float ``0 *`` XLA keeps), returning the last observations. The parameters
+    pass an optimization barrier with the observations on every trip, so work on them alone
+    (an int8 kernel's conversion) is redone per call as in one call, not hoisted."""
     import jax
 
     def program(held: Any, x: Any) -> Any:
         def body(_: Any, xi: Any) -> Any:
-            out = fn(held, xi)
+            h, xi = jax.lax.optimization_barrier((held, xi))  # no hoisting of weight work
+            out = fn(h, xi)
             return xi + 0 * out.reshape(out.shape[0], -1)[:, :1].astype(xi.dtype)
 
         return jax.lax.fori_loop(0, k, body, x)
@@ -149,7 +158,7 @@ def device_time_per_call(fn: Any, held: Any, x: Any, *, repeats: int, loop_s: fl
     """Device-side seconds per call of ``fn(held, x)``: ``(T(K) - T(K0)) / (K - K0)``, each
     ``T`` the best of ``repeats`` runs of a :func:`looped` program. ``upper_s`` (a time per
     call at least the device's: the dispatch-included one) sizes ``K0``; ``K`` starts at
-    ``loop_s * K0 / T(K0)`` and grows (one compile each) until its program lasts
+    ``loop_s * K0 / T(K0)`` and grows (one compile each) until ``T(K) - T(K0)`` is
     ``loop_s / 4`` or more, the last estimate of the time per call aiming it at ``loop_s``."""
     import jax
 
@@ -164,8 +173,8 @@ def device_time_per_call(fn: Any, held: Any, x: Any, *, repeats: int, loop_s: fl
     k = int(min(K_MAX, max(4 * k0, loop_s * k0 / max(t_k0, 1e-9))))
     while True:
         long = looped(fn, k)
-        t_k = time_call(lambda: long(held, x), repeats=1, warmup=1)  # compiles, sizes
-        if t_k >= loop_s / 4 or k >= K_MAX:
+        t_k = time_call(lambda long=long: long(held, x), repeats=1, warmup=1)  # sizes K
+        if t_k - t_k0 >= loop_s / 4 or k >= K_MAX:
             break
         per = max((t_k - t_k0) / (k - k0), 1e-12)
         k = int(min(K_MAX, max(4 * k, loop_s / per)))
@@ -197,9 +206,10 @@ def inference(size: dict[str, Any], precisions: list[str]) -> list[dict[str, Any
                     fn, held, x = policy_fn(module, params, p, obs)
                     rec.update(time_per_call(fn, held, x, repeats=size["repeats"],
                                              loop_s=size["loop_s"]))
-                    rec.update(device_time_per_call(
-                        fn, held, x, repeats=size["repeats"], loop_s=size["loop_s"],
-                        upper_s=rec["seconds_per_call"]))
+                    for _ in range(1 if rows else 2):  # the first row twice: a warm-up
+                        rec.update(device_time_per_call(
+                            fn, held, x, repeats=size["repeats"], loop_s=size["loop_s"],
+                            upper_s=rec["seconds_per_call"]))
                 except Exception as err:  # noqa: BLE001 - a precision a backend rejects
                     rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
                     print(f"[inference] {rec['network']} b{batch} {p}: FAILED {rec['error']}",
