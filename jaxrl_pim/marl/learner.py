@@ -298,39 +298,53 @@ def make_learner(
                                    target_critic=rules.polyak(tp.target_critic, tp.critic, tau)))
         return tuple(out)
 
+    phases = Learner(sample=sample, target_q=target_q, critic_update=critic_update,
+                     actor_update=actor_update, target_update=target_update,
+                     update_round=None)
+    return phases._replace(update_round=compose_update_round(
+        phases, sampler.update_priorities, faithful, algo.policy_delay))
+
+
+def compose_update_round(phases: Learner, update_priorities: Callable[..., Any],
+                         faithful: bool, policy_delay: int) -> Callable[..., Any]:
+    """``update_round(team_params, buffer_states, sampler_state, num_updates, key) ->
+    (team_params, sampler_state, losses [num_teams, 2])`` from ``phases``' fields, looked up
+    when the round is traced (so a field replaced with ``phases._replace`` takes effect, as
+    the profiler's fused pieces need): sample, critic targets, critic update, priorities from
+    the |TD errors| (``faithful``: each drawer's at its own indices, drawer after drawer;
+    else their mean at the shared indices), then actors and targets every
+    ``policy_delay``-th round (NaN actor losses in the others)."""
+
     def update_round(team_params, buffer_states, sampler_state, num_updates, key):
         k_s, k_t, k_a = jax.random.split(key, 3)
-        idx, w, batch, sampler_state = sample(buffer_states, sampler_state, k_s)
-        ys = target_q(team_params, batch, k_t)
-        team_params, closs, tds = critic_update(team_params, batch, ys, w)
+        idx, w, batch, sampler_state = phases.sample(buffer_states, sampler_state, k_s)
+        ys = phases.target_q(team_params, batch, k_t)
+        team_params, closs, tds = phases.critic_update(team_params, batch, ys, w)
         td_abs = [jnp.abs(td) for td in tds]  # [n_t, B] each
         if faithful:
-            # Each drawer's own |TD errors| at its own indices, drawer after drawer.
             def upd(ss, xs):
                 i, t = xs
-                return sampler.update_priorities(ss, i, t), None
+                return update_priorities(ss, i, t), None
 
             sampler_state, _ = jax.lax.scan(upd, sampler_state,
                                             (idx, jnp.concatenate(td_abs, axis=0)))
         else:
             mean_td = jnp.concatenate(td_abs, axis=0).mean(axis=0)
-            sampler_state = sampler.update_priorities(sampler_state, idx, mean_td)
+            sampler_state = update_priorities(sampler_state, idx, mean_td)
 
         def actor_and_targets(tp):
-            tp, aloss = actor_update(tp, batch, k_a)
-            return target_update(tp), aloss
+            tp, aloss = phases.actor_update(tp, batch, k_a)
+            return phases.target_update(tp), aloss
 
-        if algo.policy_delay > 1:
+        if policy_delay > 1:
             team_params, aloss = jax.lax.cond(
-                num_updates % algo.policy_delay == 0,
+                num_updates % policy_delay == 0,
                 actor_and_targets,
-                lambda tp: (tp, jnp.full((len(teams),), jnp.nan, jnp.float32)),
+                lambda tp: (tp, jnp.full((len(tp),), jnp.nan, jnp.float32)),
                 team_params,
             )
         else:
             team_params, aloss = actor_and_targets(team_params)
         return team_params, sampler_state, jnp.stack([closs, aloss], axis=1)
 
-    return Learner(sample=sample, target_q=target_q, critic_update=critic_update,
-                   actor_update=actor_update, target_update=target_update,
-                   update_round=update_round)
+    return update_round

@@ -26,10 +26,17 @@ target_update        Polyak update of all target networks               every up
 updates have started (warm-up excluded). Separately jitted phases cannot fuse with each other
 and each pays one dispatch, so the sum of the phases is an upper bound of a fused step;
 ``update_round_fused`` times the whole jitted update round for comparison.
+
+Two hooks let ``benchmarks/marl_profile.py`` time the phases inside the fused training
+program instead (by subtraction: the trainer with all phases against the trainer with one
+phase replaced by a cheap stand-in): :func:`train_from_phases` (the trainer's loop over given
+phases) and :func:`compose_update_round` (the library's update round rebuilt from a learner's
+phase fields, so that a replaced field takes effect). Neither changes what the trainer does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -38,8 +45,17 @@ import numpy as np
 
 from jaxrl_pim import replay
 from jaxrl_pim.marl.config import MARLConfig
+from jaxrl_pim.marl.learner import Learner
+from jaxrl_pim.marl.learner import compose_update_round as learner_round
 from jaxrl_pim.marl.rules import make_algorithm
-from jaxrl_pim.marl.trainer import Phases, TrainState, make_env, make_phases, make_sampler
+from jaxrl_pim.marl.trainer import (
+    Phases,
+    TrainState,
+    _train_from,
+    make_env,
+    make_phases,
+    make_sampler,
+)
 from jaxrl_pim.timing import time_call
 
 PHASES: tuple[str, ...] = (
@@ -233,3 +249,22 @@ def plot_shares(rows: list[dict[str, Any]], path: str, title: str) -> None:
 
     atomic_save(path, lambda tmp: fig.savefig(tmp, dpi=120))
     plt.close(fig)
+
+
+# ------------------------------------------------------------------ fused-program hooks
+def train_from_phases(config: MARLConfig, phases: Phases, num_episodes: int
+                      ) -> Callable[[TrainState], tuple[TrainState, Any]]:
+    """``train_from(state) -> (state, metrics)``: :func:`jaxrl_pim.marl.make_train_from`'s
+    loop (the same program) over the given ``phases`` instead of ``make_phases(config)``'s,
+    e.g. a learner whose ``update_round`` was replaced, to time whole fused training pieces
+    with a phase removed (``benchmarks/marl_profile.py``)."""
+    return _train_from(config, phases, num_episodes, None)
+
+
+def compose_update_round(config: MARLConfig, learner: Learner) -> Callable[..., Any]:
+    """``Learner.update_round`` rebuilt from ``learner``'s phase fields (so that a field
+    replaced with ``learner._replace`` takes effect): the library's own round,
+    :func:`jaxrl_pim.marl.learner.compose_update_round`, with ``config``'s sampler, sampling
+    mode and policy delay."""
+    return learner_round(learner, make_sampler(config).update_priorities,
+                         config.sampling_mode == "faithful", make_algorithm(config).policy_delay)
