@@ -12,8 +12,8 @@ inference and the replay round (5), a profiler trace and the rest (6). The plan'
 it finish ahead of theirs.
 
 **Nothing measured twice.** A part is *fresh* on a device folder (``h200``, ``h100``, ...)
-when its filed result there (``benchmarks/results/<folder>/<stem>.json``) was run at a commit
-with no uncommitted source, none of its sources has changed since (the script and every
+when its filed result there (``benchmarks/results/<folder>/<stem>.json``) is complete (no
+summary key ``*not_measured`` lists anything), was run at a commit with no uncommitted source, none of its sources has changed since (the script and every
 ``benchmarks`` / ``jaxrl_pim`` module it imports, transitively, plus the files it runs as
 processes; :mod:`benchmarks.freshness`), and the options it ran with are the ones the plan
 passes now. A fresh part is not run again unless ``--force``.
@@ -69,7 +69,8 @@ def _same(args: list[str]) -> dict[str, list[str]]:
 PARTS: tuple[Part, ...] = (
     Part("marl_fill", 1, "marl_seeds.py", "marl_seeds_fill", _same(["--fill"]),
          # an estimate: 6 points, each a compile (~15 s) and three pieces of 1,024 episodes
-         {"full": 130, "quick": 80, "smoke": 25}, 0.8,
+         # the first four points took 115 s on an H200 (the budget stopped N = 24)
+         {"full": 150, "quick": 80, "smoke": 25}, 0.8,
          "MADDPG seeds per hour: S = 1, 64, 16, 256 at N = 3 and 1, 16 at N = 24 vmapped, "
          "us per env step without updates"),
     Part("spread48", 2, "marl_gpu.py", "marl_gpu_spread48",
@@ -80,18 +81,19 @@ PARTS: tuple[Part, ...] = (
                     "faithful", "--capacity", "1000000", "--no-cut", "--memory-fraction",
                     "0.6", "--file-tag", "spread48"],
           "smoke": ["--parts", "scaling", "--layouts", "compact", "--file-tag", "spread48"]},
-         # 28 s on an H200 (a scratch run: compile 12.5 s, two pieces 7.6 s)
+         # 28 s on an H200 (h200/gpu_suite.json)
          {"full": 35, "quick": 35, "smoke": 20}, 0.8,
          "MADDPG spread-48 at the paper's 1e6 rows (compact layout), s per 1,000 episodes"),
     Part("tabular", 3, "tabular_gpu.py", "tabular_gpu",
          _same(["--sections", "frozenlake", "multiagent"]),
-         {"full": 120, "quick": 70, "smoke": 20}, 0.8,
+         # an estimate: 93 s for rng jax alone on an H200, lcg at most as long
+         {"full": 140, "quick": 70, "smoke": 20}, 0.8,
          "FrozenLake 2,000 lanes x 12 variants with rng jax and lcg, 2,000 agents"),
     Part("e2e_rejax", 4, "e2e_gpu.py", "e2e_gpu",
          {"full": ["--peer-site", "rejax={peer_site}"], "quick": ["--peer-site",
                                                                  "rejax={peer_site}"],
           "smoke": ["--peer-site", "rejax={peer_site}"]},
-         # 76 s on an H200 (a scratch run of the four runs)
+         # 74 s on an H200 (h200/gpu_suite.json)
          {"full": 80, "quick": 60, "smoke": 25}, None,
          "DQN and PPO end to end against rejax, side by side, learning checked",
          runs=("benchmarks/peers",)),
@@ -101,7 +103,8 @@ PARTS: tuple[Part, ...] = (
           "quick": ["--precisions", "fp32", "bf16", "int8", "int8_qwix", "--batches", "1",
                     "1024"],
           "smoke": ["--precisions", "fp32", "int8"]},
-         {"full": 45, "quick": 30, "smoke": 15}, None,
+         # 26 of its 32 rows in 82 s on an H200 (a call stopped it at its deadline): ~120 s
+         {"full": 120, "quick": 60, "smoke": 15}, None,
          "actor inference device-side and dispatch-included: fp32 / bf16 / int8 / qwix"),
     Part("marl_sampling", 6, "marl_sampling.py", "marl_sampling",
          {"full": ["--agents", "24"], "quick": ["--agents", "24"], "smoke": []},
@@ -265,8 +268,9 @@ def part_freshness(part: Part, folder: str, mode: str = "full",
     if not path.is_file():
         return {"fresh": False, "reason": f"never filed on {folder}", "commit": None}
     try:
-        system = json.loads(path.read_text())["system"]
-    except (OSError, ValueError, KeyError) as err:
+        data = json.loads(path.read_text())
+        system, summary = data["system"], data.get("summary") or {}
+    except (OSError, ValueError, KeyError, AttributeError) as err:
         return {"fresh": False, "reason": f"{path.name} unreadable ({err})", "commit": None}
     commit = system.get("git_commit")
     sources = part_sources(part, root)
@@ -285,6 +289,12 @@ def part_freshness(part: Part, folder: str, mode: str = "full",
                 "reason": f"{len(changed)} of its {len(sources)} sources changed since "
                           f"{commit[:10]}: {', '.join(changed[:3])}"
                           + (", ..." if len(changed) > 3 else "")}
+    missing = [m for k, v in summary.items() if k.endswith("not_measured") and v
+               for m in (v if isinstance(v, list) else [v])]
+    if missing:  # e.g. points its --budget-s did not reach
+        return {"fresh": False, "commit": commit,
+                "reason": f"its filed result is incomplete ({str(missing[0])[:60]}"
+                          + (f", and {len(missing) - 1} more)" if len(missing) > 1 else ")")}
     filed = _measured_options(shlex.split(system.get("command", ""))[2:])
     size = {"full": [], "quick": ["--quick"], "smoke": ["--smoke"]}[mode]
     if filed != size + _measured_options(part.args[mode]):
