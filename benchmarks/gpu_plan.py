@@ -13,10 +13,11 @@ it finish ahead of theirs.
 
 **Nothing measured twice.** A part is *fresh* on a device folder (``h200``, ``h100``, ...)
 when its filed result there (``benchmarks/results/<folder>/<stem>.json``) is complete (no
-summary key ``*not_measured`` lists anything), was run at a commit with no uncommitted source, none of its sources has changed since (the script and every
-``benchmarks`` / ``jaxrl_pim`` module it imports, transitively, plus the files it runs as
-processes; :mod:`benchmarks.freshness`), and the options it ran with are the ones the plan
-passes now. A fresh part is not run again unless ``--force``.
+summary key ``*not_measured`` lists anything), was run at a commit with no uncommitted
+source, none of its sources has changed since (the script and every ``benchmarks`` /
+``jaxrl_pim`` module it imports, transitively, plus the files it runs as processes;
+:mod:`benchmarks.freshness`), and the options it ran with are the ones the plan passes now.
+A fresh part is not run again unless ``--force``.
 """
 
 from __future__ import annotations
