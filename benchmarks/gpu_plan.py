@@ -63,8 +63,9 @@ class Part(NamedTuple):
     runs: tuple[str, ...] = ()
 
 
-def _same(args: list[str]) -> dict[str, list[str]]:
-    return {"full": args, "quick": args, "smoke": args}
+def _same(args: list[str], smoke: list[str] | None = None) -> dict[str, list[str]]:
+    """The same options at full and quick sizes (and at smoke sizes unless ``smoke``)."""
+    return {"full": args, "quick": args, "smoke": args if smoke is None else smoke}
 
 
 PARTS: tuple[Part, ...] = (
@@ -75,13 +76,10 @@ PARTS: tuple[Part, ...] = (
          "MADDPG seeds per hour: S = 1, 64, 16, 256 at N = 3 and 1, 16 at N = 24 vmapped, "
          "us per env step without updates"),
     Part("spread48", 2, "marl_gpu.py", "marl_gpu_spread48",
-         {"full": ["--parts", "scaling", "--agents", "48", "--layouts", "compact", "--modes",
-                   "faithful", "--capacity", "1000000", "--no-cut", "--memory-fraction", "0.6",
-                   "--file-tag", "spread48"],
-          "quick": ["--parts", "scaling", "--agents", "48", "--layouts", "compact", "--modes",
-                    "faithful", "--capacity", "1000000", "--no-cut", "--memory-fraction",
-                    "0.6", "--file-tag", "spread48"],
-          "smoke": ["--parts", "scaling", "--layouts", "compact", "--file-tag", "spread48"]},
+         _same(["--parts", "scaling", "--agents", "48", "--layouts", "compact", "--modes",
+                "faithful", "--capacity", "1000000", "--no-cut", "--memory-fraction", "0.6",
+                "--file-tag", "spread48"],
+               ["--parts", "scaling", "--layouts", "compact", "--file-tag", "spread48"]),
          # 28 s on an H200 (h200/gpu_suite.json)
          {"full": 35, "quick": 35, "smoke": 20}, 0.8,
          "MADDPG spread-48 at the paper's 1e6 rows (compact layout), s per 1,000 episodes"),
@@ -91,24 +89,19 @@ PARTS: tuple[Part, ...] = (
          {"full": 140, "quick": 70, "smoke": 20}, 0.8,
          "FrozenLake 2,000 lanes x 12 variants with rng jax and lcg, 2,000 agents"),
     Part("e2e_rejax", 4, "e2e_gpu.py", "e2e_gpu",
-         {"full": ["--peer-site", "rejax={peer_site}"], "quick": ["--peer-site",
-                                                                 "rejax={peer_site}"],
-          "smoke": ["--peer-site", "rejax={peer_site}"]},
+         _same(["--peer-site", "rejax={peer_site}"]),
          # 74 s on an H200 (h200/gpu_suite.json)
          {"full": 80, "quick": 60, "smoke": 25}, None,
          "DQN and PPO end to end against rejax, side by side, learning checked",
          runs=("benchmarks/peers",)),
     Part("quant", 5, "quant_inference.py", "quant_inference",
-         {"full": ["--precisions", "fp32", "bf16", "int8", "int8_qwix", "--batches", "1",
-                   "1024"],
-          "quick": ["--precisions", "fp32", "bf16", "int8", "int8_qwix", "--batches", "1",
-                    "1024"],
-          "smoke": ["--precisions", "fp32", "int8"]},
+         _same(["--precisions", "fp32", "bf16", "int8", "int8_qwix", "--batches", "1", "1024"],
+               ["--precisions", "fp32", "int8"]),
          # 26 of its 32 rows in 82 s on an H200 (a call stopped it at its deadline): ~120 s
          {"full": 120, "quick": 60, "smoke": 15}, None,
          "actor inference device-side and dispatch-included: fp32 / bf16 / int8 / qwix"),
     Part("marl_sampling", 6, "marl_sampling.py", "marl_sampling",
-         {"full": ["--agents", "24"], "quick": ["--agents", "24"], "smoke": []},
+         _same(["--agents", "24"], []),
          # one size: --budget-s cannot cut it; filling the original's 1e6-row buffers of
          # Python objects is 44 s of the 156 s on an H200
          {"full": 157, "quick": 40, "smoke": 20}, 0.6,
