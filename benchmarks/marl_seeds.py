@@ -25,19 +25,20 @@ hour) for every S and N, and ``marl_seeds_per_hour_vmapped_<S>_<N>``.
 For each point ``N:S`` of ``--points`` (default ``3:1,64,16,256 24:1,16``: the ratio the suite
 files first comes first) S seeds run vmapped in one program on the paper's schedule in two
 pieces of ``--piece-episodes`` episodes (default 1,024, the paper's 25,600-step warm-up): the
-first piece stores transitions and runs no update round (its time per env step is the
-per-step cost without updates), the second runs an update round every 100 env steps (batch
-1,024, 2x64 networks), as every later piece of the paper's schedule does. The buffer holds
-both pieces (capacity = their steps). A point whose training state would take more than
-``--memory-fraction`` of the device's memory is skipped and says so; with ``--budget-s`` no
-point starts once the budget is spent. Each point is compiled once (compile seconds apart)
+first piece stores transitions and runs no update round (its time per env step is the per-step
+cost without updates), the second runs an update round every 100 env steps (batch 1,024, 2x64
+networks), as every later piece of the paper's schedule does. The buffer holds both pieces
+(capacity = their steps). A point whose training states do not fit by the library's memory
+planner (:func:`jaxrl_pim.marl.plan.memory_plan`) is skipped and says so; with ``--budget-s``
+no point starts once the budget is spent. Each point is compiled once (compile seconds apart)
 and its first piece run once on other seeds' states (a first execution pays one-time costs);
-then each piece is timed once, results blocked. No sequential baseline runs: the comparison is S
-seeds in one program against one seed alone, in the same run. Summary (prefixed ``gpu_`` on an
-accelerator): ``<p>marl_seeds_per_hour_ratio_<S>_<N>`` (seeds per hour of S vmapped seeds over
-one seed's, from the pieces with updates: ``S t_1 / t_S``), ``<p>marl_us_per_env_step_<N>``
-(one seed, the piece without updates, microseconds per env step) and
-``<p>marl_s_per_1000_episodes_<S>_<N>`` (the group's seconds per 1,000 episodes with updates).
+then each piece is timed once, results blocked. No sequential baseline runs: the comparison is
+S seeds in one program against one seed alone, in the same run. Summary (prefixed ``gpu_`` on
+an accelerator): ``<p>marl_seeds_per_hour_ratio_<S>_<N>`` (seeds per hour of S vmapped seeds
+over one seed's, from the pieces with updates: ``S t_1 / t_S``),
+``<p>marl_us_per_env_step_<N>`` (one seed, the piece without updates, microseconds per env
+step) and ``<p>marl_s_per_1000_episodes_<S>_<N>`` (the group's seconds per 1,000 episodes with
+updates).
 
     python benchmarks/marl_seeds.py --fill                 # the GPU suite's tier 1
     python benchmarks/marl_seeds.py --fill --points 3:1,4  # any host
@@ -55,7 +56,7 @@ if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package
 import jax
 
 from benchmarks import harness
-from jaxrl_pim.marl import MARLConfig, make_init, make_train_from, seeds
+from jaxrl_pim.marl import MARLConfig, make_init, make_train_from, plan, seeds
 
 #: ``--fill`` writes ``marl_seeds_fill[_quick].json`` (make_docs accepts the name).
 FILE_TAGS = ("fill",)
@@ -162,12 +163,6 @@ def fill_config(n: int, piece: int, smoke: bool) -> MARLConfig:
                       update_every=100, hidden=(64, 64))
 
 
-def state_bytes(cfg: MARLConfig, num_seeds: int) -> int:
-    """Bytes of ``num_seeds`` training states (buffers, networks, optimisers), from shapes."""
-    shapes = jax.eval_shape(make_init(cfg), jax.random.PRNGKey(0))
-    return num_seeds * int(sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(shapes)))
-
-
 def measure_fill(cfg: MARLConfig, num_seeds: int, piece: int) -> dict[str, Any]:
     """One point of ``--fill``: compile, one throwaway run of the first piece (other seeds'
     states), then the piece without and the piece with updates."""
@@ -194,20 +189,23 @@ def measure_fill(cfg: MARLConfig, num_seeds: int, piece: int) -> dict[str, Any]:
             "seeds_per_hour_update_piece": num_seeds / times[1] * 3600}
 
 
-def run_fill(points: list[tuple[int, int]], piece: int, mode: str, budget: harness.Budget,
-             memory_bytes: float | None) -> list[dict[str, Any]]:
-    """Every point of ``--fill`` in order, skipped (with the reason) past the budget or the
-    memory; a failing point is recorded with its error and the rest run."""
+def run_fill(points: list[tuple[int, int]], piece: int, mode: str,
+             budget: harness.Budget) -> list[dict[str, Any]]:
+    """Every point of ``--fill`` in order, skipped (with the reason) past the budget or when
+    the library's memory planner (:func:`jaxrl_pim.marl.plan.memory_plan`) says its states do
+    not fit; a failing point is recorded with its error and the rest run."""
     rows = []
     for n, s in points:
         cfg = fill_config(n, piece, mode == "smoke")
+        mp = plan.memory_plan(cfg, s, devices=seeds.seed_mesh(s).devices.size)
         row: dict[str, Any] = {"agents": n, "seeds": s, "config": cfg,
-                               "state_bytes": state_bytes(cfg, s)}
+                               "state_bytes": s * mp.seed_bytes}
         if budget.spent():
             row["skipped"] = "--budget-s spent"
-        elif memory_bytes is not None and row["state_bytes"] > memory_bytes:
-            row["skipped"] = (f"state {row['state_bytes'] / 2**30:.1f} GiB over the "
-                              f"{memory_bytes / 2**30:.1f} GiB allowed")
+        elif not mp.fits:
+            row["skipped"] = (f"{mp.seeds_per_device} states of {plan.human_bytes(mp.seed_bytes)}"
+                              f" over the {plan.human_bytes(mp.usable_bytes)} usable "
+                              f"({mp.source})")
         else:
             try:
                 row.update(measure_fill(cfg, s, piece))
@@ -327,9 +325,6 @@ def main(argv: list[str] | None = None) -> int:
                          f"'{FILL_POINTS['quick']}'; --smoke '{FILL_POINTS['smoke']}')")
     ap.add_argument("--piece-episodes", type=int, default=None,
                     help="--fill's piece length (default 1024; --smoke 2)")
-    ap.add_argument("--memory-fraction", type=float, default=0.8,
-                    help="--fill skips a point whose state exceeds this share of the "
-                         "device's memory (default 0.8; CPU: no check)")
     harness.add_budget(ap, "point of --fill")
     args, run, mode = harness.start(ap, argv, __file__)
     if args.fill:
@@ -374,19 +369,14 @@ def main_fill(args: Any, run: Any, mode: str) -> int:
         print(f"marl_seeds.py: {err}", file=sys.stderr)
         return 2
     piece = args.piece_episodes or FILL_PIECE_EPISODES[mode]
-    if piece < 1 or not 0 < args.memory_fraction <= 1:
-        print("marl_seeds.py: --piece-episodes must be >= 1 and --memory-fraction in (0, 1]",
-              file=sys.stderr)
+    if piece < 1:
+        print("marl_seeds.py: --piece-episodes must be >= 1", file=sys.stderr)
         return 2
     args.file_tag = "fill"
     out = harness.output_path(args, "marl_seeds")
-    stats = getattr(jax.devices()[0], "memory_stats", lambda: None)() or {}
-    limit = stats.get("bytes_limit") if jax.default_backend() != "cpu" else None
-    memory = None if limit is None else args.memory_fraction * limit
     t_start = time.perf_counter()
-    rows = run_fill(points, piece, mode, harness.Budget(args.budget_s), memory)
+    rows = run_fill(points, piece, mode, harness.Budget(args.budget_s))
     config = {"mode": mode, "points": points, "piece_episodes": piece,
-              "memory_fraction": args.memory_fraction, "device_memory_bytes": limit,
               "budget_s": args.budget_s}
     harness.write(out, run=run, config=config, results={"fill": rows},
                   timing_s={"total": time.perf_counter() - t_start}, summarize=summarize,
