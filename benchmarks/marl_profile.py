@@ -24,7 +24,7 @@ Two measurements per run (row):
   often the phase runs. Each separate call pays a dispatch (on an H200 several times what a
   fused env step takes), which these shares include.
 * ``fused`` (new): whole fused training programs, the library's trainer
-  (``make_train_from``'s loop, :func:`jaxrl_pim.marl.profiler.train_from_phases`) for a piece
+  (``make_train_from(config, n, phases=...)``, the trainer's own loop) for a piece
   of episodes holding ``rounds`` update rounds on a filled state, every variant of
   ``FUSED_VARIANTS`` compiled and timed in turn (best of ``--repeats``): ``full`` (the
   library's round), ``no_update_round`` (the round returns its inputs), ``no_sampling`` (the
@@ -77,9 +77,8 @@ from jaxrl_pim.marl.profiler import (
     format_table,
     plot_shares,
     profile_phases,
-    train_from_phases,
 )
-from jaxrl_pim.marl.trainer import Phases, TrainState, make_phases
+from jaxrl_pim.marl.trainer import Phases, TrainState, make_phases, make_train_from
 
 MODES = {
     "original": {"sampling_mode": "faithful", "layout": "per_agent"},
@@ -166,7 +165,7 @@ def fused_program(config: MARLConfig, phases: Phases, variant: str, episodes: in
             cheap = stand_ins(learner, state.teams, fixed)
             ln = learner._replace(**{FIELD[p]: cheap[p] for p in replaced})
             ln = ln._replace(update_round=compose_update_round(config, ln))
-        return train_from_phases(config, Phases(rollout, ln), episodes)(state)
+        return make_train_from(config, episodes, phases=Phases(rollout, ln))(state)
 
     return program
 

@@ -27,11 +27,11 @@ updates have started (warm-up excluded). Separately jitted phases cannot fuse wi
 and each pays one dispatch, so the sum of the phases is an upper bound of a fused step;
 ``update_round_fused`` times the whole jitted update round for comparison.
 
-Two hooks let ``benchmarks/marl_profile.py`` time the phases inside the fused training
+Two pieces let ``benchmarks/marl_profile.py`` time the phases inside the fused training
 program instead (by subtraction: the trainer with all phases against the trainer with one
-phase replaced by a cheap stand-in): :func:`train_from_phases` (the trainer's loop over given
-phases) and :func:`compose_update_round` (the library's update round rebuilt from a learner's
-phase fields, so that a replaced field takes effect). Neither changes what the trainer does.
+phase replaced by a cheap stand-in): ``make_train_from(config, n, phases=...)`` runs the
+trainer's own loop over given phases, and :func:`compose_update_round` rebuilds the library's
+update round from a learner's phase fields, so that a replaced field takes effect.
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ from jaxrl_pim.marl.rules import make_algorithm
 from jaxrl_pim.marl.trainer import (
     Phases,
     TrainState,
-    _train_from,
     make_env,
     make_phases,
     make_sampler,
@@ -252,15 +251,6 @@ def plot_shares(rows: list[dict[str, Any]], path: str, title: str) -> None:
 
 
 # ------------------------------------------------------------------ fused-program hooks
-def train_from_phases(config: MARLConfig, phases: Phases, num_episodes: int
-                      ) -> Callable[[TrainState], tuple[TrainState, Any]]:
-    """``train_from(state) -> (state, metrics)``: :func:`jaxrl_pim.marl.make_train_from`'s
-    loop (the same program) over the given ``phases`` instead of ``make_phases(config)``'s,
-    e.g. a learner whose ``update_round`` was replaced, to time whole fused training pieces
-    with a phase removed (``benchmarks/marl_profile.py``)."""
-    return _train_from(config, phases, num_episodes, None)
-
-
 def compose_update_round(config: MARLConfig, learner: Learner) -> Callable[..., Any]:
     """``Learner.update_round`` rebuilt from ``learner``'s phase fields (so that a field
     replaced with ``learner._replace`` takes effect): the library's own round,

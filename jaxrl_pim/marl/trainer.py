@@ -205,6 +205,7 @@ def make_train_from(
     num_episodes: int | None = None,
     callback: Callable[..., Any] | None = None,
     algorithm: rules.Algorithm | None = None,
+    phases: Phases | None = None,
 ) -> Callable[[TrainState], tuple[TrainState, Metrics]]:
     """``train_from(state) -> (state, metrics)``: continue a run for ``num_episodes`` more.
 
@@ -218,9 +219,12 @@ def make_train_from(
 
     ``callback(episode, total, metrics)`` (e.g. :class:`jaxrl_pim.progress.RichProgress`) is
     called through ``jax.debug.callback`` about 200 times per run when given. ``algorithm``
-    replaces the rules named by ``config.algo``.
+    replaces the rules named by ``config.algo``; ``phases`` replaces
+    ``make_phases(config, algorithm)`` (the profiler runs the same loop over a learner with
+    one phase replaced).
     """
-    return _train_from(config, make_phases(config, algorithm), num_episodes, callback)
+    phases = make_phases(config, algorithm) if phases is None else phases
+    return _train_from(config, phases, num_episodes, callback)
 
 
 def make_train(
