@@ -17,8 +17,8 @@ precision:
 
 Two times per call, both best of ``repeats`` after a compiling call:
 
-* device-side (``device_seconds_per_call``, :func:`device_time_per_call`): ``K`` calls inside
-  ONE jitted program (``jax.lax.fori_loop`` with a static trip count, a while loop in the
+* device-side (``device_seconds_per_call``, ``harness.device_time_per_call``): ``K`` calls
+  inside ONE jitted program (``jax.lax.fori_loop`` with a static trip count, a while loop in the
   HLO), each call's observations ``x + 0 * out[:, :1]`` of the previous call's output, which
   XLA neither folds (``0 * y`` is not ``0`` for floats) nor hoists out of the loop, and the
   parameters passed through an optimization barrier with them on every trip (work on the
@@ -130,61 +130,6 @@ def policy_fn(module: Any, params: Any, precision: str, obs: Any) -> tuple[Any, 
     return jax.jit(lambda p, x: policy_apply(module, p, x)), held, obs
 
 
-#: Largest K0 (the short program whose time is subtracted) and K of the device-side timer.
-K0_MAX, K_MAX = 16, 1 << 20
-
-
-def looped(fn: Any, k: int) -> Any:
-    """A jitted ``program(held, x)`` calling ``fn(held, x)`` ``k`` times in one
-    ``lax.fori_loop``, each call's observations ``x + 0 * out[:, :1]`` of the previous
-    output (a float ``0 *`` XLA keeps), returning the last observations. The parameters
-    pass an optimization barrier with the observations on every trip, so work on them alone
-    (an int8 kernel's conversion) is redone per call as in one call, not hoisted."""
-    import jax
-
-    def program(held: Any, x: Any) -> Any:
-        def body(_: Any, xi: Any) -> Any:
-            h, xi = jax.lax.optimization_barrier((held, xi))  # no hoisting of weight work
-            out = fn(h, xi)
-            return xi + 0 * out.reshape(out.shape[0], -1)[:, :1].astype(xi.dtype)
-
-        return jax.lax.fori_loop(0, k, body, x)
-
-    return jax.jit(program)
-
-
-def device_time_per_call(fn: Any, held: Any, x: Any, *, repeats: int, loop_s: float,
-                         upper_s: float) -> dict[str, Any]:
-    """Device-side seconds per call of ``fn(held, x)``: ``(T(K) - T(K0)) / (K - K0)``, each
-    ``T`` the best of ``repeats`` runs of a :func:`looped` program. ``upper_s`` (a time per
-    call at least the device's: the dispatch-included one) sizes ``K0``; ``K`` starts at
-    ``loop_s * K0 / T(K0)`` and grows (one compile each) until ``T(K) - T(K0)`` is
-    ``loop_s / 4`` or more, the last estimate of the time per call aiming it at ``loop_s``."""
-    import jax
-
-    from jaxrl_pim.timing import time_call
-
-    k0 = int(min(K0_MAX, max(1, loop_s / (16 * max(upper_s, 1e-9)))))
-    t = time.perf_counter()
-    short = looped(fn, k0)
-    jax.block_until_ready(short(held, x))
-    compile_s = time.perf_counter() - t
-    t_k0 = time_call(lambda: short(held, x), repeats=max(1, repeats), warmup=0)
-    k = int(min(K_MAX, max(4 * k0, loop_s * k0 / max(t_k0, 1e-9))))
-    while True:
-        long = looped(fn, k)
-        t_k = time_call(lambda long=long: long(held, x), repeats=1, warmup=1)  # sizes K
-        if t_k - t_k0 >= loop_s / 4 or k >= K_MAX:
-            break
-        per = max((t_k - t_k0) / (k - k0), 1e-12)
-        k = int(min(K_MAX, max(4 * k, loop_s / per)))
-    t_k = min(t_k, time_call(lambda: long(held, x), repeats=max(1, repeats), warmup=0))
-    per = (t_k - t_k0) / (k - k0)
-    return {"device_seconds_per_call": per if per > 0 else t_k / k,
-            "device_calls": k, "device_calls_short": k0, "device_program_s": t_k,
-            "device_short_program_s": t_k0, "device_compile_s": compile_s}
-
-
 def inference(size: dict[str, Any], precisions: list[str]) -> list[dict[str, Any]]:
     """One record per network, batch and precision (an ``error`` record when a precision
     fails on this backend)."""
@@ -207,7 +152,7 @@ def inference(size: dict[str, Any], precisions: list[str]) -> list[dict[str, Any
                     rec.update(time_per_call(fn, held, x, repeats=size["repeats"],
                                              loop_s=size["loop_s"]))
                     for _ in range(1 if rows else 2):  # the first row twice: a warm-up
-                        rec.update(device_time_per_call(
+                        rec.update(harness.device_time_per_call(
                             fn, held, x, repeats=size["repeats"], loop_s=size["loop_s"],
                             upper_s=rec["seconds_per_call"]))
                 except Exception as err:  # noqa: BLE001 - a precision a backend rejects

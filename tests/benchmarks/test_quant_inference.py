@@ -10,7 +10,7 @@ import re
 import jax
 import pytest
 
-from benchmarks import make_docs
+from benchmarks import harness, make_docs
 from tests.support import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "quant_inference.py"
@@ -30,7 +30,7 @@ def net(qi):
 
 def test_the_loop_is_a_while_of_k_calls_whose_body_holds_the_dots(qi, net) -> None:
     fn, held, x = net
-    hlo = qi.looped(fn, 37).lower(held, x).compile().as_text()
+    hlo = harness.looped(fn, 37).lower(held, x).compile().as_text()
     assert re.search(r'known_trip_count"?:\{"n":"37"\}', hlo), "no while loop of 37 trips"
     body = re.search(r"\bbody=(%?[\w.\-]+)", hlo).group(1).lstrip("%")
     reached, todo = set(), [body]  # the body and every computation it calls
@@ -50,14 +50,14 @@ def test_the_loop_time_grows_with_k(qi, net) -> None:
     fn, held, x = net
     times = {}
     for k in (2, 200):
-        prog = qi.looped(fn, k)
+        prog = harness.looped(fn, k)
         times[k] = time_call(lambda prog=prog: prog(held, x), repeats=3, warmup=1)
     assert times[200] > 10 * times[2], times  # 100x the passes: far more than 10x the time
 
 
 def test_device_timer_record(qi, net) -> None:
     fn, held, x = net
-    rec = qi.device_time_per_call(fn, held, x, repeats=1, loop_s=0.02, upper_s=1e-3)
+    rec = harness.device_time_per_call(fn, held, x, repeats=1, loop_s=0.02, upper_s=1e-3)
     assert rec["device_calls"] >= 4 * rec["device_calls_short"] >= 4
     assert rec["device_program_s"] > rec["device_short_program_s"]
     assert 0 < rec["device_seconds_per_call"] < rec["device_program_s"]
