@@ -80,7 +80,7 @@ from jaxrl_pim import report as report_lib
 
 if __package__ in (None, ""):  # run as python benchmarks/make_docs.py
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import harness, headline
+from benchmarks import gpu_plan, harness, headline
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path("benchmarks") / "results"
@@ -323,8 +323,6 @@ def gpu_suite_not_run(folder: Path) -> set[str]:
     failed) and parts the call did not include (``--parts``); a lease-sized call files what
     it reached, and the rest is not expected here (a part recorded ``fresh`` was filed by an
     earlier call and is expected)."""
-    from benchmarks.gpu_plan import PARTS
-
     path = folder / "gpu_suite.json"
     try:
         parts = json.loads(path.read_text())["results"]["parts"]
@@ -332,7 +330,7 @@ def gpu_suite_not_run(folder: Path) -> set[str]:
         return set()
     rows = [p for p in parts if isinstance(p, dict) and isinstance(p.get("stem"), str)]
     filed = {p["stem"] for p in rows if p.get("status") in ("ok", "fresh")}
-    return ({p["stem"] for p in rows} | {p.stem for p in PARTS}) - filed
+    return ({p["stem"] for p in rows} | {p.stem for p in gpu_plan.PARTS}) - filed
 
 
 def owner_of_plot(plot_stem: str, stems: list[str]) -> str | None:
