@@ -16,10 +16,19 @@ loads no JAX.
   ``UPMEM`` (the generic system PrIM characterised), ``UPMEM_V1B``, ``HBM_PIM`` and
   ``IDEAL``, every parameter's source in :data:`SOURCES`, and :func:`calibrate` (three
   parameters, each on one published figure).
+* :mod:`.sensitivity`: every unverified cost with its stated plausible range, the presets
+  refitted at each end (:func:`~.sensitivity.presets_at`), a prediction's range over them
+  (:func:`~.sensitivity.bands`), and the lines a projection prints about its basis
+  (:func:`~.sensitivity.projection_notes`: DPUs used, instructions and cycles per update,
+  the largest phase and the parameter it depends on, from :func:`phase_terms`).
+* :mod:`.released`: what the authors released, as evidence: PrIM's ADD profiles (the values
+  the model's ADD costs and pipeline rule are tested against) and SwiftRL's multi-agent
+  kernel costed as built.
 
 See docs/pim.md for the validation against the published figures and the what-if study.
 """
 
+from jaxrl_pim.pim import released, sensitivity
 from jaxrl_pim.pim.model import (
     ENTRY_BYTES,
     LITERAL_PRECISIONS,
@@ -39,7 +48,9 @@ from jaxrl_pim.pim.model import (
     dma_per_update,
     estimate,
     lanes_per_dpu,
+    largest_phase,
     model_fields,
+    phase_terms,
     side_by_side,
     table_in_wram,
     transfer_seconds,
@@ -52,10 +63,13 @@ from jaxrl_pim.pim.presets import (
     IDEAL,
     SOURCES,
     SWIFTRL,
+    SWIFTRL_BASE,
     SYSTEMS,
     UPMEM,
+    UPMEM_BASE,
     UPMEM_V1B,
     calibrate,
+    calibrated_presets,
     get_system,
     with_host_latency,
 )
@@ -72,11 +86,13 @@ __all__ = [
     "ROW_BYTES",
     "SOURCES",
     "SWIFTRL",
+    "SWIFTRL_BASE",
     "SYSTEMS",
     "SYSTEM_NAMES",
     "TRANSFER_MODES",
     "TRANSFER_PHASES",
     "UPMEM",
+    "UPMEM_BASE",
     "UPMEM_OPS",
     "UPMEM_V1B",
     "OpCosts",
@@ -84,13 +100,18 @@ __all__ = [
     "PIMSystem",
     "Transfer",
     "calibrate",
+    "calibrated_presets",
     "cycles_per_update",
     "dma_cycles",
     "dma_per_update",
     "estimate",
     "get_system",
     "lanes_per_dpu",
+    "largest_phase",
     "model_fields",
+    "phase_terms",
+    "released",
+    "sensitivity",
     "side_by_side",
     "table_in_wram",
     "transfer_seconds",

@@ -108,10 +108,12 @@ class OpCosts:
 # et al., IEEE Access 2022, Fig. "arithmetic throughput", 16 tasklets at 350 MHz: int32 ADD
 # 58.56, MUL 10.27, DIV 11.27; float ADD 4.91, MUL 1.91; double ADD 3.32, MUL 0.53 MOPS) as
 # 350 / MOPS instructions per element minus the 5 of the benchmark's loop (its int32 add loop
-# is 350 / 58.56 = 6 instructions). These throughputs are quoted from the paper as read, not
-# from text stored with the project (assumption until checked). Compares are not measured
-# there: assumed to cost an add of the same type; conversions are not measured either:
-# assumed 20 instructions (unpack, shift, repack).
+# is 350 / 58.56 = 6 instructions). The three ADD costs are checked against PrIM's released
+# profiles (Microbenchmarks/Arithmetic-Throughput/profile/ADD_*_tl*.txt: 6.02, 71.3 and 105.3
+# cycles per element at 11 or more tasklets; tests/test_pim.py); MUL and DIV have no released
+# profile: as read, varied by jaxrl_pim.pim.sensitivity. Compares are not measured there:
+# assumed to cost an add of the same type; conversions are not measured either: assumed 20
+# instructions (unpack, shift, repack).
 UPMEM_OPS = OpCosts(int_add=1, int_compare=1, load=1, store=1, int_mul=29, int_div=26,
                     fp_add=66, fp_mul=178, fp_compare=66, fp64_add=100, fp64_mul=655,
                     fp64_compare=100, cvt_int_fp=20, cvt_fp_fp=20)
@@ -408,6 +410,87 @@ def estimate(config: TabularConfig, num_rows: int, system: PIMSystem) -> PIMEsti
     }
     return PIMEstimate(transfer_in=t_in, kernel=kernel, sync=rounds * per_round,
                        transfer_out=t_out, work=work)
+
+
+def _transfer_terms(t: Transfer, num_dpus: int, bytes_per_dpu: float,
+                    dpus_per_rank: int) -> dict[str, float]:
+    """:func:`transfer_seconds` split into its latency term (``host_latency_s``) and its
+    bytes term (``<mode>_bytes_per_s``), seconds."""
+    if num_dpus <= 0 or bytes_per_dpu <= 0:
+        return {}
+    n = num_dpus if t.mode == "serial" else 1
+    moved = (num_dpus if t.mode == "serial" else min(num_dpus, dpus_per_rank)) * bytes_per_dpu
+    return {"host_latency_s": n * t.calls * t.latency_s,
+            f"{t.mode}_bytes_per_s": moved / t.bytes_per_s}
+
+
+def _add(into: dict[str, float], terms: Mapping[str, float], scale: float = 1.0) -> None:
+    for k, v in terms.items():
+        into[k] = into.get(k, 0.0) + scale * v
+
+
+def phase_terms(config: TabularConfig, num_rows: int,
+                system: PIMSystem) -> dict[str, dict[str, float]]:
+    """Each phase of :func:`estimate` split into the parameters its seconds come from:
+    ``{phase: {parameter: seconds}}``, the terms of a phase summing to its seconds.
+
+    kernel: ``ops.<operation>`` (that operation's instructions per update, every use of it),
+    ``update_overhead_instructions``, ``dma_latency_cycles`` (read and write fixed costs) and
+    ``dma_cycles_per_byte``; with several tasklets only the side (compute or DMA) that sets the
+    cycles. Transfers and sync: ``host_latency_s`` (the calls' latencies), ``serial_bytes_per_s``
+    / ``parallel_bytes_per_s`` / ``broadcast_bytes_per_s`` (the bytes at each mode's rate) and
+    ``host_average_s_per_entry`` (the host's averaging). The names are those
+    :mod:`~jaxrl_pim.pim.sensitivity` varies. Instructions are linear in the operation
+    costs, so an operation's share is its count (the instructions added by one more
+    instruction per use) times its cost."""
+    est = estimate(config, num_rows, system)
+    w = est.work
+    seconds_per_cycle = w["updates_per_dpu"] / system.frequency_hz
+    prec = system.literal_precision
+    base = sum(update_instructions(config, system.ops, prec).values())
+    per_op = {}
+    for f in dataclasses.fields(OpCosts):
+        cost = getattr(system.ops, f.name)
+        more = dataclasses.replace(system.ops, **{f.name: cost + 1.0})
+        count = sum(update_instructions(config, more, prec).values()) - base
+        if count and cost:
+            per_op[f"ops.{f.name}"] = count * cost
+    if system.update_overhead_instructions:
+        per_op["update_overhead_instructions"] = system.update_overhead_instructions
+    t = system.tasklets
+    issue = max(system.pipeline_depth / t, 1.0)
+    dma = dma_per_update(config, system)
+    fixed, per_byte = dma["fixed_cycles"], dma["cycles"] - dma["fixed_cycles"]
+    kernel: dict[str, float] = {}
+    compute_side = t == 1 or w["compute_cycles_per_update"] >= per_byte + fixed / t
+    if compute_side:
+        _add(kernel, per_op, issue * seconds_per_cycle)
+    if t == 1 or not compute_side:
+        _add(kernel, {"dma_latency_cycles": fixed / t, "dma_cycles_per_byte": per_byte},
+             seconds_per_cycle)
+    used, r = w["dpus_used"], system.dpus_per_rank
+    t_in = _transfer_terms(system.transfer_in, used, w["bytes_in_per_dpu"], r)
+    t_out = _transfer_terms(system.transfer_out, used, w["bytes_out_per_dpu"], r)
+    sync: dict[str, float] = {}
+    rounds = w["sync_rounds"]
+    _add(sync, _transfer_terms(system.sync_gather, used, w["bytes_out_per_dpu"], r), rounds)
+    _add(sync, _transfer_terms(system.sync_broadcast, used, w["table_bytes"], r), rounds)
+    if rounds and w["sync_average_s_per_round"]:
+        sync["host_average_s_per_entry"] = rounds * w["sync_average_s_per_round"]
+    return {"transfer_in": t_in, "kernel": kernel, "sync": sync, "transfer_out": t_out}
+
+
+def largest_phase(config: TabularConfig, num_rows: int, system: PIMSystem) -> dict[str, Any]:
+    """The phase that takes the most of :func:`estimate`'s total and the parameter it depends
+    on most: ``phase``, ``share`` (of the total), ``parameter`` (a :func:`phase_terms` name)
+    and ``parameter_share`` (of the phase)."""
+    est = estimate(config, num_rows, system)
+    phase = max(("transfer_in", "kernel", "sync", "transfer_out"), key=est.share)
+    terms = phase_terms(config, num_rows, system)[phase]
+    name = max(terms, key=terms.get) if terms else ""
+    seconds = getattr(est, phase)
+    return {"phase": phase, "share": est.share(phase), "parameter": name,
+            "parameter_share": terms.get(name, 0.0) / seconds if seconds else 0.0}
 
 
 def model_fields(config: TabularConfig) -> dict[str, Any]:

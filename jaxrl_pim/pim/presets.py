@@ -26,6 +26,10 @@ from jaxrl_pim.tabular.config import TabularConfig
 _PRIM = "PrIM (Gomez-Luna et al., IEEE Access 2022)"
 _AS_READ = "as read; not in text stored with the project: assumption until checked"
 _SWIFTRL = "SwiftRL (Gogineni et al., ISPASS 2024)"
+_RELEASED = ("SwiftRL's released code (github.com/kailashg26/SwiftRL, Multiagent_version.zip "
+             "at commit 503433e)")
+_PRIM_PROFILES = ("PrIM's released profiles (github.com/CMU-SAFARI/prim-benchmarks at commit "
+                  "75763f4, Microbenchmarks/Arithmetic-Throughput/profile/ADD_<TYPE>_tl<T>.txt)")
 
 SOURCES: dict[str, dict[str, str]] = {
     "swiftrl": {
@@ -35,10 +39,14 @@ SOURCES: dict[str, dict[str, str]] = {
                         "GB/s per DPU = 2 bytes per cycle at 425 MHz agrees",
         "max_tasklets": "UPMEM SDK user manual, 'DPU chip characteristics': <= 24 tasklets "
                         "(v1A; SwiftRL does not say which model: assumption)",
-        "tasklets": "assumption: one tasklet per core, as the released SwiftRL kernel runs "
-                    "its loop whole in every tasklet (no split of the rows)",
+        "tasklets": "one tasklet per core: the released multi-agent DPU binary "
+                    f"({_RELEASED}, PIM_code/Qlearning) is linked with NR_TASKLETS = 1 and its "
+                    "kernel runs the whole loop in every tasklet (no split of the rows); the "
+                    "single-agent kernels are not released (assumption: the same)",
         "pipeline_depth": "UPMEM at Hot Chips 31 (AnandTech report) and PrIM: a 14-stage "
                           "pipeline that needs 11 tasklets for one instruction per cycle; "
+                          f"checked against {_PRIM_PROFILES}: cycles per element at T < 11 "
+                          "tasklets are 11 / T times those at 11 or more; "
                           f"{_SWIFTRL} Table 1: 1,088 GOPS over 2,524 DPUs = 1 operation per "
                           "cycle per DPU at 425 MHz",
         "wram_bytes": "UPMEM SDK user manual: WRAM <= 65,536 bytes (v1A: assumption)",
@@ -67,8 +75,11 @@ SOURCES: dict[str, dict[str, str]] = {
                           "calibrated host call",
         "host_average_s_per_entry": "calibrated: Taxi Q-SEQ-INT32 sync share at 2,000 cores "
                                     f"({_SWIFTRL}); see pim.calibrate",
-        "ops": f"{_PRIM} arithmetic throughput (see UPMEM_OPS; {_AS_READ}); compares and "
-               "conversions: assumptions",
+        "ops": f"int_add, fp_add and fp64_add checked against {_PRIM_PROFILES} (ADD at 11 or "
+               "more tasklets: INT32 6.02, FLOAT 71.3, DOUBLE 105.3 cycles per element, 5 of "
+               "them the loop's); int_mul, int_div, fp_mul, fp64_mul: "
+               f"{_PRIM} arithmetic throughput (see UPMEM_OPS; {_AS_READ}); compares and "
+               "conversions: assumptions (jaxrl_pim.pim.sensitivity varies each)",
         "literal_precision": "double: the released SwiftRL kernels write constants such as "
                              "0.1 and 0.95 without an 'f' suffix, so C evaluates the fp32 "
                              "update in double precision",
@@ -154,7 +165,9 @@ CALIBRATION_TARGETS: dict[str, Any] = {
 }
 
 _HOST = Transfer("parallel", 0.0, 4.74e9)  # latency replaced by the calibrated host call
-_SWIFTRL_BASE = PIMSystem(
+#: ``swiftrl`` before calibration (its three fitted parameters at zero): what
+#: :func:`calibrate` fits and :mod:`~jaxrl_pim.pim.sensitivity` varies.
+SWIFTRL_BASE = PIMSystem(
     name="swiftrl", num_dpus=2524, frequency_hz=425e6, max_tasklets=24, tasklets=1,
     pipeline_depth=11, wram_bytes=65536, mram_bytes=64 * 2**20, dma_latency_cycles=77.0,
     dma_write_latency_cycles=61.0, dma_cycles_per_byte=0.5, dma_block_bytes=2048,
@@ -176,7 +189,8 @@ def _root(f: Any, lo: float, hi: float) -> float:
     return lo - flo * (hi - lo) / (fhi - flo)
 
 
-def calibrate(base: PIMSystem = _SWIFTRL_BASE, iterations: int = 60) -> dict[str, float]:
+def calibrate(base: PIMSystem = SWIFTRL_BASE, iterations: int = 60,
+              host_latency_s: float | None = None) -> dict[str, float]:
     """Fit the three free parameters, each to one published figure
     (:data:`CALIBRATION_TARGETS`):
 
@@ -190,7 +204,11 @@ def calibrate(base: PIMSystem = _SWIFTRL_BASE, iterations: int = 60) -> dict[str
 
     The last two each enter the other's figure a little (both shares' totals hold every
     phase), so they are solved in turn until they agree (each step an affine root). Needs
-    ``base.tasklets == 1`` (time then linear in the overhead)."""
+    ``base.tasklets == 1`` (time then linear in the overhead).
+
+    ``host_latency_s`` given: the latency is held at that value (seconds per host call)
+    instead of fitted, and the FrozenLake share becomes a prediction (what the sensitivity
+    study does when it varies the latency). Returns the three values by name."""
     if base.tasklets != 1:
         raise ValueError("calibrate needs a one-tasklet system")
     t = CALIBRATION_TARGETS
@@ -200,7 +218,7 @@ def calibrate(base: PIMSystem = _SWIFTRL_BASE, iterations: int = 60) -> dict[str
                          / base.frequency_hz)
     overhead = (t["multi_agent_2000_agents_s"] - est.kernel) / per_instruction_s
     sys_ = dataclasses.replace(zero, update_overhead_instructions=overhead)
-    h, lat = 0.0, 0.0
+    h, lat = 0.0, 0.0 if host_latency_s is None else float(host_latency_s)
 
     def gap(phase: str, name: str, avg: float, latency: float) -> float:
         """The named figure's phase minus what its published share asks of it."""
@@ -213,7 +231,8 @@ def calibrate(base: PIMSystem = _SWIFTRL_BASE, iterations: int = 60) -> dict[str
 
     for _ in range(iterations):
         h = _root(functools.partial(gap, "sync", "taxi", latency=lat), 0.0, 1e-6)
-        lat = _root(functools.partial(gap, "transfer_in", "frozenlake", h), 0.0, 1e-3)
+        if host_latency_s is None:
+            lat = _root(functools.partial(gap, "transfer_in", "frozenlake", h), 0.0, 1e-3)
     return {"update_overhead_instructions": overhead, "host_average_s_per_entry": h,
             "host_latency_s": lat}
 
@@ -225,17 +244,35 @@ def _apply(system: PIMSystem, fitted: dict[str, float]) -> PIMSystem:
     return with_host_latency(out, fitted["host_latency_s"])
 
 
-CALIBRATED: dict[str, float] = calibrate()
-SWIFTRL = _apply(_SWIFTRL_BASE, CALIBRATED)
-UPMEM = _apply(PIMSystem(
+#: ``upmem`` before calibration (it takes ``swiftrl``'s three fitted values: the same host
+#: and kernel code).
+UPMEM_BASE = PIMSystem(
     name="upmem", num_dpus=2560, frequency_hz=350e6, max_tasklets=24, tasklets=1,
     pipeline_depth=11, wram_bytes=65536, mram_bytes=64 * 2**20, dma_latency_cycles=77.0,
     dma_write_latency_cycles=61.0, dma_cycles_per_byte=0.5, dma_block_bytes=2048,
     dpus_per_rank=64, transfer_in=Transfer("parallel", 0.0, 6.68e9), transfer_out=_HOST,
     sync_gather=_HOST, sync_broadcast=Transfer("broadcast", 0.0, 16.88e9),
-    host_average_s_per_entry=0.0, ops=UPMEM_OPS, literal_precision="single"), CALIBRATED)
-UPMEM_V1B = dataclasses.replace(UPMEM, name="upmem-v1b", frequency_hz=400e6,
-                                max_tasklets=16, wram_bytes=63488)
+    host_average_s_per_entry=0.0, ops=UPMEM_OPS, literal_precision="single")
+
+
+def calibrated_presets(swiftrl_base: PIMSystem = SWIFTRL_BASE,
+                       upmem_base: PIMSystem = UPMEM_BASE,
+                       host_latency_s: float | None = None,
+                       ) -> tuple[dict[str, float], dict[str, PIMSystem]]:
+    """The three UPMEM presets fitted together: :func:`calibrate` on ``swiftrl_base``
+    (``host_latency_s`` as there), its values applied to both bases, ``upmem-v1b`` derived
+    from ``upmem``. Returns ``(fitted values, {"swiftrl", "upmem", "upmem-v1b": system})``;
+    the module's presets are this function at its defaults."""
+    fitted = calibrate(swiftrl_base, host_latency_s=host_latency_s)
+    upmem = _apply(upmem_base, fitted)
+    return fitted, {"swiftrl": _apply(swiftrl_base, fitted), "upmem": upmem,
+                    "upmem-v1b": dataclasses.replace(upmem, name="upmem-v1b",
+                                                     frequency_hz=400e6, max_tasklets=16,
+                                                     wram_bytes=63488)}
+
+
+CALIBRATED, _FITTED = calibrated_presets()
+SWIFTRL, UPMEM, UPMEM_V1B = _FITTED["swiftrl"], _FITTED["upmem"], _FITTED["upmem-v1b"]
 _HBM = Transfer("parallel", 0.0, 307.2e9)
 HBM_PIM = PIMSystem(
     name="hbm-pim", num_dpus=128, frequency_hz=300e6, max_tasklets=1, tasklets=1,
