@@ -26,7 +26,14 @@ promoted to double) unless it says otherwise:
 Crossovers (in the summary): the sync period below which the host's sync takes longer than
 the kernel; the table size above which the table streams from MRAM; the tasklet count above
 which one more tasklet saves under 1 %; and whether, once the table streams, MRAM transfers
-dominate the cycles of an update. ``--quick`` / ``--smoke`` compute the same and only name the
+dominate the cycles of an update.
+
+Sensitivity: every record is computed again at each end of each unverified cost's range
+(``jaxrl_pim.pim.sensitivity``: one parameter at a time, the calibration fitted again;
+``results.points`` names them) and keeps its totals there (``total_by_point``) and their range
+(``total_band``, ``band_widest``); the summary gives the headline speed-ups' and crossovers'
+ranges and the plots draw them as error bars. ``hbm-pim`` and ``ideal`` are bounds with their
+own assumptions and do not move. ``--quick`` / ``--smoke`` compute the same and only name the
 files. Writes ``pim_whatif[_quick|_smoke].json``, a Markdown table and plots.
 """
 
@@ -77,11 +84,14 @@ def cpu_rates(root: Path) -> dict[str, Any]:
             "opponent": {v: name for v, (name, _) in best.items()}}
 
 
-def sweeps(cpu: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every record of the study."""
-    from jaxrl_pim.pim import SWIFTRL as BASE
+def sweeps(cpu: dict[str, Any], systems: Any = None) -> list[dict[str, Any]]:
+    """Every record of the study, on ``systems`` (the presets by name; default
+    ``jaxrl_pim.pim.SYSTEMS``)."""
     from jaxrl_pim.pim import SYSTEMS
     from jaxrl_pim.tabular.config import TabularConfig
+
+    systems = SYSTEMS if systems is None else systems
+    BASE = systems["swiftrl"]  # noqa: N806  (the sweeps' base preset)
 
     fl, taxi = dict(num_states=16, num_actions=4), dict(num_states=500, num_actions=6)
     out = []
@@ -97,7 +107,7 @@ def sweeps(cpu: dict[str, Any]) -> list[dict[str, Any]]:
     for tau in PERIODS:
         out.append(_record("sync_period", tau, TabularConfig(**taxi, dtype="int32",
                                                              sync_period=tau), 5_000_000, BASE))
-    for system in SYSTEMS.values():
+    for system in (systems[n] for n in SYSTEM_ORDER):
         for algo in ("q", "sarsa"):
             for sampling in ("seq", "ran", "str"):
                 for dtype in ("fp32", "int32"):
@@ -116,6 +126,40 @@ def sweeps(cpu: dict[str, Any]) -> list[dict[str, Any]]:
             out.append(_record("table_size", s, TabularConfig(s, 4, dtype="int32"), 1_000_000,
                                dataclasses.replace(BASE, tasklets=t)))
     return out
+
+
+def with_bands(cpu: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """:func:`sweeps` on the presets, each record with its total at every end of every
+    unverified cost's range (``total_by_point``; the sync-period records also
+    ``kernel_by_point`` and ``sync_s_per_round_by_point``), the range (``total_band``) and the
+    parameter that moves it most (``band_widest``, None if none does); and the points."""
+    from jaxrl_pim.pim import sensitivity
+
+    recs = sweeps(cpu)
+    points = [{"parameter": u.name, "end": end, "factor": f}
+              for u in sensitivity.UNCERTAIN for end, f in (("low", u.low), ("high", u.high))]
+    at = [sweeps(cpu, sensitivity.presets_at(p["parameter"], p["factor"])) for p in points]
+    for i, r in enumerate(recs):
+        r["total_by_point"] = [a[i]["total"] for a in at]
+        if r["sweep"] == "sync_period":
+            r["kernel_by_point"] = [a[i]["kernel"] for a in at]
+            r["sync_s_per_round_by_point"] = [a[i]["work"]["sync_s_per_round"] for a in at]
+        every = [*r["total_by_point"], r["total"]]
+        r["total_band"] = [min(every), max(every)]
+        spread = {p["parameter"]: 0.0 for p in points}
+        for p, lo, hi in zip(points[::2], r["total_by_point"][::2], r["total_by_point"][1::2],
+                             strict=True):
+            spread[p["parameter"]] = abs(hi - lo)
+        widest = max(spread, key=spread.get)
+        r["band_widest"] = widest if spread[widest] > 1e-9 * r["total"] else None
+        if r.get("speedup_over_cpu") is not None:
+            cpu_s = r["cpu_measured_s"]
+            r["speedup_band"] = [cpu_s / r["total_band"][1], cpu_s / r["total_band"][0]]
+    return recs, points
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
 
 
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
@@ -152,11 +196,32 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     dp = {r["x"]: r for r in sweep("dpus")}
     out["dpus_speedup_125_to_2524"] = dp[125]["total"] / dp[2524]["total"]
     out["dpus_speedup_2524_to_10240"] = dp[2524]["total"] / dp[10240]["total"]
+    npoints = len(report["results"]["points"])
+
+    def ranged(values: Any) -> list[float]:
+        """The range of a quantity computed at the presets and at every point."""
+        xs = [values(None)] + [values(i) for i in range(npoints)]
+        return [min(xs), max(xs)]
+
+    def total(r: dict, i: int | None) -> float:
+        return r["total"] if i is None else r["total_by_point"][i]
+
+    out["sync_equals_kernel_at_period_band"] = ranged(lambda i: (
+        k["workload"]["num_episodes"]
+        * (k["work"]["sync_s_per_round"] if i is None else k["sync_s_per_round_by_point"][i])
+        / (k["kernel"] if i is None else k["kernel_by_point"][i])))
+    out["dpus_speedup_125_to_2524_band"] = ranged(
+        lambda i: total(dp[125], i) / total(dp[2524], i))
+    out["dpus_speedup_2524_to_10240_band"] = ranged(
+        lambda i: total(dp[2524], i) / total(dp[10240], i))
     for system in SYSTEM_ORDER:
-        sp = [r["speedup_over_cpu"] for r in sweep("variants", system=system)
-              if r["speedup_over_cpu"] is not None]
-        out[f"speedup_over_cpu_median_{system}"] = sorted(sp)[len(sp) // 2]
+        rows = [r for r in sweep("variants", system=system)
+                if r["speedup_over_cpu"] is not None]
+        sp = [r["speedup_over_cpu"] for r in rows]
+        out[f"speedup_over_cpu_median_{system}"] = _median(sp)
         out[f"speedup_over_cpu_min_{system}"] = min(sp)
+        out[f"speedup_over_cpu_median_{system}_band"] = ranged(lambda i, rows=rows: _median(
+            [r["cpu_measured_s"] / total(r, i) for r in rows]))
     out["speedup_over_gpu"] = None
     out["cpu_source"] = report["results"]["cpu"]["file"]
     return out
@@ -168,11 +233,14 @@ def render_markdown(report: dict[str, Any]) -> str:
 
     def table(xlabel: str, rows: list[dict], extra: tuple = ()) -> list[str]:
         head = f"| {xlabel} | " + " | ".join(f"{p} s" for p in (*PHASES, "total"))
+        head += " | total range s | moved most by"
         head += "".join(f" | {e}" for e in extra) + " |"
-        sep = "|---|" + "---:|" * (len(PHASES) + 1 + len(extra))
+        sep = "|---|" + "---:|" * (len(PHASES) + 2) + "---|" + "---:|" * len(extra)
         lines = [head, sep]
         for r in rows:
             cells = [f"{r[p]:.4g}" for p in (*PHASES, "total")]
+            lo, hi = r["total_band"]
+            cells += [f"{lo:.4g} to {hi:.4g}", r["band_widest"] or "-"]
             for e in extra:
                 v = r.get(e, r["work"].get(e))
                 cells.append("n/a" if v is None else f"{v:.3g}" if isinstance(v, float)
@@ -222,6 +290,11 @@ def plots(report: dict[str, Any], stem: Path) -> None:
             vals = [r[p] for r in rows]
             ax.bar(xs, vals, bottom=bottom, label=p, color=colors[p])
             bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+        ax.errorbar(xs, bottom, yerr=[[t - r["total_band"][0] for t, r in zip(bottom, rows,
+                                                                              strict=True)],
+                                      [r["total_band"][1] - t for t, r in zip(bottom, rows,
+                                                                              strict=True)]],
+                    fmt="none", ecolor="black", capsize=3, label="range over the costs")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("projected seconds (swiftrl)")
         ax.tick_params(axis="x", rotation=45)
@@ -236,16 +309,22 @@ def plots(report: dict[str, Any], stem: Path) -> None:
     variants = [r["x"] for r in recs if r["sweep"] == "variants" and r["system"] == "swiftrl"]
     width = 0.16
     for i, system in enumerate(systems):
-        sp = [r["speedup_over_cpu"] for r in recs
-              if r["sweep"] == "variants" and r["system"] == system]
-        ax.bar([j + i * width for j in range(len(variants))], sp, width, label=system)
+        rows = [r for r in recs if r["sweep"] == "variants" and r["system"] == system]
+        sp = [r["speedup_over_cpu"] for r in rows]
+        xs = [j + i * width for j in range(len(variants))]
+        ax.bar(xs, sp, width, label=system)
+        ax.errorbar(xs, sp, yerr=[[v - r["speedup_band"][0] for v, r in zip(sp, rows,
+                                                                            strict=True)],
+                                  [r["speedup_band"][1] - v for v, r in zip(sp, rows,
+                                                                            strict=True)]],
+                    fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
     ax.axhline(1.0, color="black", lw=0.8)
     ax.set_yscale("log")
     ax.set_xticks([j + 2 * width for j in range(len(variants))], variants, rotation=45,
                   ha="right")
     ax.set_ylabel("speed-up over the measured CPU run")
     ax.set_title("FrozenLake, 2,000 lanes, 2,000 episodes: projected PIM vs measured CPU "
-                 "(2-core host)")
+                 "(2-core host); bars: range over the unverified costs")
     ax.legend()
     fig.tight_layout()
     fig.savefig(f"{stem}_speedup.png", dpi=110)
@@ -261,11 +340,12 @@ def main(argv: list[str] | None = None) -> int:
     run = report.RunRecord()
     path = harness.output_path(args, "pim_whatif")
     cpu = cpu_rates(harness.ROOT)
-    recs = sweeps(cpu)
+    recs, points = with_bands(cpu)
     cfg = {"mode": harness.mode_of(args),
            "dpus": DPUS, "tasklets": TASKLETS, "sync_periods": PERIODS, "states": STATES,
            "systems": {k: v.as_dict() for k, v in pim.SYSTEMS.items()}}
-    stored = harness.write(path, run=run, config=cfg, results={"records": recs, "cpu": cpu},
+    stored = harness.write(path, run=run, config=cfg, results={"records": recs, "cpu": cpu,
+                                                        "points": points},
                            timing_s={}, summarize=summarize, markdown=render_markdown)
     plots(stored, path.with_suffix(""))
     print(json.dumps(stored["summary"], indent=1))

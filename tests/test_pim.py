@@ -332,29 +332,6 @@ def _script(name: str):
     return importlib.import_module(f"benchmarks.{name}")
 
 
-@pytest.mark.skipif(not (RESULTS / "pim_model.json").exists(), reason="not published yet")
-def test_published_model_file_matches_the_model_and_its_summary() -> None:
-    data = json.loads((RESULTS / "pim_model.json").read_text())
-    mod = _script("pim_model")
-    assert mod.summarize(data) == data["summary"]
-    # the published predictions are those of the model as it is now
-    now = {r["figure"]: r["predicted"] for r in mod.figures()}
-    for r in data["results"]["figures"]:
-        if r["predicted"] is not None:
-            assert r["predicted"] == pytest.approx(now[r["figure"]], rel=1e-12)
-    held = [r for r in data["results"]["figures"] if r["falsifiable"]]
-    s = data["summary"]
-    assert s["pim_model_falsifiable_heldout_count"] == len(held) >= 8
-    assert all(r["role"] == "held out" for r in held)
-    assert s["pim_model_max_heldout_error"] == max(abs(s["error_" + r["figure"]])
-                                                   for r in held)
-    assert s["pim_model_calibrated_parameters"] == pim.CALIBRATED
-    assert s["pim_model_calibrated_parameter_count"] <= 3
-    # every calibration target is a figure of the file, and none is counted as held out
-    roles = {r["figure"]: r["role"] for r in data["results"]["figures"]}
-    assert sum(role.startswith("calibration") for role in roles.values()) == 3
-
-
 def test_model_errors_by_hand() -> None:
     mod = _script("pim_model")
     rec = {"published": 10.0, "predicted": 7.0, "error_kind": "upper bound"}
@@ -362,10 +339,9 @@ def test_model_errors_by_hand() -> None:
     assert mod.error({**rec, "predicted": 13.0}) == pytest.approx(0.3)
     assert mod.error({**rec, "error_kind": "relative"}) == pytest.approx(-0.3)
     assert mod.error({**rec, "predicted": None}) is None
-    # published sync shares of SEQ 20.79 % and RAN 17.0 % with equal sync seconds: the
-    # non-sync time of RAN is (0.83 / 0.17) / (0.7921 / 0.2079) of SEQ's
-    assert mod._ratio_from_sync_shares(0.17, 0.2079) == pytest.approx(
-        (0.83 / 0.17) / (0.7921 / 0.2079))
+    low = {**rec, "error_kind": "lower bound"}
+    assert mod.error(low) == pytest.approx(-0.3) and mod.error({**low, "predicted": 12.0}) == 0
+    assert mod.error(rec, predicted=15.0) == pytest.approx(0.5)
 
 
 @pytest.mark.skipif(not (RESULTS / "pim_whatif.json").exists(), reason="not published yet")
@@ -387,6 +363,12 @@ def test_command_prints_and_stores_the_estimate(system, tmp_path, capsys) -> Non
                  "--no-progress", "--pim-estimate", system, "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert f"Projected on {system}" in printed and "measured s" in printed
+    # the projection's basis: the measured column's device, DPUs used of the system's,
+    # instructions and cycles per update, the largest phase and what it depends on
+    lines = printed.splitlines()
+    assert any(ln.startswith("measured: this run, JAX on cpu") for ln in lines)
+    used = pim.get_system(system).num_dpus
+    assert f"DPUs used: 8 of {used:,} (1 lane(s) per DPU)" in lines
     est = json.loads(out.read_text())["results"]["pim_estimate"]
     assert est["system"] == system and est["parameters"]["name"] == system
     mode = pim.get_system(system).transfer_in.mode
@@ -395,6 +377,16 @@ def test_command_prints_and_stores_the_estimate(system, tmp_path, capsys) -> Non
     expected = estimate(cfg, 800, pim.get_system(system))
     assert est["total"] == pytest.approx(expected.total)
     assert est["work"]["updates_per_dpu"] == 100 * 4 and est["work"]["sync_rounds"] == 2
+    cfg_notes = pim.sensitivity.projection_notes(cfg, 800, pim.get_system(system),
+                                                 est["measured_on"])
+    assert est["notes"] == cfg_notes and all(n in lines for n in cfg_notes)
+    assert cfg_notes[2].startswith(
+        f"per update: {expected.work['instructions_per_update']:,.1f} instructions, "
+        f"{expected.work['cycles_per_update']:,.1f} cycles")
+    big = est["largest_phase"]
+    assert big == pim.largest_phase(cfg, 800, pim.get_system(system))
+    assert cfg_notes[3].startswith(f"largest phase: {big['phase']} ")
+    assert big["parameter"] in pim.phase_terms(cfg, 800, pim.get_system(system))[big["phase"]]
 
 
 @pytest.mark.parametrize("system", pim.SYSTEM_NAMES)

@@ -358,8 +358,10 @@ def main(args: argparse.Namespace) -> int:
                         "checkpoints_written": result.checkpoints})
     _print_table(config, results, timing)
     if args.pim_estimate is not None:
+        measured_on = (f"JAX on {jax.default_backend()} ({jax.devices()[0].device_kind}, "
+                       f"{result.num_devices} device(s))")
         results["pim_estimate"] = _pim_estimate(config, dataset_rows, args.pim_estimate,
-                                                timing)
+                                                timing, measured_on)
     if args.save_q is not None:
         atomic_save(args.save_q, lambda tmp: np.save(tmp, result.q_table.astype(np.float32)))
     if args.json is not None:
@@ -369,17 +371,24 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _pim_estimate(config: TabularConfig, num_rows: int, name: str,
-                  measured: dict[str, float]) -> dict[str, Any]:
+                  measured: dict[str, float], measured_on: str) -> dict[str, Any]:
     """``--pim-estimate NAME``: print the run's phases projected on that system next to the
-    measured ``timing`` (seconds) and return what the report stores under
+    measured ``timing`` (seconds, run on ``measured_on``), then the projection's basis
+    (:func:`jaxrl_pim.pim.sensitivity.projection_notes`: the device of the measured column,
+    DPUs used of the system's, instructions and cycles per update, the largest phase and the
+    parameter it depends on), and return what the report stores under
     ``results.pim_estimate`` (the system's name and parameters, the projected phases in
-    seconds and their counted work)."""
+    seconds, their counted work, the notes and the largest phase)."""
     system = pim.get_system(name)
     est = pim.estimate(config, num_rows, system)
+    notes = pim.sensitivity.projection_notes(config, num_rows, system, measured_on)
     print(f"Projected on {name} (jaxrl_pim.pim: a cost model, not a measurement; "
           "docs/pim.md):")
     print(pim.side_by_side(measured, est))
-    return {"system": name, "parameters": system.as_dict(), **est.as_dict()}
+    print("\n".join(notes))
+    return {"system": name, "parameters": system.as_dict(), **est.as_dict(),
+            "measured_on": measured_on, "notes": notes,
+            "largest_phase": pim.largest_phase(config, num_rows, system)}
 
 
 def _print_size(config: TabularConfig, dataset_rows: int, checkpoints: Any,
