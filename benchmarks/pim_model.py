@@ -293,7 +293,7 @@ def released_kernel_report(q_ratio_published: float) -> dict[str, Any]:
     for label, its in (("1000_iterations", 1000), ("2000_episodes", 2000)):
         b = sensitivity.band(lambda s, n=its: released.released_kernel_seconds(s["swiftrl"], n))
         out[f"released_kernel_s_{label}"] = b["value"]
-        out[f"released_kernel_s_{label}_band"] = [b["low"], b["high"]]
+        out[f"released_kernel_s_{label}_band"] = {"low": b["low"], "high": b["high"]}
         r = released.if_released_kernel_took(SWIFTRL, seconds, its)
         out[f"released_kernel_double_factor_needed_{label}"] = r["factor"]
         out[f"released_kernel_double_add_needed_{label}"] = r["double_add"]
@@ -367,7 +367,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         err = error(r)
         if err is not None:
             out[f"error_{r['figure']}"] = err
-            out[f"band_{r['figure']}"] = [r["band"]["low"], r["band"]["high"]]
+            out[f"band_{r['figure']}"] = {"low": r["band"]["low"], "high": r["band"]["high"]}
             out[f"band_widest_{r['figure']}"] = r["band"]["widest"]
     counted = [(abs(error(r)), r["figure"]) for r in recs if r["counted"]]
     worst = max(counted)
@@ -445,8 +445,8 @@ def render_markdown(report: dict[str, Any]) -> str:
          "largest error, 1 to 24"], prim_rows, ["", "", ":", ":", ":", ":", ":"])
     rk = res["released_kernel"]
     lines += [""] + harness.md_table(["released multi-agent kernel", "value"], [
-        [k.removeprefix("released_kernel_"), _fmt(v) if not isinstance(v, list)
-         else f"{v[0]:.4g} to {v[1]:.4g}"] for k, v in rk.items()], ["", ":"])
+        [k.removeprefix("released_kernel_"), _fmt(v) if not isinstance(v, dict)
+         else f"{v['low']:.4g} to {v['high']:.4g}"] for k, v in rk.items()], ["", ":"])
     lines += ["", f"Independent figures (counted): {s['pim_model_independent_heldout_count']}, "
               f"within {report['config']['target']:.0%}: "
               f"{s['pim_model_independent_within_target']}; "

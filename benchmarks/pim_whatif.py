@@ -198,10 +198,10 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     out["dpus_speedup_2524_to_10240"] = dp[2524]["total"] / dp[10240]["total"]
     npoints = len(report["results"]["points"])
 
-    def ranged(values: Any) -> list[float]:
+    def ranged(values: Any) -> dict[str, float]:
         """The range of a quantity computed at the presets and at every point."""
         xs = [values(None)] + [values(i) for i in range(npoints)]
-        return [min(xs), max(xs)]
+        return {"low": min(xs), "high": max(xs)}
 
     def total(r: dict, i: int | None) -> float:
         return r["total"] if i is None else r["total_by_point"][i]

@@ -232,7 +232,8 @@ def check_model_file(data: dict) -> None:
     assert sum(r["role"] == "calibration" for r in recs) == 3
     for r in recs:
         if r["predicted"] is not None:
-            assert s["band_" + r["figure"]] == [r["band"]["low"], r["band"]["high"]]
+            assert s["band_" + r["figure"]] == {"low": r["band"]["low"],
+                                                "high": r["band"]["high"]}
     assert s["pim_model_prim_profile_max_error"] < 0.01
     assert s["released_kernel_s_2000_episodes"] > 5 * s["released_kernel_published_s"]
     assert s["pim_model_calibrated_parameters"] == pim.CALIBRATED
@@ -263,5 +264,5 @@ def test_whatif_records_carry_their_ranges(tmp_path) -> None:
     s = data["summary"]
     for key in ("speedup_over_cpu_median_swiftrl", "dpus_speedup_2524_to_10240",
                 "sync_equals_kernel_at_period"):
-        assert s[key + "_band"][0] <= s[key] <= s[key + "_band"][1], key
+        assert s[key + "_band"]["low"] <= s[key] <= s[key + "_band"]["high"], key
     assert (tmp_path / "pim_whatif_smoke_speedup.png").is_file()
