@@ -20,7 +20,8 @@ loads no JAX.
   refitted at each end (:func:`~.sensitivity.presets_at`), a prediction's range over them
   (:func:`~.sensitivity.bands`), and the lines a projection prints about its basis
   (:func:`~.sensitivity.projection_notes`: DPUs used, instructions and cycles per update,
-  the largest phase and the parameter it depends on, from :func:`phase_terms`).
+  the largest phase and the parameter it depends on, from :func:`phase_terms`, which splits
+  every phase into the parameters its seconds come from).
 * :mod:`.released`: what the authors released, as evidence: PrIM's ADD profiles (the values
   the model's ADD costs and pipeline rule are tested against) and SwiftRL's multi-agent
   kernel costed as built.
@@ -48,9 +49,7 @@ from jaxrl_pim.pim.model import (
     dma_per_update,
     estimate,
     lanes_per_dpu,
-    largest_phase,
     model_fields,
-    phase_terms,
     side_by_side,
     table_in_wram,
     transfer_seconds,
@@ -73,6 +72,7 @@ from jaxrl_pim.pim.presets import (
     get_system,
     with_host_latency,
 )
+from jaxrl_pim.pim.sensitivity import largest_phase, phase_terms
 
 __all__ = [
     "CALIBRATED",

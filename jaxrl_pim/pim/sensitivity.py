@@ -18,7 +18,13 @@ Every parameter of the UPMEM presets is one of four kinds:
   the other two fitted again (its FrozenLake share then becomes a prediction).
 
 One parameter moves at a time (:data:`UNCERTAIN`); :func:`presets_at` gives the fitted presets
-at one end of one range and :func:`band` the range of any prediction over every end.
+at one end of one range and :func:`bands` the range of any prediction over every end.
+
+What a projection depends on: :func:`phase_terms` splits each phase of
+:func:`~jaxrl_pim.pim.model.estimate` into the parameters its seconds come from (the names
+:data:`UNCERTAIN` uses), :func:`largest_phase` names the largest phase and its main
+parameter, and :func:`projection_notes` writes the lines ``--pim-estimate`` prints under its
+table.
 """
 
 from __future__ import annotations
@@ -30,9 +36,12 @@ from typing import Any
 
 from jaxrl_pim.pim.model import (
     TRANSFER_PHASES,
+    OpCosts,
     PIMSystem,
+    Transfer,
+    dma_per_update,
     estimate,
-    largest_phase,
+    update_instructions,
 )
 from jaxrl_pim.pim.presets import (
     CALIBRATED,
@@ -42,6 +51,88 @@ from jaxrl_pim.pim.presets import (
     calibrated_presets,
 )
 from jaxrl_pim.tabular.config import TabularConfig
+
+
+def _transfer_terms(t: Transfer, num_dpus: int, bytes_per_dpu: float,
+                    dpus_per_rank: int) -> dict[str, float]:
+    """:func:`transfer_seconds` split into its latency term (``host_latency_s``) and its
+    bytes term (``<mode>_bytes_per_s``), seconds."""
+    if num_dpus <= 0 or bytes_per_dpu <= 0:
+        return {}
+    n = num_dpus if t.mode == "serial" else 1
+    moved = (num_dpus if t.mode == "serial" else min(num_dpus, dpus_per_rank)) * bytes_per_dpu
+    return {"host_latency_s": n * t.calls * t.latency_s,
+            f"{t.mode}_bytes_per_s": moved / t.bytes_per_s}
+
+
+def _add(into: dict[str, float], terms: Mapping[str, float], scale: float = 1.0) -> None:
+    for k, v in terms.items():
+        into[k] = into.get(k, 0.0) + scale * v
+
+
+def phase_terms(config: TabularConfig, num_rows: int,
+                system: PIMSystem) -> dict[str, dict[str, float]]:
+    """Each phase of :func:`estimate` split into the parameters its seconds come from:
+    ``{phase: {parameter: seconds}}``, the terms of a phase summing to its seconds.
+
+    kernel: ``ops.<operation>`` (that operation's instructions per update, every use of it),
+    ``update_overhead_instructions``, ``dma_latency_cycles`` (read and write fixed costs) and
+    ``dma_cycles_per_byte``; with several tasklets only the side (compute or DMA) that sets the
+    cycles. Transfers and sync: ``host_latency_s`` (the calls' latencies), ``serial_bytes_per_s``
+    / ``parallel_bytes_per_s`` / ``broadcast_bytes_per_s`` (the bytes at each mode's rate) and
+    ``host_average_s_per_entry`` (the host's averaging). The names are those
+    :mod:`~jaxrl_pim.pim.sensitivity` varies. Instructions are linear in the operation
+    costs, so an operation's share is its count (the instructions added by one more
+    instruction per use) times its cost."""
+    est = estimate(config, num_rows, system)
+    w = est.work
+    seconds_per_cycle = w["updates_per_dpu"] / system.frequency_hz
+    prec = system.literal_precision
+    base = sum(update_instructions(config, system.ops, prec).values())
+    per_op = {}
+    for f in dataclasses.fields(OpCosts):
+        cost = getattr(system.ops, f.name)
+        more = dataclasses.replace(system.ops, **{f.name: cost + 1.0})
+        count = sum(update_instructions(config, more, prec).values()) - base
+        if count and cost:
+            per_op[f"ops.{f.name}"] = count * cost
+    if system.update_overhead_instructions:
+        per_op["update_overhead_instructions"] = system.update_overhead_instructions
+    t = system.tasklets
+    issue = max(system.pipeline_depth / t, 1.0)
+    dma = dma_per_update(config, system)
+    fixed, per_byte = dma["fixed_cycles"], dma["cycles"] - dma["fixed_cycles"]
+    kernel: dict[str, float] = {}
+    compute_side = t == 1 or w["compute_cycles_per_update"] >= per_byte + fixed / t
+    if compute_side:
+        _add(kernel, per_op, issue * seconds_per_cycle)
+    if t == 1 or not compute_side:
+        _add(kernel, {"dma_latency_cycles": fixed / t, "dma_cycles_per_byte": per_byte},
+             seconds_per_cycle)
+    used, r = w["dpus_used"], system.dpus_per_rank
+    t_in = _transfer_terms(system.transfer_in, used, w["bytes_in_per_dpu"], r)
+    t_out = _transfer_terms(system.transfer_out, used, w["bytes_out_per_dpu"], r)
+    sync: dict[str, float] = {}
+    rounds = w["sync_rounds"]
+    _add(sync, _transfer_terms(system.sync_gather, used, w["bytes_out_per_dpu"], r), rounds)
+    _add(sync, _transfer_terms(system.sync_broadcast, used, w["table_bytes"], r), rounds)
+    if rounds and w["sync_average_s_per_round"]:
+        sync["host_average_s_per_entry"] = rounds * w["sync_average_s_per_round"]
+    return {"transfer_in": t_in, "kernel": kernel, "sync": sync, "transfer_out": t_out}
+
+
+def largest_phase(config: TabularConfig, num_rows: int, system: PIMSystem) -> dict[str, Any]:
+    """The phase that takes the most of :func:`estimate`'s total and the parameter it depends
+    on most: ``phase``, ``share`` (of the total), ``parameter`` (a :func:`phase_terms` name)
+    and ``parameter_share`` (of the phase)."""
+    est = estimate(config, num_rows, system)
+    phase = max(("transfer_in", "kernel", "sync", "transfer_out"), key=est.share)
+    terms = phase_terms(config, num_rows, system)[phase]
+    name = max(terms, key=terms.get) if terms else ""
+    seconds = getattr(est, phase)
+    return {"phase": phase, "share": est.share(phase), "parameter": name,
+            "parameter_share": terms.get(name, 0.0) / seconds if seconds else 0.0}
+
 
 #: The factor range of each kind of unverified parameter (low, high), on the preset's value.
 FACTORS: dict[str, tuple[float, float]] = {"as read": (0.5, 2.0), "assumed": (1 / 3, 3.0),
