@@ -73,6 +73,7 @@ from jaxrl_pim.marl.profiler import (
     ENV_PHASES,
     PHASES,
     compose_update_round,
+    filled_episode,
     filled_state,
     format_table,
     plot_shares,
@@ -165,7 +166,8 @@ def fused_program(config: MARLConfig, phases: Phases, variant: str, episodes: in
             cheap = stand_ins(learner, state.teams, fixed)
             ln = learner._replace(**{FIELD[p]: cheap[p] for p in replaced})
             ln = ln._replace(update_round=compose_update_round(config, ln))
-        return make_train_from(config, episodes, phases=Phases(rollout, ln))(state)
+        return make_train_from(config, episodes, phases=Phases(rollout, ln),
+                               start_episode=filled_episode(config))(state)
 
     return program
 

@@ -47,7 +47,8 @@ def run_marl(spec: dict, launch: float) -> dict:
     meas = int(spec["measured_episodes"])
     keys = jnp.stack([jax.random.PRNGKey(s) for s in range(seeds)])
     init = make_init(cfg)
-    warm_fn, meas_fn = make_train_from(cfg, warm), make_train_from(cfg, meas)
+    warm_fn = make_train_from(cfg, warm)
+    meas_fn = make_train_from(cfg, meas, start_episode=warm)  # the static schedule's place
     if seeds > 1:
         init, warm_fn, meas_fn = jax.vmap(init), jax.vmap(warm_fn), jax.vmap(meas_fn)
     else:

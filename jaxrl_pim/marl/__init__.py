@@ -37,7 +37,8 @@ _LAZY = {
     **dict.fromkeys(("Policies", "evaluate", "load_policies"), "policies"),
     **dict.fromkeys(("Algorithm", "make_algorithm"), "rules"),
     **dict.fromkeys(("Phases", "TrainState", "make_init", "make_phases", "make_train",
-                     "make_train_from", "random_policy_return"), "trainer"),
+                     "make_schedule", "make_train_from", "piece_program",
+                     "random_policy_return"), "trainer"),
 }
 #: The package's modules, also given as attributes on first use (``marl.seeds``).
 SUBMODULES = ("checkpoint", "config", "learner", "networks", "plan", "policies", "profiler",
@@ -52,8 +53,10 @@ if TYPE_CHECKING:  # the static import graph and type checkers see every name
         TrainState,
         make_init,
         make_phases,
+        make_schedule,
         make_train,
         make_train_from,
+        piece_program,
         random_policy_return,
     )
 
@@ -68,8 +71,10 @@ __all__ = [
     "make_algorithm",
     "make_init",
     "make_phases",
+    "make_schedule",
     "make_train",
     "make_train_from",
+    "piece_program",
     "random_policy_return",
 ]
 

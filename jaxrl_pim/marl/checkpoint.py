@@ -41,7 +41,12 @@ from jaxrl_pim import runner
 from jaxrl_pim.checkpoint import Checkpoints, default_every
 from jaxrl_pim.marl import rules
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.trainer import TrainState, make_env, make_init, make_train_from
+from jaxrl_pim.marl.trainer import (
+    TrainState,
+    make_env,
+    make_init,
+    piece_program,
+)
 
 __all__ = [
     "MARLLearner",
@@ -89,7 +94,8 @@ class MARLLearner:
     """The MARL trainer as a :class:`jaxrl_pim.runner.Learner` (one object per run): units are
     episodes, the state a :class:`~jaxrl_pim.marl.trainer.TrainState`, a checkpoint
     :func:`template` (the state and the learning curve so far); segments are
-    ``make_train_from(config, n)`` programs, compiled once per length (and kept per process).
+    ``make_train_from(config, n, start_episode=done)`` programs, compiled once per static plan
+    (and kept per process).
 
     ``curve`` is the learning curve before the start state (``[episodes done, num_teams]``;
     default: none); ``callback(episode, total, metrics)`` is called about 200 times per
@@ -146,7 +152,9 @@ class MARLLearner:
 
     def train_segment(self, state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
         t0 = time.perf_counter()
-        program = _segment_program(self.config, n, state, self._report, self.algorithm)
+        start = self.curve().shape[0]  # episodes done: the segment's static schedule
+        program = piece_program(self.config, n, state, start_episode=start,
+                                callback=self._report, algorithm=self.algorithm)
         self.compile_s += time.perf_counter() - t0
         state, metrics = program(state)
         returns = np.asarray(metrics["episode_return"])  # waits for the segment
@@ -207,30 +215,6 @@ class Run(NamedTuple):
     start_episode: int
     checkpoints_written: int
     timing_s: dict[str, float]
-
-
-# Compiled segment programs of this process, by (config without num_episodes, length): a run
-# resumed or extended in the same process compiles nothing again. Only runs without a callback
-# or custom algorithm are kept (those carry objects the key cannot compare).
-_PROGRAMS: dict[tuple[MARLConfig, int], Any] = {}
-_MAX_PROGRAMS = 8
-
-
-def _segment_program(config: MARLConfig, n: int, state: TrainState,
-                     callback: Callable[..., Any] | None,
-                     algorithm: rules.Algorithm | None) -> Any:
-    """``make_train_from(config, n)`` compiled for ``state`` (which it donates)."""
-    key = (dataclasses.replace(config, num_episodes=0), n)
-    cacheable = callback is None and algorithm is None
-    if cacheable and key in _PROGRAMS:
-        return _PROGRAMS[key]
-    train_from = make_train_from(config, n, callback=callback, algorithm=algorithm)
-    program = jax.jit(train_from, donate_argnums=0).lower(state).compile()
-    if cacheable:
-        if len(_PROGRAMS) >= _MAX_PROGRAMS:
-            _PROGRAMS.pop(next(iter(_PROGRAMS)))
-        _PROGRAMS[key] = program
-    return program
 
 
 def _as_run(outcome: runner.Outcome) -> Run:

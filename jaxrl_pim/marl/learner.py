@@ -313,7 +313,9 @@ def compose_update_round(phases: Learner, update_priorities: Callable[..., Any],
     the profiler's fused pieces need): sample, critic targets, critic update, priorities from
     the |TD errors| (``faithful``: each drawer's at its own indices, drawer after drawer;
     else their mean at the shared indices), then actors and targets every
-    ``policy_delay``-th round (NaN actor losses in the others)."""
+    ``policy_delay``-th round (NaN actor losses in the others). ``num_updates``, the updates
+    before this one, is a Python int (the choice made when the round is traced: the trainer's
+    static schedule) or an int32 array (a ``lax.cond``, for a round called on its own)."""
 
     def update_round(team_params, buffer_states, sampler_state, num_updates, key):
         k_s, k_t, k_a = jax.random.split(key, 3)
@@ -336,15 +338,17 @@ def compose_update_round(phases: Learner, update_priorities: Callable[..., Any],
             tp, aloss = phases.actor_update(tp, batch, k_a)
             return phases.target_update(tp), aloss
 
-        if policy_delay > 1:
-            team_params, aloss = jax.lax.cond(
-                num_updates % policy_delay == 0,
-                actor_and_targets,
-                lambda tp: (tp, jnp.full((len(tp),), jnp.nan, jnp.float32)),
-                team_params,
-            )
-        else:
+        def critic_only(tp):
+            return tp, jnp.full((len(tp),), jnp.nan, jnp.float32)
+
+        if policy_delay == 1:
             team_params, aloss = actor_and_targets(team_params)
+        elif isinstance(num_updates, int):  # decided when traced (the trainer's schedule)
+            step = actor_and_targets if num_updates % policy_delay == 0 else critic_only
+            team_params, aloss = step(team_params)
+        else:
+            team_params, aloss = jax.lax.cond(num_updates % policy_delay == 0,
+                                              actor_and_targets, critic_only, team_params)
         return team_params, sampler_state, jnp.stack([closs, aloss], axis=1)
 
     return update_round

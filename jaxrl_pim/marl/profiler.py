@@ -72,7 +72,8 @@ ENV_PHASES: tuple[str, ...] = PHASES[:3]
 
 def filled_state(config: MARLConfig, key: jax.Array, phases: Phases | None = None
                  ) -> TrainState:
-    """An initial train state whose buffers hold ``buffer_capacity`` random transitions.
+    """An initial train state whose buffers hold ``buffer_capacity`` random transitions, its
+    counters at :func:`filled_episode` (past the warm-up: a piece from it runs its rounds).
 
     Observations and rewards are standard normal, actions uniform on the simplex, ``done``
     0; prioritised samplers get priorities uniform in ``[0, 1)`` on every row. ``phases``
@@ -121,9 +122,24 @@ def filled_state(config: MARLConfig, key: jax.Array, phases: Phases | None = Non
         if prioritized:
             prio = jax.random.uniform(jax.random.fold_in(key, 7), (cap,))
             ss = update_priorities(ss, jnp.arange(cap, dtype=jnp.int32), prio)
-        return state._replace(buffers=tuple(buffers), sampler=ss)
+        episode = filled_episode(config)
+        return state._replace(buffers=tuple(buffers), sampler=ss,
+                              episode=jnp.asarray(episode, jnp.int32),
+                              step=jnp.asarray(episode * config.episode_length, jnp.int32))
 
     return jax.jit(fill)(key)
+
+
+def filled_episode(config: MARLConfig) -> int:
+    """The episode count of :func:`filled_state`: the first that starts a round (where
+    rounds hold whole episodes) with every later round due, so pieces of the static schedule
+    from it (``make_train_from(..., start_episode=filled_episode(config))``) run rounds."""
+    L, U = config.episode_length, config.update_every
+    first = max(0, config.first_update_step - U)  # a round's steps start here or later
+    e = -(-first // L)
+    while U % L == 0 and e * L % U:
+        e += 1
+    return e
 
 
 def calls_per_update_round(config: MARLConfig) -> dict[str, float]:

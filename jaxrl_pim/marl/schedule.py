@@ -1,121 +1,160 @@
-"""A conditional that stays a conditional when seeds are vmapped, and copies nothing there.
+"""The MARL trainer's schedule, decided before tracing: which env steps end an episode and which
+run an update round, as a static plan the trainer unrolls into nested scans.
 
-``jax.lax.cond`` under ``jax.vmap`` with a *batched* predicate becomes a ``select``: both
-branches run for every seed at every call. A trainer continued from stacked states
-(``jax.vmap(make_train_from(config, n))(states)``) has per-seed step counters, so its
-every-``update_every``-steps predicate is batched and the update round would run at every
-environment step. :func:`when` keeps one real conditional in the batched program: it runs the
-branch when *any* seed's predicate holds and keeps each seed whose predicate is false as it
-was, so its result is exactly ``fn(operand, extra)`` where the seed's predicate holds and
-``operand`` elsewhere. Seeds of one run share the step count, so their predicates agree and
-the batched program does the work of one seed's schedule, not the work of every step.
+The paper's schedule is static: an episode ends every ``episode_length`` env steps, and once
+``learning_starts`` transitions are stored an update round runs every ``update_every`` steps
+(``updates_per_round`` updates, the actors and targets only on every ``policy_delay``-th
+update). Nothing in it depends on the data, so the compiled loop needs no conditional: on a
+GPU a conditional in the step loop reads its predicate back to the host and waits for the
+stream at every step.
 
-With an unbatched predicate (seeds vmapped from keys: the counters start as constants) the
-branch is ``jax.vmap(fn)``. With a batched one, how the seeds that are not due are kept
-depends on the backend the program is compiled for (``jax.lax.platform_dependent``):
+:func:`make_plan` cuts the steps of a piece of a run into *slots*, the steps between two
+update rounds (a slot ends at a multiple of ``update_every``, or where the piece ends). A
+:class:`Slot` is its env steps as :class:`Run` s (``count`` times ``steps`` env steps, each
+time followed by an episode reset when ``reset``) and the round at its end (``updates``: one
+index per update modulo ``policy_delay``, 0 where that update also steps the actors and
+targets; empty for no round).
+Consecutive equal groups of slots are folded into :class:`Block` s, each a ``lax.scan``: at
+the paper's schedule (25-step episodes, a round every 100 steps) a run from episode 0 is two
+blocks, the warm-up (slots of 4 episodes, no round) and the rest (slots of 4 episodes, one
+round each).
 
-* XLA:CPU: a loop over the seeds, each seed's ``fn`` on its own slice under its own
-  conditional, written back in place. Keeping them with a ``select`` over the vmapped
-  branch's outputs instead makes XLA copy the whole operand (every seed's parameters and
-  optimiser state) at every call, due or not, because the branch can no longer update its
-  operand in place. Each seed's round then also works on its own arrays as the seed alone
-  does, not on every seed's arrays at once (see ``docs/guide/many-seeds.md``).
-* Other backends: ``jax.vmap(fn)`` over all seeds, the seeds that are not due kept with a
-  ``select``.
+A reset and the update round of the same step touch disjoint parts of the train state (the
+worlds and the RNG key; the networks, the sampler and the losses) and the round's key comes
+from the step, so within a slot every reset runs before the round: an episode that ends where
+a round runs reports the losses after that round, as it always did.
+
+The plan depends on where the piece starts (``start_episode``), not only on its length; two
+pieces with equal plans are one compiled program (:func:`jaxrl_pim.marl.trainer.make_train_from`
+is cached by plan), so a run cut into segments at round boundaries after the warm-up compiles
+one program per segment length.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+import math
+from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-from jax.custom_batching import custom_vmap
+from jaxrl_pim.checks import check_int
 
-__all__ = ["when"]
-
-T = TypeVar("T")
+__all__ = ["Block", "Run", "Slot", "make_plan", "plan_counts"]
 
 
-def _broadcast(tree: Any, batched: Any, size: int) -> Any:
-    return jax.tree.map(
-        lambda x, b: x if b else jnp.broadcast_to(x, (size, *jnp.shape(x))), tree, batched)
+class Run(NamedTuple):
+    """``count`` times: ``steps`` env steps, then an episode reset if ``reset``. ``reset=None``
+    (plans whose rounds do not hold whole episodes): each of the ``steps`` env steps resets
+    the worlds where the episode ends (a ``select`` on the step count, no conditional)."""
+
+    count: int
+    steps: int
+    reset: bool | None
 
 
-def _keep(operand: T, _extra: Any) -> T:
-    return operand
+class Slot(NamedTuple):
+    """The env steps between two update rounds (``runs``, in order) and the round at its end:
+    ``updates`` holds each update's index in the run modulo ``policy_delay`` (0: the actors
+    and targets step too); ``()`` when no round ends the slot."""
+
+    runs: tuple[Run, ...]
+    updates: tuple[int, ...]
 
 
-def _seed_by_seed(fn: Callable[[T, Any], T], pred: jax.Array, size: int
-                  ) -> Callable[[T, Any], T]:
-    """The branch of a batched ``pred [size]`` as a loop over the ``size`` seeds: seed ``i``'s
-    slice of ``operand`` becomes ``fn`` of its slices if ``pred[i]``, in place."""
+class Block(NamedTuple):
+    """``count`` repetitions of the group of ``slots`` (a ``lax.scan`` when ``count > 1``)."""
 
-    def run(operand: T, extra: Any) -> T:
-        def seed(i: jax.Array, o: T) -> T:
-            o_i = jax.tree.map(lambda x: x[i], o)
-
-            def due(o_i: T, extra: Any) -> T:
-                # seed i's slice of ``extra`` is taken inside the branch, where XLA fuses it
-                # into what reads it (a replay buffer's sampled rows): taken outside, it
-                # was a copy of the seed's whole buffer at every call
-                return fn(o_i, jax.tree.map(lambda x: x[i], extra))
-
-            new = jax.lax.cond(pred[i], due, _keep, o_i, extra)
-            return jax.tree.map(lambda x, v: x.at[i].set(v), o, new)
-
-        return jax.lax.fori_loop(0, size, seed, operand)
-
-    return run
+    count: int
+    slots: tuple[Slot, ...]
 
 
-def _vmapped(fn: Callable[[T, Any], T], pred: jax.Array) -> Callable[[T, Any], T]:
-    """The branch of a batched ``pred`` as ``vmap(fn)`` over all seeds, keeping the seeds
-    whose ``pred`` is false with a ``select``."""
-    fn_b = jax.vmap(fn)
-
-    def some(o: T, e: Any) -> T:
-        new = fn_b(o, e)
-        return jax.tree.map(
-            lambda n, x: jnp.where(pred.reshape((-1,) + (1,) * (n.ndim - 1)), n, x), new, o)
-
-    return some
-
-
-def when(pred: jax.Array, fn: Callable[[T, Any], T], operand: T, extra: Any = ()) -> T:
-    """``fn(operand, extra)`` if ``pred`` else ``operand``, a conditional also under vmap.
-
-    ``pred`` is a scalar bool; ``fn`` maps ``(operand, extra)`` to a pytree of ``operand``'s
-    structure, shapes and dtypes; ``extra`` is read-only input (pass every traced value ``fn``
-    reads through ``operand`` or ``extra``, never by closure). Unbatched, this is
-    ``jax.lax.cond``. Under ``jax.vmap`` with an unbatched ``pred`` it is ``lax.cond`` over
-    the vmapped ``fn``; with a batched ``pred`` it is ``lax.cond(any(pred), ...)`` whose true
-    branch runs ``fn`` for the seeds whose ``pred`` holds and keeps ``operand`` for the others:
-    seed by seed on XLA:CPU, ``jax.vmap(fn)`` and a ``select`` elsewhere (see the module
-    docstring). Each seed's result equals its result alone wherever XLA computes the branch in
-    the same order as the single one (seed by seed it is the single computation).
-    """
-
-    @custom_vmap
-    def run(pred: jax.Array, operand: T, extra: Any) -> T:
-        return jax.lax.cond(pred, fn, _keep, operand, extra)
-
-    @run.def_vmap
-    def run_batched(axis_size: int, in_batched: Any, pred: jax.Array, operand: T,
-                    extra: Any) -> tuple[T, Any]:
-        pred_b, op_b, ex_b = in_batched
-        operand = _broadcast(operand, op_b, axis_size)
-        extra = _broadcast(extra, ex_b, axis_size)
-        if not pred_b:
-            out = jax.lax.cond(pred, jax.vmap(fn), _keep, operand, extra)
+def _runs(lo: int, hi: int, episode_length: int) -> tuple[Run, ...]:
+    """Env steps ``lo + 1 .. hi`` as runs: episode ends at multiples of ``episode_length``."""
+    out: list[Run] = []
+    t = lo
+    while t < hi:
+        end = min(hi, (t // episode_length + 1) * episode_length)
+        run = Run(1, end - t, end % episode_length == 0)
+        if out and out[-1][1:] == run[1:]:
+            out[-1] = out[-1]._replace(count=out[-1].count + 1)
         else:
-            by_seed, batched = _seed_by_seed(fn, pred, axis_size), _vmapped(fn, pred)
+            out.append(run)
+        t = end
+    return tuple(out)
 
-            def branch(o: T, e: Any) -> T:
-                return jax.lax.platform_dependent(o, e, cpu=by_seed, default=batched)
 
-            out = jax.lax.cond(jnp.any(pred), branch, _keep, operand, extra)
-        return out, jax.tree.map(lambda _: True, out)
+def _fold(slots: list[Slot], period: int) -> tuple[Block, ...]:
+    """``slots`` as blocks: the longest repetitions of ``period``-slot groups, greedily from
+    the front; a group of one slot repeated becomes a one-slot block, and equal neighbouring
+    one-slot blocks merge."""
+    blocks: list[Block] = []
+    i, n = 0, len(slots)
+    while i < n:
+        group = tuple(slots[i:i + period])
+        k = 1
+        if len(group) == period:
+            while tuple(slots[i + k * period:i + (k + 1) * period]) == group:
+                k += 1
+        if k > 1:
+            if all(s == group[0] for s in group):
+                blocks.append(Block(k * period, group[:1]))
+            else:
+                blocks.append(Block(k, group))
+            i += k * period
+        else:
+            blocks.append(Block(1, (slots[i],)))
+            i += 1
+        last = blocks[-1]
+        if (len(blocks) > 1 and len(last.slots) == 1 and len(blocks[-2].slots) == 1
+                and blocks[-2].slots == last.slots):
+            blocks[-2:] = [Block(blocks[-2].count + last.count, last.slots)]
+    return tuple(blocks)
 
-    return run(pred, operand, extra)
+
+def make_plan(*, episode_length: int, update_every: int, first_update_step: int,
+              updates_per_round: int, policy_delay: int, start_episode: int,
+              num_episodes: int) -> tuple[Block, ...]:
+    """The static plan of episodes ``start_episode + 1 .. start_episode + num_episodes``.
+
+    Env steps are 1-based steps of the vectorised batch; a round runs after every step that
+    is a multiple of ``update_every`` and at least ``first_update_step``
+    (``MARLConfig.first_update_step``); update ``g`` of the run (0-based, counted from its
+    first) steps the actors and targets iff ``g % policy_delay == 0`` (a slot holds ``g %
+    policy_delay`` per update). ``()`` for
+    ``num_episodes = 0``.
+    """
+    L = check_int("episode_length", episode_length, lo=1)
+    U = check_int("update_every", update_every, lo=1)
+    upr = check_int("updates_per_round", updates_per_round, lo=1)
+    delay = check_int("policy_delay", policy_delay, lo=1)
+    first = check_int("first_update_step", first_update_step, lo=1)
+    a = check_int("start_episode", start_episode, lo=0) * L
+    b = a + check_int("num_episodes", num_episodes, lo=0) * L
+    whole = U % L == 0  # rounds hold whole episodes: each reset where it falls
+    slots: list[Slot] = []
+    lo = a
+    while lo < b:
+        hi = min(b, (lo // U + 1) * U)
+        updates: tuple[int, ...] = ()
+        if hi % U == 0 and hi >= first:
+            done = (hi // U - first // U) * upr  # updates of the rounds before this one
+            updates = tuple((done + j) % delay for j in range(upr))
+        runs = _runs(lo, hi, L) if whole else (Run(1, hi - lo, None),)
+        slots.append(Slot(runs, updates))
+        lo = hi
+    # The actor flags repeat every delay / gcd(delay, updates_per_round) rounds.
+    return _fold(slots, delay // math.gcd(delay, upr))
+
+
+def plan_counts(plan: tuple[Block, ...]) -> dict[str, int]:
+    """What ``plan`` runs: ``env_steps``, ``rounds``, ``updates`` and ``actor_updates``; and
+    ``slot_bodies``, the slots the program traces (its size). (Its episodes are
+    ``env_steps / episode_length``: a plan covers whole episodes.)"""
+    out = dict.fromkeys(("env_steps", "rounds", "updates", "actor_updates", "slot_bodies"), 0)
+    for block in plan:
+        for slot in block.slots:
+            out["slot_bodies"] += 1
+            for run in slot.runs:
+                out["env_steps"] += block.count * run.count * run.steps
+            out["rounds"] += block.count * bool(slot.updates)
+            out["updates"] += block.count * len(slot.updates)
+            out["actor_updates"] += block.count * slot.updates.count(0)
+    return out

@@ -4,9 +4,9 @@ A MARL result is a mean over seeds with an error bar. ``make_train`` is pure, so
 one program: :func:`make_init_seeds` / :func:`make_train_seeds_from` vmap the trainer over a
 leading seed axis and split that axis over a one-axis device mesh (:data:`SEED_AXIS`,
 ``jax.shard_map`` inside ``jax.jit``, inputs and outputs placed with ``NamedSharding``): each
-device runs its own seeds with no communication (the update schedule stays a conditional,
-:func:`jaxrl_pim.marl.schedule.when`; on XLA:CPU its update rounds run seed after seed inside
-it, the acting batched). :func:`run_seeds` trains them in checkpointed segments
+device runs its own seeds with no communication (the seeds share the trainer's static schedule,
+:mod:`jaxrl_pim.marl.schedule`, so the program is one seed's with a batch axis and no
+conditional). :func:`run_seeds` trains them in checkpointed segments
 (every seed in each checkpoint, resumed bit for bit) and :func:`seed_stats` gives the mean,
 standard error and 95 % interval over seeds.
 
@@ -57,7 +57,13 @@ from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.checks import check_int
 from jaxrl_pim.marl import checkpoint as marl_checkpoint
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.trainer import TrainState, make_env, make_init, make_train_from
+from jaxrl_pim.marl.trainer import (
+    TrainState,
+    make_env,
+    make_init,
+    make_schedule,
+    make_train_from,
+)
 
 __all__ = [
     "SEED_AXIS",
@@ -163,12 +169,15 @@ def make_init_seeds(config: MARLConfig, mesh: Mesh) -> Any:
                    out_shardings=_split(mesh))
 
 
-def make_train_seeds_from(config: MARLConfig, num_episodes: int, mesh: Mesh) -> Any:
+def make_train_seeds_from(config: MARLConfig, num_episodes: int, mesh: Mesh,
+                          start_episode: int = 0) -> Any:
     """Jitted ``train_from(states) -> (states, metrics)``: :func:`make_train_from` for
-    ``num_episodes`` episodes of every seed (leaves ``[S, ...]``, split over ``mesh``; the
-    input states are donated); metrics as there with a leading seed axis, e.g.
-    ``episode_return [S, num_episodes, num_teams]``."""
-    return jax.jit(_over_seeds(make_train_from(config, num_episodes), mesh),
+    ``num_episodes`` episodes of every seed from ``start_episode`` (leaves ``[S, ...]``, split
+    over ``mesh``; the input states are donated); metrics as there with a leading seed axis,
+    e.g. ``episode_return [S, num_episodes, num_teams]``. The seeds share the static schedule,
+    so the program is one seed's with a batch axis."""
+    train_from = make_train_from(config, num_episodes, start_episode=start_episode)
+    return jax.jit(_over_seeds(train_from, mesh),
                    in_shardings=_split(mesh), out_shardings=_split(mesh), donate_argnums=0)
 
 
@@ -241,7 +250,7 @@ class SeedsLearner:
     :func:`run_seeds` drives): units are episodes, the state the stacked ``TrainState``
     ``[S, ...]`` split over ``mesh``, a checkpoint every seed's state and curves
     (``episode_return [S, episodes done, num_teams]``); one compiled
-    :func:`make_train_seeds_from` program per segment length."""
+    :func:`make_train_seeds_from` program per static plan (segment length and start)."""
 
     unit = "episode"
 
@@ -253,7 +262,7 @@ class SeedsLearner:
         teams = len(make_env(config)[0].teams)
         self.curve = [np.zeros((num_seeds, 0, teams), np.float32)]
         self.compile_s = 0.0
-        self._programs: dict[int, Any] = {}
+        self._programs: dict[Any, Any] = {}
 
     def fingerprint(self) -> dict[str, Any]:
         return fingerprint(self.config, self.seed, self.num_seeds)
@@ -275,12 +284,14 @@ class SeedsLearner:
         return jax.device_put(restored.tree["state"], _split(self.mesh))
 
     def train_segment(self, state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
-        if n not in self._programs:
+        start = sum(c.shape[1] for c in self.curve)  # episodes done
+        plan = make_schedule(self.config, n, start)
+        if plan not in self._programs:
             t = time.perf_counter()
-            self._programs[n] = make_train_seeds_from(self.config, n, self.mesh).lower(
-                state).compile()
+            self._programs[plan] = make_train_seeds_from(self.config, n, self.mesh,
+                                                         start).lower(state).compile()
             self.compile_s += time.perf_counter() - t
-        state, metrics = self._programs[n](state)
+        state, metrics = self._programs[plan](state)
         returns = _to_host(metrics["episode_return"])  # waits for the segment
         self.curve.append(returns)
         return state, returns

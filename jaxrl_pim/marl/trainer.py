@@ -21,21 +21,22 @@ steps 0, 100, ...; here after steps 99, 199, ... -- an offset of one step).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxrl_pim import replay
 from jaxrl_pim.checks import check_int
 from jaxrl_pim.envs import mpe
-from jaxrl_pim.marl import rules
+from jaxrl_pim.marl import rules, schedule
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.learner import Learner, TeamBatch, TeamParams, make_learner
 from jaxrl_pim.marl.networks import gumbel_softmax, make_networks
 from jaxrl_pim.marl.rollout import Rollout, TrainState, make_rollout
-from jaxrl_pim.marl.schedule import when
 
 __all__ = [
     "Phases",
@@ -47,8 +48,10 @@ __all__ = [
     "make_init",
     "make_phases",
     "make_sampler",
+    "make_schedule",
     "make_train",
     "make_train_from",
+    "piece_program",
     "random_policy_return",
 ]
 
@@ -124,80 +127,201 @@ def make_phases(config: MARLConfig, algorithm: rules.Algorithm | None = None) ->
     return Phases(rollout, learner)
 
 
+def make_schedule(config: MARLConfig, num_episodes: int | None = None, start_episode: int = 0,
+                  algorithm: rules.Algorithm | None = None) -> tuple[schedule.Block, ...]:
+    """The static plan (:func:`jaxrl_pim.marl.schedule.make_plan`) of ``num_episodes``
+    episodes (default ``config.num_episodes``) after ``start_episode``; ``algorithm`` (default
+    the rules named by ``config.algo``) gives the policy delay."""
+    algorithm = rules.make_algorithm(config) if algorithm is None else algorithm
+    return schedule.make_plan(
+        episode_length=config.episode_length, update_every=config.update_every,
+        first_update_step=config.first_update_step,
+        updates_per_round=config.updates_per_round, policy_delay=algorithm.policy_delay,
+        start_episode=start_episode,
+        num_episodes=config.num_episodes if num_episodes is None else num_episodes)
+
+
+Carry = tuple[TrainState, jax.Array]  # the state, and the last env step's update key
+Out = tuple[jax.Array, jax.Array]  # per-step rewards [steps, T], per-episode losses [eps, T, 2]
+
+
+def _chunks(count: int) -> tuple[int, int]:
+    """``count`` repetitions as ``(chunks, per_chunk)`` for about 100 progress reports: a
+    divisor of ``count`` near 100 when one lies in 10 .. 400 (no remainder to compile), else
+    100 chunks and a remainder."""
+    if count <= 100:
+        return count, 1
+    divisors = [d for d in range(10, 401) if count % d == 0]
+    if divisors:
+        c = min(divisors, key=lambda d: abs(d - 100))
+        return c, count // c
+    return 100, count // 100
+
+
 def _train_from(
-    config: MARLConfig, phases: Phases, num_episodes: int | None,
+    config: MARLConfig, phases: Phases, plan: tuple[schedule.Block, ...], start_episode: int,
     callback: Callable[..., Any] | None,
+    make_plan_at: Callable[[int], tuple[schedule.Block, ...]] | None = None,
 ) -> Callable[[TrainState], tuple[TrainState, Metrics]]:
     cfg = config
     rollout, learner = phases
-    n_eps = cfg.num_episodes if num_episodes is None else check_int("num_episodes",
-                                                                   num_episodes, lo=0)
-    report_every = max(1, n_eps // 200)
+    L = cfg.episode_length
+    n_eps = schedule.plan_counts(plan)["env_steps"] // L
+    total = start_episode + n_eps
 
-    def env_step(state: TrainState, _) -> tuple[TrainState, jax.Array]:
+    def env_step(carry: Carry, _) -> tuple[Carry, jax.Array]:
+        state = carry[0]
         key, k_act, k_env, k_upd = jax.random.split(state.key, 4)
         actions = rollout.select_actions(state.teams, state.obs, k_act)
         next_obs, env_state, rewards, terminated = rollout.env_step(k_env, state.env_state,
                                                                     actions)
         buffers, ss = rollout.buffer_add(state.buffers, state.sampler, state.obs, actions,
                                          rewards, next_obs, terminated)
-        step = state.step + 1
-        due = (step % cfg.update_every == 0) & (buffers[0].size >= cfg.learning_starts)
+        state = state._replace(buffers=buffers, sampler=ss, env_state=env_state, obs=next_obs,
+                               key=key, step=state.step + 1)
+        return (state, k_upd), jnp.stack([r.mean(axis=(0, 1)) for r in rewards])  # [T]
 
-        def updates(operand, extra):
-            buffers, k_upd = extra
+    def steps(carry: Carry, n: int) -> tuple[Carry, jax.Array]:
+        if n == 1:
+            carry, r = env_step(carry, None)
+            return carry, r[None]
+        return jax.lax.scan(env_step, carry, None, length=n)
 
-            def one(carry, k):
-                teams, ss, nu, _ = carry
-                teams, ss, losses = learner.update_round(teams, buffers, ss, nu, k)
-                return (teams, ss, nu + 1, losses), None
+    def reset(state: TrainState) -> TrainState:
+        key, k_reset = jax.random.split(state.key)
+        obs, env_state = rollout.reset(k_reset)
+        return state._replace(episode=state.episode + 1, obs=obs, env_state=env_state, key=key)
 
-            carry, _ = jax.lax.scan(one, operand,
-                                    jax.random.split(k_upd, cfg.updates_per_round))
-            return carry
+    def step_and_reset(carry: Carry, _) -> tuple[Carry, Out]:
+        # an env step that resets the worlds where its episode ends (a select, not a branch)
+        carry, rewards = env_step(carry, None)
+        state = carry[0]
+        end = state.step % L == 0
+        after = reset(state)
+        state = jax.tree.map(lambda new, old: jnp.where(end, new, old), after, state)
+        return (state, carry[1]), (rewards, state.losses)
 
-        # A conditional also when seeds are vmapped from stacked states (per-seed counters).
-        teams, ss, num_updates, losses = when(
-            due, updates, (state.teams, ss, state.num_updates, state.losses),
-            (buffers, k_upd))
+    def run(carry: Carry, r: schedule.Run) -> tuple[Carry, Out]:
+        if r.reset is None:  # per-step losses; the episodes' rows are taken at the end
+            return jax.lax.scan(step_and_reset, carry, None, length=r.steps)
+
+        def once(carry: Carry, _) -> tuple[Carry, Out]:
+            carry, rewards = steps(carry, r.steps)
+            state = carry[0]
+            if not r.reset:
+                return carry, (rewards, state.losses[None][:0])
+            state = reset(state)
+            return (state, carry[1]), (rewards, state.losses[None])
+
+        if r.count == 1:
+            return once(carry, None)
+        return _repeat(once, carry, r.count)
+
+    def update_round(carry: Carry, updates: tuple[int, ...]) -> Carry:
+        state, k_upd = carry
+        keys = jax.random.split(k_upd, cfg.updates_per_round)
+        operand = (state.teams, state.sampler, state.losses)
+        if len(set(updates)) == 1:
+            def one(c, k):
+                teams, ss, _ = c
+                return learner.update_round(teams, state.buffers, ss, updates[0], k), None
+
+            (teams, ss, losses), _ = jax.lax.scan(one, operand, keys)
+        else:  # MATD3 with several updates per round: each update's actor step decided here
+            teams, ss, losses = operand
+            for j, g in enumerate(updates):
+                teams, ss, losses = learner.update_round(teams, state.buffers, ss, g, keys[j])
         # MATD3's critic-only rounds keep the last actor loss.
         losses = jnp.where(jnp.isnan(losses) & ~jnp.isnan(state.losses), state.losses, losses)
-        state = state._replace(
-            teams=teams, buffers=buffers, sampler=ss, env_state=env_state, obs=next_obs,
-            key=key, step=step, num_updates=num_updates, losses=losses,
-        )
-        return state, jnp.stack([r.mean(axis=(0, 1)) for r in rewards])  # [num_teams]
+        state = state._replace(teams=teams, sampler=ss, losses=losses,
+                               num_updates=state.num_updates + len(updates))
+        return state, k_upd
+
+    def slot(carry: Carry, s: schedule.Slot) -> tuple[Carry, Out]:
+        outs = []
+        for r in s.runs:
+            carry, out = run(carry, r)
+            outs.append(out)
+        rewards, losses = (jnp.concatenate(x) for x in zip(*outs, strict=True))
+        if s.updates:
+            carry = update_round(carry, s.updates)
+            if s.runs[-1].reset is not False:  # an episode ending here reports the round's
+                losses = losses.at[-1].set(carry[0].losses)
+        return carry, (rewards, losses)
+
+    def group(carry: Carry, slots: tuple[schedule.Slot, ...]) -> tuple[Carry, Out]:
+        outs = []
+        for s in slots:
+            carry, out = slot(carry, s)
+            outs.append(out)
+        return carry, tuple(jnp.concatenate(x) for x in zip(*outs, strict=True))
+
+    def report(carry: Carry, rewards: jax.Array) -> None:
+        # mean episode return of team 0 over the piece just run (whole episodes: exact)
+        ret = rewards[:, 0].sum() * L / rewards.shape[0]
+        jax.debug.callback(callback, carry[0].episode, total, {"return": ret})
+
+    def block(carry: Carry, b: schedule.Block) -> tuple[Carry, Out]:
+        body = lambda c, _: group(c, b.slots)  # noqa: E731
+        if b.count == 1:
+            carry, out = body(carry, None)
+        elif callback is None:
+            carry, out = _repeat(body, carry, b.count)
+        else:  # chunks of the block, the progress reported between them
+            chunks, per = _chunks(b.count)
+
+            def chunk(c: Carry, _) -> tuple[Carry, Out]:
+                c, out = _repeat(body, c, per) if per > 1 else body(c, None)
+                report(c, out[0])
+                return c, out
+
+            carry, out = _repeat(chunk, carry, chunks)
+            if b.count > chunks * per:
+                carry, rest = _repeat(body, carry, b.count - chunks * per)
+                out = tuple(jnp.concatenate(x) for x in zip(out, rest, strict=True))
+            return carry, out
+        if callback is not None:
+            report(carry, out[0])
+        return carry, out
+
+    def starts_here(episode: Any) -> None:
+        for e in np.unique(np.asarray(episode)):
+            if e != start_episode and make_plan_at(int(e)) != plan:
+                raise ValueError(
+                    f"this train_from was built for states at episode {start_episode} (its "
+                    f"static schedule starts there), got a state at episode {e}: pass "
+                    f"start_episode=<the state's episode count> to make_train_from")
 
     def train_from(state: TrainState) -> tuple[TrainState, Metrics]:
-        total = state.episode + n_eps
-
-        def episode(state: TrainState, _) -> tuple[TrainState, Metrics]:
-            state, rewards = jax.lax.scan(env_step, state, None, length=cfg.episode_length)
-            key, k_reset = jax.random.split(state.key)
-            obs, env_state = rollout.reset(k_reset)
-            state = state._replace(episode=state.episode + 1, obs=obs, env_state=env_state,
-                                   key=key)
-            metrics = {
-                "episode_return": rewards.sum(axis=0),
-                "critic_loss": state.losses[:, 0],
-                "actor_loss": state.losses[:, 1],
-            }
-            if callback is not None:
-                done = state.episode
-                jax.lax.cond(
-                    (done % report_every == 0) | (done == total),
-                    lambda: jax.debug.callback(callback, done, total,
-                                               {"return": metrics["episode_return"][0]}),
-                    lambda: None,
-                )
-            return state, metrics
-
-        if n_eps == 0:
+        if not plan:
             empty = jnp.zeros((0, state.losses.shape[0]), jnp.float32)
             return state, {"episode_return": empty, "critic_loss": empty, "actor_loss": empty}
-        return jax.lax.scan(episode, state, None, length=n_eps)
+        if make_plan_at is not None:  # one host callback per call, before the loop
+            jax.debug.callback(starts_here, state.episode)
+        carry: Carry = (state, jnp.zeros_like(state.key))
+        outs = []
+        for b in plan:
+            carry, out = block(carry, b)
+            outs.append(out)
+        rewards, losses = (jnp.concatenate(x) for x in zip(*outs, strict=True))
+        if plan[0].slots[0].runs[0].reset is None:  # per-step losses: each episode's last
+            losses = losses[L - 1::L]
+        metrics = {
+            "episode_return": rewards.reshape(n_eps, L, -1).sum(axis=1),
+            "critic_loss": losses[:, :, 0],
+            "actor_loss": losses[:, :, 1],
+        }
+        return carry[0], metrics
 
     return train_from
+
+
+def _repeat(body: Callable[[Carry, Any], tuple[Carry, Out]], carry: Carry, count: int
+            ) -> tuple[Carry, Out]:
+    """``body`` scanned ``count`` times, its per-iteration outputs concatenated in order."""
+    carry, (rewards, losses) = jax.lax.scan(body, carry, None, length=count)
+    return carry, (rewards.reshape(-1, rewards.shape[-1]),
+                   losses.reshape(-1, *losses.shape[2:]))
 
 
 def make_train_from(
@@ -206,25 +330,36 @@ def make_train_from(
     callback: Callable[..., Any] | None = None,
     algorithm: rules.Algorithm | None = None,
     phases: Phases | None = None,
+    start_episode: int = 0,
 ) -> Callable[[TrainState], tuple[TrainState, Metrics]]:
-    """``train_from(state) -> (state, metrics)``: continue a run for ``num_episodes`` more.
+    """``train_from(state) -> (state, metrics)``: continue a run at ``start_episode`` episodes
+    for ``num_episodes`` more (default ``config.num_episodes``).
 
-    ``num_episodes`` defaults to ``config.num_episodes``. Metrics (one row per episode):
+    The schedule is static (:func:`make_schedule`): the program is built for states at
+    ``start_episode`` episodes (``state.episode``; another raises ``ValueError`` when called)
+    and has no conditional in its loops. Metrics (one row per episode):
     ``episode_return [num_episodes, num_teams]`` (undiscounted return per agent, averaged over
     the team's agents and the envs), ``critic_loss`` / ``actor_loss``
     ``[num_episodes, num_teams]`` (latest update round so far, mean over the team's agents;
     NaN before the first update; MATD3 keeps the last actor loss through critic-only
-    rounds). Running ``train_from`` for ``a`` then ``b`` episodes
-    equals running it once for ``a + b`` (the RNG key and counters live in the state).
+    rounds). Running ``train_from`` for ``a`` episodes from ``s`` then for ``b`` from ``s + a``
+    equals running it once for ``a + b`` from ``s`` (the RNG key and counters live in the
+    state).
 
     ``callback(episode, total, metrics)`` (e.g. :class:`jaxrl_pim.progress.RichProgress`) is
-    called through ``jax.debug.callback`` about 200 times per run when given. ``algorithm``
-    replaces the rules named by ``config.algo``; ``phases`` replaces
+    called through ``jax.debug.callback`` between chunks of the loop (about 100 per block of
+    the plan), with ``metrics = {"return": team 0's mean episode return over the chunk}``.
+    ``algorithm`` replaces the rules named by ``config.algo``; ``phases`` replaces
     ``make_phases(config, algorithm)`` (the profiler runs the same loop over a learner with
     one phase replaced).
     """
+    n = config.num_episodes if num_episodes is None else check_int("num_episodes",
+                                                                  num_episodes, lo=0)
+    start = check_int("start_episode", start_episode, lo=0)
+    plan = make_schedule(config, n, start, algorithm)
     phases = make_phases(config, algorithm) if phases is None else phases
-    return _train_from(config, phases, num_episodes, callback)
+    return _train_from(config, phases, plan, start, callback,
+                       lambda e: make_schedule(config, n, e, algorithm))
 
 
 def make_train(
@@ -235,12 +370,49 @@ def make_train(
     over seeds). Metrics as in :func:`make_train_from`; ``algorithm`` replaces the rules
     named by ``config.algo``."""
     phases = make_phases(config, algorithm)
-    train_from = _train_from(config, phases, None, callback)
+    train_from = _train_from(config, phases, make_schedule(config, None, 0, algorithm), 0,
+                             callback)  # init() starts at episode 0: nothing to check
 
     def train(key: jax.Array) -> tuple[TrainState, Metrics]:
         return train_from(phases.rollout.init(key))
 
     return train
+
+
+# Compiled pieces of this process, by (config without num_episodes, static plan): a run resumed
+# or extended in the same process compiles nothing again, and the pieces after the warm-up
+# that start at a round boundary share one program per length. Only pieces without a callback
+# or custom algorithm are kept (those carry objects the key cannot compare).
+_PROGRAMS: dict[tuple[MARLConfig, tuple[schedule.Block, ...]], Any] = {}
+_MAX_PROGRAMS = 8
+
+
+def piece_program(
+    config: MARLConfig, num_episodes: int, state: TrainState, *,
+    start_episode: int | None = None, callback: Callable[..., Any] | None = None,
+    algorithm: rules.Algorithm | None = None,
+) -> Callable[[TrainState], tuple[TrainState, Metrics]]:
+    """``jax.jit(make_train_from(config, num_episodes, start_episode=...),
+    donate_argnums=0)`` compiled for ``state`` (which each call donates): the program for the
+    next ``num_episodes`` of a run at ``state``. ``start_episode`` defaults to
+    ``int(state.episode)`` (a read of the device, which waits for ``state``). Programs are
+    kept per process by static plan, so a driver asks for the program of every piece and
+    compiles only the pieces whose schedule is new.
+    """
+    start = int(state.episode) if start_episode is None else start_episode
+    key = (dataclasses.replace(config, num_episodes=0),
+           make_schedule(config, num_episodes, start, algorithm))
+    cacheable = callback is None and algorithm is None
+    if cacheable and key in _PROGRAMS:
+        return _PROGRAMS[key]
+    train_from = make_train_from(config, num_episodes, callback=callback, algorithm=algorithm,
+                                 start_episode=start)
+    program = jax.jit(train_from, donate_argnums=0).lower(state).compile()
+    if cacheable:
+        if len(_PROGRAMS) >= _MAX_PROGRAMS:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+        _PROGRAMS[key] = program
+    return program
 
 
 def make_init(config: MARLConfig, algorithm: rules.Algorithm | None = None

@@ -102,7 +102,10 @@ def test_a_planted_slow_actor_update_is_found_inside_the_fused_program():
 
     def slow_actor(team_params, batch, key):
         team_params, loss = learner.actor_update(team_params, batch, key)
-        return team_params, loss + 1e-30 * _heavy(jnp.mean(batch[0].obs))
+        # the round's key in the heavy input: a function of the fixed batch alone would be
+        # loop-invariant, and XLA hoists it out of the rounds' scan
+        seed = jnp.mean(batch[0].obs) + 1e-6 * jax.random.uniform(key)
+        return team_params, loss + 1e-30 * _heavy(seed)
 
     planted = learner._replace(actor_update=slow_actor)
     planted = planted._replace(update_round=compose_update_round(TINY, planted))

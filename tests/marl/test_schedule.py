@@ -1,17 +1,15 @@
-"""The update schedule stays a conditional when seeds are vmapped (``marl.schedule.when``).
+"""The MARL trainer's static schedule (``marl.schedule``, ``trainer.make_train_from``).
 
-From keys and from stacked states the compiled vmapped trainer keeps an XLA ``conditional``;
-each seed of the group equals the seed run alone; seeds stacked at different step counts (the
-batched-predicate path) still update exactly on their own schedule. (What a group of seeds
-costs against the seeds one after another is measured, not asserted here:
-``benchmarks/marl_seeds.py``.) With a batched predicate the branch runs
-seed by seed on XLA:CPU (a loop inside the conditional, the branch's matrix product at one
-seed's shape) and vmapped elsewhere; both keep the seeds that are not due.
+The plan against a step-by-step enumeration of the schedule; the trainer against the loop it
+replaced (``tests/support/marl_dynamic.py``: a ``lax.cond`` at every step), bit for bit at the
+paper's schedule and to float32 rounding elsewhere; no conditional in the compiled program,
+from keys and from stacked states; the env-step body's fusion count bounded.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 import jax
@@ -19,161 +17,191 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxrl_pim.marl import schedule
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.schedule import _seed_by_seed, _vmapped, when
-from jaxrl_pim.marl.trainer import make_init, make_train, make_train_from
-from tests.support.seeds import equal_trees as _equal_trees
-from tests.support.seeds import seed as _seed
-
-TINY = MARLConfig(
-    env="spread", num_agents=2, num_envs=1, num_episodes=4, episode_length=5,
-    buffer_capacity=64, batch_size=8, learning_starts=8, update_every=3, hidden=(8, 8),
+from jaxrl_pim.marl.trainer import (
+    make_init,
+    make_schedule,
+    make_train,
+    make_train_from,
+    piece_program,
 )
+from tests.support.marl_dynamic import make_dynamic_train_from
+from tests.support.seeds import equal_trees
+
+# The paper's schedule (25-step episodes, a round every 100 steps) at test sizes.
+PAPER = MARLConfig(env="spread", num_agents=3, num_episodes=12, episode_length=25,
+                   buffer_capacity=2_000, batch_size=32, learning_starts=200,
+                   update_every=100, hidden=(16, 16))
 
 
-def test_when_matches_reference_for_every_predicate_pattern():
-    def fn(o, e):
-        return {"a": o["a"] * e + 1.0, "n": o["n"] + 1}
-
-    op = {"a": jnp.arange(8.0).reshape(4, 2), "n": jnp.zeros(4, jnp.int32)}
-    extra = jnp.array([2.0, 3.0, 4.0, 5.0])
-    batched = jax.jit(jax.vmap(lambda p, o, e: when(p, fn, o, e)))
-    for pattern in ([0, 0, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]):
-        pred = jnp.array(pattern, bool)
-        got = batched(pred, op, extra)
-        a, n = np.arange(8.0).reshape(4, 2), np.zeros(4, np.int32)
-        for i, p in enumerate(pattern):  # NumPy reference, one seed at a time
-            if p:
-                a[i] = a[i] * float(extra[i]) + 1.0
-                n[i] += 1
-        np.testing.assert_array_equal(got["a"], a)
-        np.testing.assert_array_equal(got["n"], n)
-    # An unbatched predicate (closed over) and the plain, unvmapped call.
-    got = jax.vmap(lambda o, e: when(jnp.bool_(True), fn, o, e))(op, extra)
-    np.testing.assert_array_equal(got["n"], np.ones(4))
-    single = when(jnp.bool_(False), fn, _seed(op, 1), extra[1])
-    assert _equal_trees(single, _seed(op, 1))
+def _events(plan, episode_length, start):
+    """The plan expanded step by step: ``(reset, updates)`` per env step."""
+    out, t = [], start * episode_length
+    for block in plan:
+        for _ in range(block.count):
+            for slot in block.slots:
+                for run in slot.runs:
+                    for _ in range(run.count):
+                        for i in range(run.steps):
+                            t += 1
+                            end = (t % episode_length == 0 if run.reset is None
+                                   else run.reset and i == run.steps - 1)
+                            out.append([end, ()])
+                out[-1][1] = slot.updates
+    return [tuple(e) for e in out]
 
 
-def test_both_batched_branches_match_the_reference_for_every_predicate_pattern():
-    # The seed-by-seed loop (XLA:CPU) and the vmap branch (other backends) called directly,
-    # so both are checked here whatever backend the test runs on.
-    def fn(o, e):
-        return {"a": o["a"] * e + 1.0, "n": o["n"] + 1}
-
-    op = {"a": jnp.arange(8.0).reshape(4, 2), "n": jnp.zeros(4, jnp.int32)}
-    extra = jnp.array([2.0, 3.0, 4.0, 5.0])
-    for pattern in ([0, 0, 0, 0], [0, 1, 1, 0], [1, 1, 1, 1]):
-        pred = jnp.array(pattern, bool)
-        want_a = np.where(np.array(pattern, bool)[:, None],
-                          np.arange(8.0).reshape(4, 2) * np.asarray(extra)[:, None] + 1.0,
-                          np.arange(8.0).reshape(4, 2))
-        for branch in (_seed_by_seed(fn, pred, 4), _vmapped(fn, pred)):
-            got = jax.jit(branch)(op, extra)
-            np.testing.assert_array_equal(got["a"], want_a)
-            np.testing.assert_array_equal(got["n"], np.array(pattern))
+def _brute(L, U, first, upr, delay, start, n):
+    out, g = [], 0
+    for t in range(1, (start + n) * L + 1):
+        due = t % U == 0 and t >= first
+        ups = tuple((g + j) % delay for j in range(upr)) if due else ()
+        g += upr if due else 0
+        if t > start * L:
+            out.append((t % L == 0, ups))
+    return out
 
 
-@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the XLA:CPU program")
-def test_on_cpu_the_batched_branch_runs_seed_by_seed():
-    # fn multiplies [7, 5] by [5, 5]: seed by seed the compiled product has one seed's shape
-    # f32[7,5] and sits in a loop; a vmapped branch would compute f32[4,7,5].
-    def fn(o, w):
-        return o @ w
-
-    batched = jax.jit(jax.vmap(lambda p, o, w: when(p, fn, o, w)))
-    pred = jnp.array([True, False, True, True])
-    o, w = jnp.arange(140.0).reshape(4, 7, 5), jnp.arange(100.0).reshape(4, 5, 5)
-    text = batched.lower(pred, o, w).compile().as_text()
-    dots = [line for line in text.splitlines() if " dot(" in line]
-    assert dots and all("f32[7,5]" in d and "f32[4,7,5]" not in d for d in dots), dots
-    assert " while(" in text and " conditional(" in text
-    want = np.where(np.asarray(pred)[:, None, None],
-                    np.einsum("sij,sjk->sik", np.asarray(o), np.asarray(w)), np.asarray(o))
-    np.testing.assert_array_equal(batched(pred, o, w), want)
-
-
-def test_accelerator_programs_keep_the_branch_vmapped():
-    # Exported for CUDA (no GPU needed): the product runs on all seeds at once, no loop;
-    # exported for CPU: one seed's product in a loop.
-    from jax import export
-
-    batched = jax.jit(jax.vmap(lambda p, o, w: when(p, lambda o, w: o @ w, o, w)))
-    args = (jnp.array([True, False, True, True]), jnp.ones((4, 7, 5)), jnp.ones((4, 5, 5)))
-    shapes = {}
-    for platform in ("cpu", "cuda"):
-        text = export.export(batched, platforms=[platform])(*args).mlir_module()
-        shapes[platform] = (set(re.findall(r"dot_general.*?-> tensor<([0-9x]+)xf32>", text)),
-                            "stablehlo.while" in text)
-    assert shapes == {"cpu": ({"7x5"}, True), "cuda": ({"4x7x5"}, False)}, shapes
+@pytest.mark.parametrize("L,U,first,upr,delay,start,n", [
+    (25, 100, 25_600, 1, 1, 0, 1_200),  # the paper's schedule from the start
+    (25, 100, 25_600, 1, 1, 1_022, 9),  # across the first round, mid-slot start
+    (25, 100, 200, 1, 2, 0, 40),        # MATD3's policy delay
+    (5, 3, 9, 3, 2, 0, 20),             # rounds that do not hold whole episodes
+    (5, 7, 14, 1, 1, 3, 11),
+    (4, 1, 6, 2, 3, 1, 9),
+    (3, 6, 6, 1, 1, 5, 0),
+])
+def test_plan_is_the_schedule_step_by_step(L, U, first, upr, delay, start, n):
+    plan = schedule.make_plan(episode_length=L, update_every=U, first_update_step=first,
+                              updates_per_round=upr, policy_delay=delay,
+                              start_episode=start, num_episodes=n)
+    got = _events(plan, L, start)
+    assert got == _brute(L, U, first, upr, delay, start, n)
+    counts = schedule.plan_counts(plan)
+    cfg = MARLConfig(num_episodes=1, episode_length=L, update_every=U, learning_starts=first,
+                     batch_size=1, buffer_capacity=max(first, 1), updates_per_round=upr)
+    assert counts["updates"] == cfg.update_rounds(n * L, start * L)
+    # the program is small: a block per change of pattern, not a body per round
+    assert counts["slot_bodies"] <= 3 + math.lcm(1, delay)
 
 
-@pytest.fixture(scope="module")
-def from_keys():
-    """4 keys and the vmapped trainer compiled for them."""
-    keys = jax.random.split(jax.random.PRNGKey(1), 4)
-    return keys, jax.jit(jax.vmap(make_train(TINY))).lower(keys).compile()
+def test_paper_schedule_is_two_scans_from_the_start():
+    cfg = dataclasses.replace(PAPER, learning_starts=25_600, num_episodes=60_000,
+                              buffer_capacity=1_000_000)
+    warm, learn = make_schedule(cfg)
+    four = (schedule.Run(4, 25, True),)
+    assert warm == schedule.Block(255, (schedule.Slot(four, ()),))
+    assert learn == schedule.Block(14_745, (schedule.Slot(four, (0,)),))
+    # a piece after the warm-up that starts at a round is the same program wherever it starts
+    assert make_schedule(cfg, 100, 2_000) == make_schedule(cfg, 100, 40_000)
 
 
-@pytest.fixture(scope="module")
-def from_states():
-    """Seed 0 from scratch and seed 1 after two episodes (per-seed predicates that disagree),
-    stacked; the vmapped 2-episode continuation compiled for them; the single-seed 2-episode
-    continuation (compiled once: it also trains seed 1's first two episodes)."""
-    init, two = make_init(TINY), jax.jit(make_train_from(TINY, 2))
-    s0 = init(jax.random.PRNGKey(5))
-    s1, _ = two(init(jax.random.PRNGKey(6)))
-    stacked = jax.tree.map(lambda a, b: jnp.stack([a, b]), s0, s1)
-    return (s0, s1), stacked, jax.jit(jax.vmap(make_train_from(TINY, 2))).lower(
-        stacked).compile(), two
+def _run_both(cfg, pieces=()):
+    s0 = jax.jit(make_init(cfg))(jax.random.PRNGKey(1))
+    want = jax.jit(make_dynamic_train_from(cfg, cfg.num_episodes))(s0)
+    if not pieces:
+        return jax.jit(make_train_from(cfg))(s0), want
+    state, done, metrics = s0, 0, []
+    for n in pieces:
+        state, m = jax.jit(make_train_from(cfg, n, start_episode=done))(state)
+        done += n
+        metrics.append(m)
+    return (state, jax.tree.map(lambda *x: jnp.concatenate(x), *metrics)), want
 
 
-def test_vmapped_trainer_keeps_the_conditional_from_keys_and_from_stacked_states(
-        from_keys, from_states):
-    assert " conditional(" in from_keys[1].as_text()
-    assert " conditional(" in from_states[2].as_text()
+def _identical(a, b):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
-def test_each_seed_of_a_group_equals_the_seed_alone(from_keys):
-    keys, group = from_keys
-    group_state, group_m = group(keys)
-    one = jax.jit(make_train(TINY))
-    for i in range(4):
-        state, m = one(keys[i])
-        assert _equal_trees(m, _seed(group_m, i))
-        assert _equal_trees(state, _seed(group_state, i))
-    assert int(group_state.num_updates[0]) == TINY.update_rounds(20) == 4  # after 9 .. 18
+@pytest.mark.default_compilation  # the program users run: default effort and emitters
+@pytest.mark.default_emitters
+def test_paper_schedule_is_bit_identical_to_the_branching_loop():
+    """A whole run from the start at the paper's schedule: the same bits as the loop that
+    decided every step with a conditional."""
+    got, want = _run_both(PAPER)
+    _identical(got, want)
+    assert int(got[0].num_updates) == 2 and np.isfinite(got[1]["critic_loss"][-1]).all()
 
 
-def test_seeds_at_different_steps_each_follow_their_own_schedule(from_states):
-    singles, stacked, group, two = from_states
-    assert list(np.asarray(stacked.num_updates)) == [0, 1]  # seed 1 is 10 steps ahead
-    group_state, group_m = group(stacked)
-    for i, s in enumerate(singles):
-        state, m = two(s)
-        assert _equal_trees(m, _seed(group_m, i))
-        assert _equal_trees(state, _seed(group_state, i))
-    # First round after step 9 (8 rows stored, multiple of 3): steps 1..10 run one round,
-    # steps 1..20 (10 in the first call, 10 here) run rounds after 9, 12, 15 and 18.
-    assert list(np.asarray(group_state.num_updates)) == [1, 4]
-    assert [TINY.update_rounds(10), TINY.update_rounds(20)] == [1, 4]
+def test_other_schedules_agree_to_float32_rounding():
+    """Pieces that start inside a round, rounds that do not hold whole episodes (resets by
+    select) and MATD3's policy delay with several updates a round: counters, keys and the
+    schedule exact, floats to rounding (XLA compiles a round that runs once as straight-line
+    code, or the round outside the old conditional, and may fuse it differently)."""
+    for cfg, pieces in ((PAPER, (4, 2, 6)),
+                        (dataclasses.replace(PAPER, update_every=30, num_episodes=10), ()),
+                        (dataclasses.replace(PAPER, algo="matd3", num_episodes=12, num_envs=2,
+                                             learning_starts=400, updates_per_round=3), ())):
+        got, want = _run_both(cfg, pieces)
+        assert equal_trees(got, want), cfg
+        assert int(got[0].num_updates) == int(want[0].num_updates) > 0
+        np.testing.assert_array_equal(got[0].key, want[0].key)
 
 
-def test_a_round_of_stacked_seeds_copies_no_seeds_replay_buffer():
-    """The seed-by-seed round of stacked states reads each seed's sampled rows in place: the
-    compiled program's temporaries stay far below one seed's replay buffer (they held a copy
-    of it, which at 12 agents and 1e6 rows ran 3 vmapped seeds out of the CI host's memory).
-    Accelerators keep the round vmapped (``schedule``'s docstring): XLA:CPU only."""
-    from jaxrl_pim.marl.plan import replay_bytes
+def test_a_program_refuses_a_state_it_was_not_built_for():
+    s0 = jax.jit(make_init(PAPER))(jax.random.PRNGKey(0))
+    s4, _ = jax.jit(make_train_from(PAPER, 4))(s0)
+    with pytest.raises(Exception, match="built for states at episode 0"):
+        jax.block_until_ready(jax.jit(make_train_from(PAPER, 4))(s4))
+    # episodes 4 and 8 start rounds after the warm-up: one plan, one program
+    program = piece_program(PAPER, 4, s4)
+    s8, _ = program(s4)
+    assert program is piece_program(PAPER, 4, s8) and int(s8.episode) == 8
 
-    if jax.default_backend() != "cpu":
-        pytest.skip("the seed-by-seed round is XLA:CPU's")
 
-    cfg = dataclasses.replace(TINY, buffer_capacity=200_000)
-    keys = jax.ShapeDtypeStruct((2, 2), jnp.uint32)
-    stacked = jax.eval_shape(jax.vmap(make_init(cfg)), keys)  # nothing allocated
-    compiled = jax.jit(jax.vmap(make_train_from(cfg, 2)), donate_argnums=0).lower(
-        stacked).compile()
-    assert " conditional(" in compiled.as_text()  # per-seed counters: the batched predicate
-    temp = compiled.memory_analysis().temp_size_in_bytes
-    assert temp < replay_bytes(cfg) / 4, (temp, replay_bytes(cfg))
+def _conditionals(text):
+    return len(re.findall(r"\bconditional\(", text))
+
+
+def test_no_conditional_in_the_compiled_program():
+    """From keys and from stacked states (seeds vmapped), MADDPG and MATD3, with and without
+    a progress callback: the compiled program holds no XLA conditional."""
+    keys = jnp.stack([jax.random.PRNGKey(i) for i in range(2)])
+    for cfg in (PAPER, dataclasses.replace(PAPER, algo="matd3")):
+        from_keys = jax.jit(jax.vmap(make_train(cfg))).lower(keys).compile().as_text()
+        states = jax.jit(jax.vmap(make_init(cfg)))(keys)
+        stacked = jax.jit(jax.vmap(make_train_from(cfg, 8, start_episode=0))).lower(
+            states).compile().as_text()
+        progress = jax.jit(make_train(cfg, callback=lambda *a: None)).lower(
+            keys[0]).compile().as_text()
+        assert [_conditionals(t) for t in (from_keys, stacked, progress)] == [0, 0, 0]
+
+
+def _computations(text):
+    comps, name = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$", line)
+        if m:
+            name = m.group(1)
+            comps[name] = []
+        elif line.startswith("}"):
+            name = None
+        elif name:
+            comps[name].append(line)
+    return comps
+
+
+def env_step_fusions(agents: int) -> int:
+    """Fusions in the compiled env-step loop body (XLA:CPU) of a spread world of ``agents``:
+    the largest while body of a piece of one 4-step episode without updates (the others are
+    the random-bit generator's small loops)."""
+    cfg = MARLConfig(env="spread", num_agents=agents, num_episodes=1, episode_length=4,
+                     buffer_capacity=2_048, batch_size=32, learning_starts=1_024)
+    s0 = jax.jit(make_init(cfg))(jax.random.PRNGKey(0))
+    text = jax.jit(make_train_from(cfg)).lower(s0).compile().as_text()
+    comps = _computations(text)
+    bodies = [comps[m.group(1)] for m in re.finditer(r"while\(.*?body=%?([\w.\-]+)", text)]
+    body = max(bodies, key=len)
+    assert not any("conditional(" in line for line in body)
+    return sum(1 for line in body if re.search(r"\sfusion\(|= \S+ fusion\(", line))
+
+
+@pytest.mark.default_compilation  # the program users run: default effort and emitters
+@pytest.mark.default_emitters
+@pytest.mark.parametrize("agents,bound", [(3, 48), (48, 62)])
+def test_env_step_body_fusion_count(agents, bound):
+    """Every fusion is a kernel launch on a GPU. Measured on XLA:CPU (jax 0.10): 46 at N = 3
+    (49 with the old per-step conditional), 59 at N = 48; docs/marl.md lists what they are."""
+    assert 20 <= env_step_fusions(agents) <= bound
