@@ -111,8 +111,10 @@ def register(subparsers: Any) -> None:
                       help="learner (default: %(default)s)")
     algo.add_argument("--sampler", choices=SAMPLERS, default=d.sampler,
                       help="mini-batch index sampler (default: %(default)s)")
-    algo.add_argument("--layout", choices=LAYOUTS, default=d.layout,
-                      help="replay memory layout (default: %(default)s)")
+    algo.add_argument("--layout", choices=LAYOUTS, default=None,
+                      help="replay memory layout (default: the backend's fastest by "
+                           "measurement, per_agent on a GPU, interleaved elsewhere; compact "
+                           "when that does not hold the rows and compact does)")
     algo.add_argument("--sampling-mode", choices=SAMPLING_MODES, default=d.sampling_mode,
                       help="faithful = own indices per agent, fast = one shared index set "
                            "(default: %(default)s)")
@@ -136,10 +138,11 @@ def register(subparsers: Any) -> None:
                             "(default: %(default)s)")
     sched.add_argument("--seed", type=int, default=0,
                        help="PRNG seed of the run (default: %(default)s)")
-    sched.add_argument("--seeds", type=int, default=1, metavar="S",
+    sched.add_argument("--seeds", type=_seeds, default=1, metavar="S",
                        help="train S seeds (--seed .. --seed + S - 1) in one jitted, vmapped "
                             "program, split over the local devices; the report gives every "
-                            "seed's returns, their mean, standard error and 95 %% interval "
+                            "seed's returns, their mean, standard error and 95 %% interval; "
+                            "auto: as many as the memory holds, at most 256 "
                             "(default: %(default)s)")
     sched.add_argument("--eval-episodes", type=int, default=10, metavar="N",
                        help="with --seeds: greedy-policy episodes per seed after training "
@@ -265,6 +268,17 @@ def _capacity(text: str) -> int | str:
             f"invalid value {text!r}: a number of rows or auto") from None
 
 
+def _seeds(text: str) -> int | str:
+    """``--seeds``: a number of seeds or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {text!r}: a number of seeds or auto") from None
+
+
 def _auto_rows(args: argparse.Namespace) -> int:
     """``--capacity auto``'s upper bound: the default capacity, or the rows that
     ``--batch-size`` / ``--learning-starts`` / ``--num-envs`` need when more."""
@@ -334,11 +348,14 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
 
 def _config(args: argparse.Namespace, agents: int | None, prey: int | None,
             obstacles: int | None) -> MARLConfig:
+    from jaxrl_pim.marl import plan
+
     return MARLConfig(
         algo=args.algo, env=args.env,
         num_agents=_DEFAULT["num_agents"] if agents is None else agents, num_prey=prey,
         num_obstacles=obstacles, num_envs=args.num_envs, num_episodes=args.episodes,
-        sampling_mode=args.sampling_mode, sampler=args.sampler, layout=args.layout,
+        sampling_mode=args.sampling_mode, sampler=args.sampler,
+        layout=plan.default_layout() if args.layout is None else args.layout,
         buffer_capacity=args.capacity, batch_size=args.batch_size,
         learning_starts=args.learning_starts, update_every=args.update_every,
     )
@@ -371,9 +388,15 @@ def fit_memory(args: argparse.Namespace, config: MARLConfig, seeds: int = 1,
     if args.capacity == "auto":
         rows = plan.auto_capacity(config, seeds, devices, flag="--capacity")
         config = dataclasses.replace(config, buffer_capacity=rows)
+    why = None
+    if getattr(args, "layout", None) is None:  # the layout was not asked for: compact if needed
+        config, why = plan.fit_layout(config, seeds, devices)
+        if why is not None:
+            print(f"layout: compact ({why})", flush=True)
     mp = plan.check_memory(config, seeds, devices, flag="--capacity")
     return config, {**mp._asdict(), "capacity_auto": args.capacity == "auto",
-                    "buffer_capacity": config.buffer_capacity}
+                    "buffer_capacity": config.buffer_capacity, "layout": config.layout,
+                    "layout_asked": getattr(args, "layout", None), "layout_reason": why}
 
 
 def _open_checkpoints(args: argparse.Namespace, config: MARLConfig) -> Any:
@@ -394,7 +417,11 @@ def main(args: argparse.Namespace) -> int:
     optionally write the report; returns the exit status."""
     check_outputs(args, files={"--json": "json"})  # before any work (--checkpoint: below)
     check_checkpoint_arguments(args)
-    if args.seeds < 1:
+    auto_seeds = args.seeds == "auto"
+    if auto_seeds and args.capacity == "auto":
+        raise ValueError("--seeds auto and --capacity auto both size to the memory: give one "
+                         "of them a number")
+    if not auto_seeds and args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
     if args.eval_episodes < 0:
         raise ValueError(f"--eval-episodes must be >= 0, got {args.eval_episodes}")
@@ -404,14 +431,25 @@ def main(args: argparse.Namespace) -> int:
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot writes a PNG: {args.plot!r} does not end in .png")
         check_outputs(args, files={"--plot": "plot"})
+    if auto_seeds and args.checkpoint is not None:
+        raise ValueError("--seeds auto picks the seeds from the memory; a checkpointed group "
+                         "needs a fixed --seeds S")
     check_args(args)  # every cheap check before jax (and JaxMARL) is imported
     from jaxrl_pim.cli import launch
 
     procs = launch.initialize_from_args(args, "jaxrl-pim marl")  # before any jax work
+    config = config_from_args(args)
+    if auto_seeds:  # as many seeds as this process's memory holds, on its devices
+        import jax
+
+        from jaxrl_pim.marl import plan
+
+        local = plan.auto_seeds(config, jax.local_device_count())
+        args.seeds = local * procs.count
+        print(f"--seeds auto: {args.seeds} seeds fit ({local} per process)", flush=True)
     if procs.count > 1 and (args.seeds < 2 or args.checkpoint is not None):
         raise ValueError("several processes train the seeds of --seeds S > 1 (split over "
                          "every process's devices), without --checkpoint for now")
-    config = config_from_args(args)
     if args.seeds > 1:
         from jaxrl_pim.cli.marl_seeds import run_seeds
         from jaxrl_pim.marl.seeds import seed_mesh

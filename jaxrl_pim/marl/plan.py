@@ -231,6 +231,55 @@ def auto_capacity(config: MARLConfig, seeds: int = 1, devices: int = 1,
     return mp.max_capacity
 
 
+#: The replay layout a run gets when it asks for none, per backend, chosen by measurement: the
+#: faithful uniform replay round at N = 24 (``benchmarks/marl_sampling.py``) is fastest with
+#: ``per_agent`` on the H200 and with ``interleaved`` (time-major rows) on CPU
+#: (``docs/marl.md``, "The layout a run gets"). Backends not listed (TPU: not measured) get
+#: the config's default.
+BACKEND_LAYOUTS = {"gpu": "per_agent", "cpu": "interleaved"}
+
+#: The most seeds ``--seeds auto`` picks (a host CPU's memory would hold thousands of toy runs).
+MAX_AUTO_SEEDS = 256
+
+
+def default_layout(platform: str | None = None) -> str:
+    """The replay layout for ``platform`` (default: jax's default backend) when a run asks for
+    none: :data:`BACKEND_LAYOUTS`, else ``MARLConfig``'s default."""
+    platform = jax.default_backend() if platform is None else platform
+    return BACKEND_LAYOUTS.get(platform, MARLConfig.layout)
+
+
+def fit_layout(config: MARLConfig, seeds: int = 1, devices: int = 1,
+               available: tuple[int, str] | None = None) -> tuple[MARLConfig, str | None]:
+    """``config`` as it is when its ``seeds`` train states fit, else with the ``compact``
+    layout (observations stored once, no ``next_obs`` rows: about half the replay bytes)
+    when that fits; the reason of the change (None: unchanged)."""
+    if config.layout == "compact" or memory_plan(config, seeds, devices, available).fits:
+        return config, None
+    compact = dataclasses.replace(config, layout="compact")
+    mp = memory_plan(compact, seeds, devices, available)
+    if not mp.fits:
+        return config, None
+    return compact, (f"the {config.layout} layout's states do not fit at "
+                     f"{config.buffer_capacity:,} rows; compact ({human_bytes(mp.needed_bytes)}"
+                     f") does")
+
+
+def auto_seeds(config: MARLConfig, devices: int = 1,
+               available: tuple[int, str] | None = None, cap: int = MAX_AUTO_SEEDS) -> int:
+    """The most seeds (at most ``cap``, a multiple of ``devices`` when more than one fits per
+    device) whose train states fit, for ``--seeds auto``; ``ValueError`` (one line) when not
+    one does."""
+    mp = memory_plan(config, 1, devices, available)
+    n = min(mp.max_seeds, cap)
+    if n < 1:
+        raise ValueError(
+            f"not one seed's train state ({human_bytes(mp.seed_bytes)}, "
+            f"{config.buffer_capacity:,} replay rows per team) fits in "
+            f"{human_bytes(mp.usable_bytes)} ({mp.source}): lower --capacity")
+    return n // devices * devices if n >= devices else n
+
+
 def plan_run(config: MARLConfig, start_episode: int = 0,
              num_episodes: int | None = None) -> RunPlan:
     """The counts of training ``num_episodes`` (default: up to ``config.num_episodes``)

@@ -120,3 +120,60 @@ def test_the_48_agent_default_stops_within_seconds_with_one_line():
     assert len(lines) == 1 and proc.stdout == ""
     assert "the run's train state needs 104.9 GiB (1,000,000 replay rows per team)" in lines[0]
     assert "the largest --capacity that fits is" in lines[0]
+
+
+def test_seeds_auto_takes_the_most_seeds_that_fit(monkeypatch, capsys):
+    """``--seeds auto``: the most seeds whose states fit (a memory limit of 5.5 states: 5),
+    composed with ``--num-envs``; refused with ``--capacity auto`` and with a checkpoint."""
+    cfg = dataclasses.replace(SMALL, num_envs=2, layout="interleaved")
+    monkeypatch.setenv(plan.MEMORY_LIMIT_ENV,
+                       str(int(_allocated_bytes(cfg) * 5.5 / plan.MEMORY_FRACTION)))
+    assert plan.auto_seeds(cfg) == 5
+    assert plan.auto_seeds(cfg, cap=3) == 3
+    monkeypatch.setenv(plan.MEMORY_LIMIT_ENV, "1000")
+    with pytest.raises(ValueError, match="not one seed's train state"):
+        plan.auto_seeds(cfg)
+    for extra, match in ((["--capacity", "auto"], "both size to the memory"),
+                         (["--checkpoint", "ck"], "needs a fixed --seeds S")):
+        assert main(["marl", "--seeds", "auto", "--episodes", "1", *extra]) == 2
+        assert match in capsys.readouterr().err
+
+
+def test_seeds_auto_runs_the_seeds_that_fit_with_several_envs(monkeypatch, tmp_path, capsys):
+    args = ["marl", "--agents", "2", "--episodes", "2", "--capacity", "1000", "--batch-size",
+            "16", "--learning-starts", "32", "--update-every", "25", "--num-envs", "2",
+            "--layout", "interleaved", "--eval-episodes", "1"]
+    config = command.config_from_args(build_parser().parse_args(args))
+    one = plan.state_bytes(config)
+    monkeypatch.setenv(plan.MEMORY_LIMIT_ENV, str(int(one * 3.5 / plan.MEMORY_FRACTION)))
+    assert main([*args, "--seeds", "auto", "--json", str(tmp_path / "r.json")]) == 0
+    assert "--seeds auto: 3 seeds fit" in capsys.readouterr().out
+    import json
+
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert len(report["results"]["seeds"]) == 3 == len(report["results"]["update_rounds"])
+    assert report["results"]["memory"]["layout"] == "interleaved"
+
+
+def test_the_layout_a_run_asks_for_none_of(monkeypatch):
+    """No ``--layout``: the backend's measured fastest (``per_agent`` on a GPU, ``interleaved``
+    on CPU), and ``compact`` where that layout's states do not fit but compact's do."""
+    assert plan.default_layout("gpu") == "per_agent"
+    assert plan.default_layout("cpu") == "interleaved" == plan.default_layout("tpu")
+    args = build_parser().parse_args(
+        ["marl", "--agents", "2", "--episodes", "1", "--capacity", "20000", "--batch-size",
+         "16", "--learning-starts", "32"])
+    config = command.config_from_args(args)
+    assert config.layout == plan.default_layout()
+    full = plan.state_bytes(config)
+    compact = plan.state_bytes(dataclasses.replace(config, layout="compact"))
+    assert compact < 0.7 * full
+    monkeypatch.setenv(plan.MEMORY_LIMIT_ENV,
+                       str(int((compact + full) / 2 / plan.MEMORY_FRACTION)))
+    fitted, memory = command.fit_memory(args, config)
+    assert fitted.layout == "compact" and memory["layout_reason"].startswith("the ")
+    asked = build_parser().parse_args(
+        ["marl", "--agents", "2", "--episodes", "1", "--capacity", "20000", "--batch-size",
+         "16", "--learning-starts", "32", "--layout", "interleaved"])
+    with pytest.raises(ValueError, match="the largest --capacity that fits"):
+        command.fit_memory(asked, command.config_from_args(asked))
