@@ -11,6 +11,11 @@
   run real int8 matmuls, fp16 actors keep float16 kernels and run half matmuls
   (:mod:`jaxrl_pim.quant.compute`); ``compute="float32"`` dequantizes everything (the
   *dequantized policy*, float32 arithmetic).
+* ``resolve_compute(compute, precision, rows)``: ``"auto"`` made concrete for the device
+  (:func:`jaxrl_pim.quant.compute.fastest_compute`); ``fast_int8_params(fn, held, obs)``: an
+  int8 actor's parameters prepared for the fast int8 path
+  (:mod:`jaxrl_pim.quant.fast_int8`: static activation scales calibrated on ``obs``), which
+  single-program actors run.
 * ``encode`` / ``decode``: the host-side wire path of the distributed deployments. Per
   broadcast only payload + scales + CRC32 travel; the tree layout (``BroadcastMeta``) is sent
   once when an actor starts. ``decode(*encode(p, precision), compute)`` equals
@@ -24,8 +29,8 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from jaxrl_pim.quant import QuantSpec, pack, packed_nbytes, params_nbytes, quantize_tree
-from jaxrl_pim.quant.compute import COMPUTES, actor_tree
+from jaxrl_pim.quant import QuantSpec, fast_int8, pack, packed_nbytes, params_nbytes, quantize_tree
+from jaxrl_pim.quant.compute import COMPUTES, actor_tree, dequantized, fastest_compute
 from jaxrl_pim.quant.packing import PackedParams, unpack_qtensors
 
 _SPECS = {
@@ -54,6 +59,33 @@ def actor_params(params: Any, precision: str, compute: str = "native") -> Any:
     if precision == "fp32":
         return params
     return actor_tree(quantize_tree(params, broadcast_spec(precision)), compute)
+
+
+def resolve_compute(compute: str, precision: str, rows: int) -> str:
+    """``compute`` with ``"auto"`` replaced by the faster arithmetic for ``precision`` on the
+    default backend at ``rows`` rows per policy call (``"native"`` or ``"float32"``)."""
+    if compute == "auto":
+        return fastest_compute(precision, rows)
+    if compute not in COMPUTES:
+        raise ValueError(f"compute must be auto or one of {', '.join(COMPUTES)}; got {compute!r}")
+    return compute
+
+
+def fast_int8_params(fn: Any, held: Any, obs: jax.Array) -> fast_int8.Prepared:
+    """An int8 actor's :func:`actor_params` (``compute="native"``) prepared for the fast int8
+    path (jittable).
+
+    Args:
+      fn: ``fn(params, obs)`` running the policy (an agent's ``greedy``): its ``nn.Dense``
+        inputs on the dequantized policy give the static activation scales.
+      held: ``actor_params(params, "int8", "native")``.
+      obs: calibration observations ``(B, obs_dim)`` (states the actors visit).
+    Returns:
+      A :class:`~jaxrl_pim.quant.fast_int8.Prepared` policy (``policy_apply`` runs it); the
+      kernels keep the broadcast's int8 codes and scales.
+    """
+    ranges = fast_int8.calibrate(fn, dequantized(held), obs)
+    return fast_int8.prepare(held, ranges, **fast_int8.default_options())
 
 
 class BroadcastMeta(NamedTuple):

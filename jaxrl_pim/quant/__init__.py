@@ -16,6 +16,8 @@ Helpers the learners and tests use (``as_spec``, ``code_range``, ``is_qtensor``,
 * Integer kernels (:mod:`.int8`): ``int8_matmul``, ``int8_apply``, ``prepare_int8``,
   ``fake_int8_apply``, ``compare_int8``; optional qwix backend in :mod:`.qwix_backend`
   (import it explicitly; it needs the ``qwix`` package).
+* Fast int8 inference (:mod:`.fast_int8`): ``calibrate`` (static activation ranges),
+  ``prepare`` (weights once, in the device's layout), ``apply``; reached through the module.
 """
 
 from jaxrl_pim.quant.fake import (

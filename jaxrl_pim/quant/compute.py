@@ -18,6 +18,11 @@ quantized symmetric int8 per row, ``int8 x int8 -> int32`` ``dot_general``, resc
 (activations cast to float16, float32 accumulation); a float32 kernel runs the layer
 unchanged. Other layers (activations, LayerNorm) always run in float32.
 
+A :class:`jaxrl_pim.quant.fast_int8.Prepared` policy (static activation scales, weights in the
+device's layout) runs through :func:`jaxrl_pim.quant.fast_int8.apply`. :func:`fastest_compute`
+says which arithmetic is fastest for a precision on a device, from the measurements of
+``benchmarks/quant_inference.py``.
+
 :func:`int8_error_bound` is the bound the int8 path keeps to the dequantized policy (derived
 in its docstring); the tests check it on every output. It is a worst case (every rounding
 error aligned with the weights' signs); :func:`int8_error_rms` is the typical size, from the
@@ -34,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_pim.quant import fast_int8
 from jaxrl_pim.quant.fake import dequantize_qtensor, is_qtensor
 from jaxrl_pim.quant.formats import QTensor
 from jaxrl_pim.quant.int8 import int8_matmul
@@ -136,12 +142,42 @@ def policy_apply(module: nn.Module, variables: PyTree, *args: Any, **kwargs: Any
     """``module.apply(variables, *args)``, with each ``nn.Dense`` computing in its kernel's
     precision (int8 QTensor: int8 matmul; float16: half matmul; float32: unchanged).
 
-    With only float32 leaves this is exactly ``module.apply``. Jittable and vmappable.
+    With only float32 leaves this is exactly ``module.apply``; a
+    :class:`~jaxrl_pim.quant.fast_int8.Prepared` policy runs :func:`fast_int8.apply`.
+    Jittable and vmappable.
     """
+    if isinstance(variables, fast_int8.Prepared):
+        return fast_int8.apply(module, variables, *args, **kwargs)
     if not has_lowp_kernels(variables):
         return module.apply(variables, *args, **kwargs)
     with nn.intercept_methods(_interceptor):
         return module.apply(variables, *args, **kwargs)
+
+
+def fastest_compute(precision: str, rows: int, backend: str | None = None,
+                    xla_flags: str | None = None) -> str:
+    """The faster of ``"native"`` and ``"float32"`` arithmetic for a quantized policy.
+
+    From ``benchmarks/quant_inference.py`` (``docs/quantization.md``): on XLA:CPU an int8
+    product is fast only on the YNNPACK dot path (:func:`fast_int8.int8_dots_fast`) and for
+    more than one row (a one-row int8 product is slower than the float32 one); float16 has no
+    fast CPU path. Elsewhere (CPU int8 with YNNPACK dots and ``rows >= 2``, GPUs, TPUs) the
+    precision's own arithmetic.
+
+    Args:
+      precision: ``"fp32"``, ``"fp16"`` or ``"int8"``.
+      rows: rows per policy call (environments evaluated together).
+      backend: the JAX backend (default: the default backend).
+      xla_flags: ``XLA_FLAGS`` to read (default: the environment's).
+    Returns:
+      ``"native"`` or ``"float32"``.
+    """
+    backend = backend or jax.default_backend()
+    if precision == "fp32" or backend != "cpu":
+        return "native"
+    if precision == "int8" and rows >= 2 and fast_int8.int8_dots_fast(backend, xla_flags):
+        return "native"
+    return "float32"
 
 
 def int8_error_bound(kernels: Sequence[np.ndarray], activations: Sequence[np.ndarray],
