@@ -131,16 +131,20 @@ class ActorCritic(NamedTuple):
             env_state, obs, stats, key = carry
             key, k_act, k_step = jax.random.split(key, 3)
             action, logp, env_action = self.sample(params, obs, k_act)
-            value = self.value(critic_params, obs)
             out = common.vmap_step(env, env_params, k_step, env_state, env_action)
             stats, finished = common.update_stats(stats, out.reward, out.done)
-            # Time limits are not terminal: bootstrap them with V(final observation).
-            reward = out.reward + gamma * self.value(critic_params, out.final_obs) * out.truncated
-            step = Rollout(obs, action, logp, value, reward, out.done, finished)
+            step = (obs, action, logp, out.reward, out.done, finished, out.final_obs,
+                    out.truncated)
             return (out.env_state, out.obs, stats, key), step
 
-        (env_state, obs, stats, key), traj = jax.lax.scan(
+        (env_state, obs, stats, key), steps = jax.lax.scan(
             env_step, (state.env_state, state.obs, state.stats, state.key), None, num_steps)
+        obs_t, action, logp, reward, done, finished, final_obs, truncated = steps
+        # The critic runs once over the whole rollout, not inside the step loop: V(obs) of
+        # every step, and V(final observation) to bootstrap time limits (not terminal).
+        value = self.value(critic_params, obs_t)
+        reward = reward + gamma * self.value(critic_params, final_obs) * truncated
+        traj = Rollout(obs_t, action, logp, value, reward, done, finished)
         return state._replace(env_state=env_state, obs=obs, stats=stats, key=key), traj
 
 

@@ -307,3 +307,34 @@ def test_qat_hook_switches_on_after_delay_with_straight_through_gradient():
 def test_configs_reject_bad_values(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_rollout_bootstraps_time_limits_with_the_final_observation_value():
+    """``ActorCritic.rollout`` runs the critic once over the whole rollout; each step's value
+    and time-limit bootstrap equal a step-by-step loop computing them at the step."""
+    import jax.numpy as jnp
+
+    from jaxrl_pim.envs.factory import make
+    from jaxrl_pim.rl import actor_critic, common
+
+    env, env_params = make("Pendulum-v1")  # a 200-step time limit: 8 envs x 210 steps
+    ac = actor_critic.make_actor_critic("Pendulum-v1", (16, 16), "tanh")
+    params, critic_params = ac.init(jax.random.PRNGKey(0), jax.random.PRNGKey(1))
+    obs, env_state = common.vmap_reset(env, env_params, jax.random.PRNGKey(2), 8)
+    state = actor_critic.ActorCriticState(params, critic_params, None, env_state, obs,
+                                          common.init_stats(8), jax.random.PRNGKey(3))
+    _, traj = jax.jit(lambda s: ac.rollout(env, env_params, 210, 0.9, params, s))(state)
+    key, values, rewards, truncated = state.key, [], [], []
+    for _ in range(210):  # the same steps, the critic at each one
+        key, k_act, k_step = jax.random.split(key, 3)
+        _, _, env_action = ac.sample(params, obs, k_act)
+        out = common.vmap_step(env, env_params, k_step, env_state, env_action)
+        values.append(ac.value(critic_params, obs))
+        rewards.append(out.reward + 0.9 * ac.value(critic_params, out.final_obs)
+                       * out.truncated)
+        truncated.append(out.truncated)
+        obs, env_state = out.obs, out.env_state
+    assert int(jnp.sum(jnp.stack(truncated))) == 8  # every env hit its time limit once
+    # (the loop runs op by op, the rollout fused: the states drift apart by float rounding)
+    np.testing.assert_allclose(traj.value, jnp.stack(values), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(traj.reward, jnp.stack(rewards), rtol=1e-4, atol=1e-4)
