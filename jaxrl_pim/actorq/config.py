@@ -12,8 +12,9 @@ The learner always trains in full precision; ``precision`` only chooses how the 
 broadcast to (and held by) the actors: ``"fp32"`` (no quantization), ``"fp16"`` (float16
 round trip) or ``"int8"`` (symmetric per-tensor int8 codes and one float32 scale per tensor).
 ``actor_compute`` chooses the actors' arithmetic: ``"native"`` (int8 actors run int8 x int8
--> int32 matmuls, fp16 actors float16 matmuls) or ``"float32"`` (dequantize, float32
-matmuls).
+-> int32 matmuls, fp16 actors float16 matmuls), ``"float32"`` (dequantize, float32
+matmuls) or ``"auto"`` (the default: the faster of the two for the device and the rows per
+policy call, :func:`jaxrl_pim.quant.compute.fastest_compute`).
 
 Units: every ``*_steps`` count is in environment steps summed over all actors;
 ``actor_update_period`` is in steps of one actor; learner periods are in learner updates.
@@ -88,7 +89,8 @@ class ActorQConfig:
       precision: actor-side policy precision and broadcast format: fp32, fp16 or int8.
       actor_compute: ``"native"``: actors compute in the precision they hold (int8 kernels
         run int8 matmuls with int8 activations and int32 accumulation, float16 kernels half
-        matmuls); ``"float32"``: actors dequantize and compute in float32.
+        matmuls); ``"float32"``: actors dequantize and compute in float32; ``"auto"``: the
+        faster of the two where the actors run (``actorq.broadcast.resolve_compute``).
       num_actors: K actors; in single-program mode a vmap axis, in the distributed modes the
         number of actors (Ray actors or OS processes).
       envs_per_actor: environments each actor steps in lock-step (a vmap axis).
@@ -115,7 +117,7 @@ class ActorQConfig:
     algo: str = field(default="", init=False)
     env_name: str = "CartPole-v1"
     precision: str = "fp32"
-    actor_compute: str = "native"
+    actor_compute: str = "auto"
     num_actors: int = 4
     envs_per_actor: int = 1
     actor_update_period: int = 100

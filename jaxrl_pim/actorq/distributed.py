@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl_pim.actorq.actor import evaluate
-from jaxrl_pim.actorq.broadcast import actor_params, encode
+from jaxrl_pim.actorq.broadcast import actor_params, encode, resolve_compute
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.single import Curve, make_learner
 from jaxrl_pim.actorq.worker import ACTOR_PHASES, Lost
@@ -320,7 +320,8 @@ def run_distributed(
     final_return = None
     if spec.final_eval:
         final_params = actor_params(agent.policy_params(learner), config.precision,
-                                    config.actor_compute)
+                                    resolve_compute(config.actor_compute, config.precision,
+                                                    config.eval_episodes))
         final_return = float(jax.jit(lambda p, k: evaluate(
             env, env_params, agent, info, p, k, config.eval_episodes))(final_params, k_eval))
     timing["eval"] = time.perf_counter() - t5

@@ -6,7 +6,11 @@ environments with the actors' (quantized) policy, the emitted n-step transitions
 replay, a full-precision learner update every ``train_every`` iterations once
 ``learning_starts`` steps are collected, and every ``actor_update_period`` iterations a
 broadcast: the learner's policy is quantized (``broadcast.actor_params``) and becomes the
-actors' policy.
+actors' policy. The actors compute in ``config.actor_compute`` made concrete for the device
+and the ``num_actors * envs_per_actor`` rows of a call (``broadcast.resolve_compute``); int8
+actors computing natively run the fast int8 path (``broadcast.fast_int8_params``), its
+static activation scales calibrated at each broadcast on the environments' current
+observations and :data:`CALIBRATION_ROWS` observations sampled from replay.
 
 ``run_timed`` drives the same iteration from the host in jitted chunks and records the wall
 clock, for time-to-reward curves (compile time is measured separately and excluded): it is
@@ -26,12 +30,15 @@ import numpy as np
 from jaxrl_pim import runner
 from jaxrl_pim.actorq.actor import EnvCarry, env_step, evaluate, init_carry
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.broadcast import actor_params
+from jaxrl_pim.actorq.broadcast import actor_params, fast_int8_params, resolve_compute
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Replay, ReplayState, make_replay
 from jaxrl_pim.checkpoint import Restored, default_every, fingerprint
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.replay import NStepTransition
+
+#: Replay observations (with the environments' current ones) calibrating an int8 broadcast.
+CALIBRATION_ROWS = 256
 
 
 class RunState(NamedTuple):
@@ -95,6 +102,13 @@ def make_system(config: ActorQConfig) -> System:
     n_envs = config.steps_per_iteration
     n = config.n_step
     first_update_it = max(config.learning_starts, config.batch_size) // n_envs + n - 1
+    compute = resolve_compute(config.actor_compute, config.precision, n_envs)
+    fast = config.precision == "int8" and compute == "native"
+
+    def broadcast(learner: Any, obs: jax.Array) -> Any:
+        """The actors' parameters for the learner's policy (``obs``: calibration rows)."""
+        held = actor_params(agent.policy_params(learner), config.precision, compute)
+        return fast_int8_params(agent.greedy, held, obs) if fast else held
 
     step_one = lambda p, c, k, e: env_step(
         env, env_params, agent, config.gamma, config.reward_scale, p, c, k, e
@@ -109,8 +123,7 @@ def make_system(config: ActorQConfig) -> System:
         )
         return RunState(
             learner=learner,
-            actor_params=actor_params(agent.policy_params(learner), config.precision,
-                                      config.actor_compute),
+            actor_params=broadcast(learner, carry.obs),
             carry=carry,
             replay=replay.init(),
             key=k_run,
@@ -132,12 +145,15 @@ def make_system(config: ActorQConfig) -> System:
         learner, rstate, loss = jax.lax.cond(do_learn, learn, no_learn, state.learner, rstate,
                                              k_learn)
         refresh = (it + 1) % config.actor_update_period == 0
-        a_params = jax.lax.cond(
-            refresh,
-            lambda: actor_params(agent.policy_params(learner), config.precision,
-                                 config.actor_compute),
-            lambda: state.actor_params,
-        )
+
+        def refreshed() -> Any:
+            if not fast:
+                return broadcast(learner, carry.obs)
+            k_cal = jax.random.fold_in(k_learn, 1)  # the other streams stay as they were
+            sampled = replay.sample(rstate, k_cal, CALIBRATION_ROWS)[1].obs
+            return broadcast(learner, jnp.concatenate([carry.obs, sampled]))
+
+        a_params = jax.lax.cond(refresh, refreshed, lambda: state.actor_params)
         new = RunState(learner, a_params, carry, rstate, key, it + 1)
         metrics = {
             "episode_return": out.episode_return,  # [N], valid where episode_done

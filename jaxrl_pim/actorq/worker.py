@@ -13,6 +13,14 @@ n-step transitions as NumPy arrays, one batch per refresh period. The transports
 Environment keys: ``fold_in(PRNGKey(seed), 1000 + actor_id)``, then ``fold_in(.,
 incarnation)`` for an actor restarted after a failure (a fresh stream, not a replay of the
 one that died).
+
+The actor computes in ``config.actor_compute`` made concrete for its device and its
+``envs_per_actor`` rows per call (``broadcast.resolve_compute``); a broadcast carries no
+activation ranges, so int8 actors computing natively run the per-row int8 path
+(:func:`jaxrl_pim.quant.int8.int8_matmul`). Actor processes run XLA:CPU with one Eigen
+thread and YNNPACK's dot path on (``--xla_cpu_experimental_ynn_fusion_type=individual_dot``,
+where int8 products are fast) and its other fusion types off (the project's workaround,
+:mod:`jaxrl_pim.xla_env`).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import numpy as np
 
 from jaxrl_pim.actorq.actor import env_step, init_carry
 from jaxrl_pim.actorq.algorithms import make_agent
-from jaxrl_pim.actorq.broadcast import BroadcastMeta, Wire, deserialize, load
+from jaxrl_pim.actorq.broadcast import BroadcastMeta, Wire, deserialize, load, resolve_compute
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
@@ -34,10 +42,13 @@ from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 #: Actor phases timed by every transport (seconds, summed over the actor's life).
 ACTOR_PHASES = ("inference", "send", "pull", "deserialize", "load")
 
-#: Environment of an actor process: CPU only, one XLA thread (actors share the host's cores).
+#: Environment of an actor process: CPU only, one Eigen thread (actors share the host's
+#: cores), YNNPACK's dots on and its other fusion types off. (Every token of ``XLA_FLAGS``
+#: must start with ``--``: XLA stops reading at the first that does not.)
 ACTOR_ENV = {
     "JAX_PLATFORMS": "cpu",
-    "XLA_FLAGS": with_flags("--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    "XLA_FLAGS": with_flags("--xla_cpu_multi_thread_eigen=false "
+                            "--xla_cpu_experimental_ynn_fusion_type=individual_dot",
                             *CPU_WORKAROUND_FLAGS),
 }
 
@@ -61,6 +72,7 @@ class ActorWorker:
         env, env_params, info = make_with_info(config.env_name)
         agent = make_agent(config, info)
         n_env, period = config.envs_per_actor, config.actor_update_period
+        self.compute = resolve_compute(config.actor_compute, config.precision, n_env)
         key = jax.random.fold_in(jax.random.PRNGKey(seed), 1000 + actor_id)
         if incarnation:
             key = jax.random.fold_in(key, incarnation)
@@ -94,7 +106,7 @@ class ActorWorker:
         t0 = time.perf_counter()
         qtree = deserialize(wire, self.meta)
         t1 = time.perf_counter()
-        params = jax.block_until_ready(load(qtree, self.config.actor_compute))
+        params = jax.block_until_ready(load(qtree, self.compute))
         t2 = time.perf_counter()
         if self._compiled is None:
             explore = self.config.exploration(jnp.zeros((), jnp.float32))

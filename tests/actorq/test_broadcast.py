@@ -22,7 +22,7 @@ from jaxrl_pim.actorq.config import DQNConfig, default_config
 from jaxrl_pim.actorq.single import make_system
 from jaxrl_pim.actorq.transport import ParamClient, ParamServer
 from jaxrl_pim.envs import make_with_info
-from jaxrl_pim.quant import QTensor
+from jaxrl_pim.quant import QTensor, fast_int8
 from jaxrl_pim.quant.compute import dequantized
 
 
@@ -115,20 +115,39 @@ def test_shared_memory_transport_roundtrip(policy):
 def test_single_program_actors_hold_unpacked_learner_params():
     cfg = DQNConfig(precision="int8", num_actors=2, actor_update_period=5, total_steps=100,
                        hidden_sizes=(8,), buffer_capacity=64, batch_size=8, learning_starts=8,
-                       epsilon_decay_steps=0)
+                       epsilon_decay_steps=0, actor_compute="float32")
     system = make_system(cfg)
     state = jax.jit(system.init)(jax.random.PRNGKey(0))
     initial = system.agent.policy_params(state.learner)
-    assert _tree_equal(state.actor_params, decode(*encode(initial, "int8")))
+    assert _tree_equal(state.actor_params, decode(*encode(initial, "int8"), "float32"))
     step = jax.jit(system.iteration)
     for _ in range(10):  # refreshes after iterations 5 and 10
         state, _ = step(state)
     learner = system.agent.policy_params(state.learner)
     assert int(state.learner.step) > 0 and not _tree_equal(learner, initial)
-    assert _tree_equal(state.actor_params, decode(*encode(learner, "int8")))
+    assert _tree_equal(state.actor_params, decode(*encode(learner, "int8"), "float32"))
     assert not _tree_equal(state.actor_params, learner)  # int8, not the fp32 weights
     held = state.actor_params
     for _ in range(2):  # mid-period: actors keep the old copy while the learner moves on
         state, _ = step(state)
     assert _tree_equal(state.actor_params, held)
     assert not _tree_equal(system.agent.policy_params(state.learner), learner)
+
+
+def test_single_program_native_int8_actors_run_the_fast_path():
+    cfg = DQNConfig(precision="int8", actor_compute="native", num_actors=2,
+                    actor_update_period=5, total_steps=100, hidden_sizes=(16, 16),
+                    buffer_capacity=64, batch_size=8, learning_starts=8, epsilon_decay_steps=0)
+    system = make_system(cfg)
+    state = jax.jit(system.init)(jax.random.PRNGKey(0))
+    step = jax.jit(system.iteration)
+    for _ in range(10):  # refreshed after iteration 10, calibrated on replay observations
+        state, _ = step(state)
+    held = state.actor_params
+    assert isinstance(held, fast_int8.Prepared)
+    assert [layer.kind for layer in held.layers.values()] == ["fp32", "int8", "fp32"]
+    learner = system.agent.policy_params(state.learner)
+    codes = decode(*encode(learner, "int8"), "native")["params"]["Dense_1"]["kernel"].codes
+    np.testing.assert_array_equal(np.asarray(held.layers["Dense_1"].kernel)[:16, :16],
+                                  np.asarray(codes).T)  # the broadcast's codes, (out, in)
+    assert float(held.layers["Dense_1"].inv_in_scale) > 0
