@@ -344,7 +344,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     for v in _variants(inf, main):
         rows = [r for r in inf if r.get("variant", main) == v]
         out.update(_inference_keys(rows, cfg, paper, "" if v == main else f"{v}_"))
-    failed = sorted({f"{_tag(r, main)}{r['network']}/b{r['batch']}/{r['precision']}"
+    tag = lambda r: "" if r.get("variant", main) == main else f"{r['variant']}/"
+    failed = sorted({f"{tag(r)}{r['network']}/b{r['batch']}/{r['precision']}"
                      for r in inf if r.get("error")})
     out["failed_runs"] = failed
     bc = res["broadcast"]
@@ -364,11 +365,6 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
 def _variants(inf: list[dict], main: str | None) -> list[str | None]:
     """The variants of the records, the process's own (``main``) first."""
     return list(dict.fromkeys([main] + [r.get("variant", main) for r in inf]))
-
-
-def _tag(r: dict[str, Any], main: str | None) -> str:
-    """``"<variant>/"`` for a record of another variant than ``main``, else ``""``."""
-    return "" if r.get("variant", main) == main else f"{r['variant']}/"
 
 
 #: the tables' cells (milliseconds already): the layer's number format, 4 significant digits
