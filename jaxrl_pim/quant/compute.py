@@ -156,26 +156,31 @@ def policy_apply(module: nn.Module, variables: PyTree, *args: Any, **kwargs: Any
 
 def fastest_compute(precision: str, rows: int, backend: str | None = None,
                     xla_flags: str | None = None) -> str:
-    """The faster of ``"native"`` and ``"float32"`` arithmetic for a quantized policy.
+    """The faster of ``"native"`` and ``"float32"`` arithmetic for a quantized policy, as
+    measured by ``benchmarks/quant_inference.py`` (``docs/quantization.md``).
 
-    From ``benchmarks/quant_inference.py`` (``docs/quantization.md``): on XLA:CPU an int8
-    product is fast only on the YNNPACK dot path (:func:`fast_int8.int8_dots_fast`) and for
-    more than one row (a one-row int8 product is slower than the float32 one); float16 has no
-    fast CPU path. Elsewhere (CPU int8 with YNNPACK dots and ``rows >= 2``, GPUs, TPUs) the
-    precision's own arithmetic.
+    * int8: ``"native"`` only on XLA:CPU with its YNNPACK dot path on
+      (:func:`fast_int8.int8_dots_fast`) and ``rows >= 2`` (XLA:CPU widens a one-row int8
+      product, a matrix-vector product, to int32). On GPUs and TPUs ``"float32"`` until the
+      GPU suite has timed the fast int8 path: the H200 figures so far have the per-row int8
+      path slower than float32 (TF32).
+    * float16: ``"float32"`` on CPU (no fast half product), ``"native"`` elsewhere.
+    * float32: ``"native"`` (nothing to choose).
 
     Args:
       precision: ``"fp32"``, ``"fp16"`` or ``"int8"``.
-      rows: rows per policy call (environments evaluated together).
+      rows: rows per policy call (the environments one vmapped call evaluates).
       backend: the JAX backend (default: the default backend).
       xla_flags: ``XLA_FLAGS`` to read (default: the environment's).
     Returns:
       ``"native"`` or ``"float32"``.
     """
     backend = backend or jax.default_backend()
-    if precision == "fp32" or backend != "cpu":
+    if precision == "fp32":
         return "native"
-    if precision == "int8" and rows >= 2 and fast_int8.int8_dots_fast(backend, xla_flags):
+    if precision == "fp16":
+        return "float32" if backend == "cpu" else "native"
+    if backend == "cpu" and rows >= 2 and fast_int8.int8_dots_fast(backend, xla_flags):
         return "native"
     return "float32"
 
