@@ -23,10 +23,12 @@ from tests.support.actorq import project_reference, run_tiny_d4pg
 
 def test_dqn_int8_actors_vmapped_over_two_seeds():
     # whether DQN with int8 actors learns CartPole (and D4PG Pendulum) is a criterion of
-    # benchmarks/learning.py; here two seeds train briefly in one vmapped program
+    # benchmarks/learning.py; here two seeds train briefly in one vmapped program, the actors
+    # computing in int8 (the fast int8 path, calibrated at every broadcast)
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=4,
                          total_steps=600, learning_starts=100, epsilon_decay_steps=300,
-                         actor_update_period=50, hidden_sizes=(16, 16), eval_episodes=2)
+                         actor_update_period=50, hidden_sizes=(16, 32, 16), eval_episodes=2,
+                         actor_compute="native")
     system = make_system(cfg)
     train = make_train(cfg)
 
@@ -37,6 +39,7 @@ def test_dqn_int8_actors_vmapped_over_two_seeds():
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     state, metrics, trained = jax.jit(jax.vmap(run))(keys)
     assert metrics["loss"].shape == (2, cfg.num_iterations) and trained.shape == (2,)
+    assert state.actor_params.layers["Dense_1"].kernel.dtype == jnp.int8
     w = jax.tree.leaves(state.learner.params)[0]
     assert not np.allclose(w[0], w[1])  # independent seeds
     for s in range(2):
