@@ -118,7 +118,8 @@ def test_bytes_per_stored_step_at_48_agents():
     assert ratio == compact / (4 * c * n * (2 * o + a + 2)) <= 0.55
 
 
-def test_the_trainer_stores_what_the_interleaved_trainer_stores():
+@pytest.mark.default_compilation  # two programs' env steps: XLA's lowest effort fuses the
+def test_the_trainer_stores_what_the_interleaved_trainer_stores():  # two layouts' differently
     """Two envs, a ring smaller than the run, episode ends, no update (the policies, and so
     the trajectories, are the same): the same curves and bit-identical batches."""
     cfg = MARLConfig(env="tag", num_agents=3, num_envs=2, num_episodes=3, episode_length=5,
