@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_batching import custom_vmap
 
 from jaxrl_pim import replay
 from jaxrl_pim.checks import check_int
@@ -217,20 +218,27 @@ def _train_from(
             return once(carry, None)
         return _repeat(once, carry, r.count)
 
+    def updates_of(updates: tuple[int, ...]) -> Callable[[Any, Any], Any]:
+        def run(operand: Any, extra: Any) -> Any:
+            buffers, keys = extra
+            if len(set(updates)) == 1:
+                def one(c, k):
+                    teams, ss, _ = c
+                    return learner.update_round(teams, buffers, ss, updates[0], k), None
+
+                return jax.lax.scan(one, operand, keys)[0]
+            teams, ss, losses = operand  # MATD3, several updates a round: each decided here
+            for j, g in enumerate(updates):
+                teams, ss, losses = learner.update_round(teams, buffers, ss, g, keys[j])
+            return teams, ss, losses
+
+        return one_seed_at_a_time(run)
+
     def update_round(carry: Carry, updates: tuple[int, ...]) -> Carry:
         state, k_upd = carry
         keys = jax.random.split(k_upd, cfg.updates_per_round)
-        operand = (state.teams, state.sampler, state.losses)
-        if len(set(updates)) == 1:
-            def one(c, k):
-                teams, ss, _ = c
-                return learner.update_round(teams, state.buffers, ss, updates[0], k), None
-
-            (teams, ss, losses), _ = jax.lax.scan(one, operand, keys)
-        else:  # MATD3 with several updates per round: each update's actor step decided here
-            teams, ss, losses = operand
-            for j, g in enumerate(updates):
-                teams, ss, losses = learner.update_round(teams, state.buffers, ss, g, keys[j])
+        teams, ss, losses = updates_of(updates)((state.teams, state.sampler, state.losses),
+                                                (state.buffers, keys))
         # MATD3's critic-only rounds keep the last actor loss.
         losses = jnp.where(jnp.isnan(losses) & ~jnp.isnan(state.losses), state.losses, losses)
         state = state._replace(teams=teams, sampler=ss, losses=losses,
@@ -314,6 +322,37 @@ def _train_from(
         return carry[0], metrics
 
     return train_from
+
+
+def one_seed_at_a_time(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``fn(operand, extra) -> operand`` (``extra`` read-only), and under ``jax.vmap`` (seeds)
+    on XLA:CPU a loop over the seeds: each seed's ``fn`` on its own slices, written back in
+    place, so the update round's temporaries (every agent's mini-batch, activations and
+    gradients) are one seed's at a time, as the seed alone holds them, and each seed's
+    buffer slice is taken inside the loop where XLA fuses it into the gather that reads it.
+    Other backends run ``jax.vmap(fn)`` over all seeds. No conditional either way."""
+
+    @custom_vmap
+    def run(operand: Any, extra: Any) -> Any:
+        return fn(operand, extra)
+
+    @run.def_vmap
+    def batched(axis_size: int, in_batched: Any, operand: Any, extra: Any) -> Any:
+        operand, extra = (jax.tree.map(
+            lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x))), t, bt)
+            for t, bt in zip((operand, extra), in_batched, strict=True))
+
+        def by_seed(o: Any, e: Any) -> Any:
+            def seed(i: jax.Array, o: Any) -> Any:
+                new = fn(jax.tree.map(lambda x: x[i], o), jax.tree.map(lambda x: x[i], e))
+                return jax.tree.map(lambda x, v: x.at[i].set(v), o, new)
+
+            return jax.lax.fori_loop(0, axis_size, seed, o)
+
+        out = jax.lax.platform_dependent(operand, extra, cpu=by_seed, default=jax.vmap(fn))
+        return out, jax.tree.map(lambda _: True, out)
+
+    return run
 
 
 def _repeat(body: Callable[[Carry, Any], tuple[Carry, Out]], carry: Carry, count: int
