@@ -324,17 +324,22 @@ def test_rollout_bootstraps_time_limits_with_the_final_observation_value():
     state = actor_critic.ActorCriticState(params, critic_params, None, env_state, obs,
                                           common.init_stats(8), jax.random.PRNGKey(3))
     _, traj = jax.jit(lambda s: ac.rollout(env, env_params, 210, 0.9, params, s))(state)
-    key, values, rewards, truncated = state.key, [], [], []
-    for _ in range(210):  # the same steps, the critic at each one
+    @jax.jit
+    def step(key, obs, env_state):  # one step, the critic at the step
         key, k_act, k_step = jax.random.split(key, 3)
         _, _, env_action = ac.sample(params, obs, k_act)
         out = common.vmap_step(env, env_params, k_step, env_state, env_action)
-        values.append(ac.value(critic_params, obs))
-        rewards.append(out.reward + 0.9 * ac.value(critic_params, out.final_obs)
-                       * out.truncated)
+        reward = out.reward + 0.9 * ac.value(critic_params, out.final_obs) * out.truncated
+        return key, out, ac.value(critic_params, obs), reward
+
+    key, values, rewards, truncated = state.key, [], [], []
+    for _ in range(210):  # the same steps, each its own call
+        key, out, value, reward = step(key, obs, env_state)
+        values.append(value)
+        rewards.append(reward)
         truncated.append(out.truncated)
         obs, env_state = out.obs, out.env_state
     assert int(jnp.sum(jnp.stack(truncated))) == 8  # every env hit its time limit once
-    # (the loop runs op by op, the rollout fused: the states drift apart by float rounding)
+    # (the loop calls a step at a time, the rollout is fused: states drift by float rounding)
     np.testing.assert_allclose(traj.value, jnp.stack(values), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(traj.reward, jnp.stack(rewards), rtol=1e-4, atol=1e-4)
