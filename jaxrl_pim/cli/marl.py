@@ -37,6 +37,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from jaxrl_pim.choices import (
@@ -257,26 +258,23 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
     return 0
 
 
-def _capacity(text: str) -> int | str:
-    """``--capacity``: a number of rows or ``auto``."""
-    if text == "auto":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid value {text!r}: a number of rows or auto") from None
+def _number_or_auto(noun: str) -> Callable[[str], int | str]:
+    """An argparse type: an integer, or ``auto``; the error names ``noun``."""
+
+    def parse(text: str) -> int | str:
+        if text == "auto":
+            return text
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"invalid value {text!r}: a number of {noun} or auto") from None
+
+    return parse
 
 
-def _seeds(text: str) -> int | str:
-    """``--seeds``: a number of seeds or ``auto``."""
-    if text == "auto":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid value {text!r}: a number of seeds or auto") from None
+_capacity = _number_or_auto("rows")  # --capacity
+_seeds = _number_or_auto("seeds")  # --seeds
 
 
 def _auto_rows(args: argparse.Namespace) -> int:
