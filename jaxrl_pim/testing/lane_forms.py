@@ -46,6 +46,7 @@ import jax.numpy as jnp
 
 from jaxrl_pim.tabular import rules
 from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, lane_update, run_episodes
+from jaxrl_pim.testing.hlo import computations
 
 
 class LaneForm(NamedTuple):
@@ -227,37 +228,6 @@ def run_form(name: str, spec: LaneSpec, q: jax.Array, data: LaneData,
 _SKIP = ("parameter", "get-tuple-element", "tuple", "constant", "bitcast")
 
 
-def _computations(hlo_text: str) -> tuple[dict[str, list[str]], str | None]:
-    """The computations of a compiled HLO module's text (name -> instruction lines) and the
-    name of its innermost ``while`` body (one that reaches no other loop), or None."""
-    comps: dict[str, list[str]] = {}
-    name = None
-    for line in hlo_text.splitlines():
-        head = re.match(r"^(?:ENTRY )?%?([\w.\-]+) .*\{\s*$", line)
-        if head:
-            name = head.group(1)
-            comps[name] = []
-        elif line.startswith("}"):
-            name = None
-        elif name is not None and line.strip():
-            comps[name].append(line.strip())
-    refs = {c: {m for ln in lines
-                for m in re.findall(r"(?:body|condition|to_apply|calls)=%?([\w.\-]+)", ln)
-                if m in comps} for c, lines in comps.items()}
-
-    def reaches_while(c: str, seen: set[str]) -> bool:
-        if c in seen:
-            return False
-        seen.add(c)
-        return (any(" while(" in ln for ln in comps[c])
-                or any(reaches_while(r, seen) for r in refs[c]))
-
-    bodies = [m.group(1) for lines in comps.values() for ln in lines
-              for m in [re.search(r"body=%?([\w.\-]+)", ln)] if m and " while(" in ln]
-    inner = [b for b in bodies if b in comps and not reaches_while(b, set())]
-    return comps, (inner[-1] if inner else None)
-
-
 def _opcode(line: str) -> str | None:
     op = re.search(r"=\s*\S+\s+([\w\-]+)\(", line)
     return op.group(1) if op else None
@@ -267,7 +237,7 @@ def innermost_loop_body(hlo_text: str) -> list[str]:
     """The instructions of the innermost ``while`` body of a compiled HLO module's text (the
     scan step), without parameters, tuple plumbing, constants and bitcasts, and without
     metadata: one line per operation XLA runs each step (fusions, scatters, ...)."""
-    comps, inner = _computations(hlo_text)
+    comps, inner = computations(hlo_text)
     if inner is None:
         return []
     return [re.sub(r",\s*metadata=\{.*?\}", "", ln) for ln in comps[inner]
@@ -278,7 +248,7 @@ def innermost_loop_opcodes(hlo_text: str) -> dict[str, int]:
     """Opcode counts of the innermost ``while`` body with the fused computations it calls
     expanded (parameters, tuple plumbing, constants and bitcasts left out): the element-wise
     work XLA emits for one scan step, e.g. ``{"gather": 2, "select": 2, ...}``."""
-    comps, inner = _computations(hlo_text)
+    comps, inner = computations(hlo_text)
     counts: dict[str, int] = {}
 
     def visit(name: str) -> None:

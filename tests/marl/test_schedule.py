@@ -26,6 +26,7 @@ from jaxrl_pim.marl.trainer import (
     make_train_from,
     piece_program,
 )
+from jaxrl_pim.testing.hlo import computations
 from tests.support.marl_dynamic import make_dynamic_train_from
 from tests.support.seeds import equal_trees
 
@@ -169,20 +170,6 @@ def test_no_conditional_in_the_compiled_program():
     assert [_conditionals(t) for t in (from_keys, stacked, progress)] == [0, 0, 0]
 
 
-def _computations(text):
-    comps, name = {}, None
-    for line in text.splitlines():
-        m = re.match(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$", line)
-        if m:
-            name = m.group(1)
-            comps[name] = []
-        elif line.startswith("}"):
-            name = None
-        elif name:
-            comps[name].append(line)
-    return comps
-
-
 def env_step_fusions(agents: int) -> int:
     """Fusions in the compiled env-step loop body (XLA:CPU) of a spread world of ``agents``:
     the largest while body of a piece of one 4-step episode without updates (the others are
@@ -191,7 +178,7 @@ def env_step_fusions(agents: int) -> int:
                      buffer_capacity=2_048, batch_size=32, learning_starts=1_024)
     s0 = jax.jit(make_init(cfg))(jax.random.PRNGKey(0))
     text = jax.jit(make_train_from(cfg)).lower(s0).compile().as_text()
-    comps = _computations(text)
+    comps, _ = computations(text)
     bodies = [comps[m.group(1)] for m in re.finditer(r"while\(.*?body=%?([\w.\-]+)", text)]
     body = max(bodies, key=len)
     assert not any("conditional(" in line for line in body)
