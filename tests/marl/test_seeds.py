@@ -65,9 +65,7 @@ def test_seed_mesh_and_keys():
 
 
 @pytest.mark.slow
-@pytest.mark.default_compilation  # at the lowest effort the segments' straight-line rounds
 def test_each_seed_of_a_run_equals_the_seed_alone_and_resumes_bit_for_bit(tmp_path):
-    # (one round a segment) compile with other roundings in the group and alone
     from jaxrl_pim.checkpoint import Checkpoints
 
     def folder(name):

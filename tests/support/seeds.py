@@ -10,11 +10,15 @@ import numpy as np
 
 #: A seed in a vmapped group runs batched matmuls and reductions; XLA may order their float
 #: sums differently from the single-seed program, so floats are compared to within SEED_RTOL
-#: relative (+ SEED_ATOL absolute, for values near 0) and everything else (counters, buffer
-#: positions, keys) exactly. Measured on XLA:CPU: bit for bit from keys at XLA's default
-#: optimisation level; relative 6e-6 at the suite's lowest effort with the legacy emitters,
-#: from stacked states at different step counts, and split over 8 devices.
-SEED_RTOL, SEED_ATOL = 1e-4, 1e-6
+#: relative (+ SEED_ATOL absolute) and everything else (counters, buffer positions, keys)
+#: exactly. Measured on XLA:CPU: bit for bit from keys at XLA's default optimisation level;
+#: relative 6e-6 at the suite's lowest effort with the legacy emitters, from stacked states at
+#: different step counts, and split over 8 devices. Adam's step (m / (sqrt(v) + eps), about
+#: the learning rate in size whatever the gradient) turns a last-bit difference in a gradient
+#: near 0 into an absolute one in a weight: 9e-6 measured in tests/marl/test_seeds.py's
+#: two-segment run at the lowest effort, hence SEED_ATOL; two different seeds' weights differ
+#: by about 1e-2.
+SEED_RTOL, SEED_ATOL = 1e-4, 5e-5
 
 
 def equal_trees(a: Any, b: Any) -> bool:
