@@ -27,6 +27,10 @@ TAG = MARLConfig(env="tag", num_agents=3, num_envs=2, num_episodes=6, batch_size
                  buffer_capacity=128, learning_starts=16, update_every=5, hidden=(16, 16))
 
 
+#: the tests of ``tag_run`` on one xdist worker: the run is trained once, not once per worker
+ON_ONE_WORKER = pytest.mark.xdist_group("marl-tag-run")
+
+
 @pytest.fixture(scope="module")
 def tag_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tag_run")
@@ -44,6 +48,7 @@ def _logits(config, params, obs):
     return out
 
 
+@ON_ONE_WORKER
 def test_load_policies_returns_the_final_actors(tag_run):
     folder, state = tag_run
     pol = load_policies(folder)
@@ -66,6 +71,7 @@ def test_load_policies_returns_the_final_actors(tag_run):
     np.testing.assert_allclose(batched[0][1], pol.greedy(obs)[0], rtol=1e-5, atol=1e-6)
 
 
+@ON_ONE_WORKER
 def test_evaluate_equals_a_step_loop(tag_run):
     folder, _ = tag_run
     pol = load_policies(folder, env="tag")
@@ -86,6 +92,7 @@ def test_evaluate_equals_a_step_loop(tag_run):
     assert rand.shape == (3, 2) and not np.allclose(rand, got)
 
 
+@ON_ONE_WORKER
 def test_bad_folders_are_one_line(tag_run, tmp_path):
     folder, _ = tag_run
     cases = [
@@ -104,6 +111,7 @@ def test_bad_folders_are_one_line(tag_run, tmp_path):
         load_policies(folder, env="spread")
 
 
+@ON_ONE_WORKER
 def test_rollout_positions_and_gif(tag_run, tmp_path):
     from PIL import Image
 
