@@ -657,8 +657,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray
 
+    # no prestarted idle workers: the first driver would wait for num_cpus of them to start
+    # (ray-project/ray#40131), and the actors, whose runtime_env sets environment variables,
+    # do not use them
     ray.init(num_cpus=max(os.cpu_count() or 1, max(size["actor_counts"]), 2),
-             include_dashboard=False, log_to_driver=False)
+             include_dashboard=False, log_to_driver=False,
+             _system_config={"prestart_worker_first_driver": False})
     results: dict[str, Any] = {}
     timing: dict[str, float] = {}
     try:
