@@ -1,12 +1,33 @@
 """Reading a compiled XLA program's text (``jax.jit(f).lower(...).compile().as_text()``):
-its computations and its innermost loop body, for tests that count what a hot loop holds
-(fusions, conditionals, dots)."""
+its computations, its ``while`` bodies and what a computation calls, for tests that count
+what a hot loop holds (fusions, conditionals, dots)."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["computations"]
+__all__ = ["computations", "reached_from", "while_bodies"]
+
+#: an instruction's reference to another computation
+_CALLS = re.compile(r"(?:body|condition|to_apply|calls)=%?([\w.\-]+)")
+
+
+def while_bodies(hlo_text: str) -> list[str]:
+    """The names of the body computations of every ``while`` of the module, in text order."""
+    return [m.group(1) for m in re.finditer(r" while\(.*?body=%?([\w.\-]+)", hlo_text)]
+
+
+def reached_from(comps: dict[str, list[str]], name: str) -> set[str]:
+    """``name`` and every computation of ``comps`` it calls, directly or not (fusions,
+    reductions' ``to_apply``, loops' bodies and conditions)."""
+    reached, todo = set(), [name]
+    while todo:
+        c = todo.pop()
+        if c in reached or c not in comps:
+            continue
+        reached.add(c)
+        todo += [m for ln in comps[c] for m in _CALLS.findall(ln)]
+    return reached
 
 
 def computations(hlo_text: str) -> tuple[dict[str, list[str]], str | None]:
@@ -23,18 +44,10 @@ def computations(hlo_text: str) -> tuple[dict[str, list[str]], str | None]:
             name = None
         elif name is not None and line.strip():
             comps[name].append(line.strip())
-    refs = {c: {m for ln in lines
-                for m in re.findall(r"(?:body|condition|to_apply|calls)=%?([\w.\-]+)", ln)
-                if m in comps} for c, lines in comps.items()}
 
-    def reaches_while(c: str, seen: set[str]) -> bool:
-        if c in seen:
-            return False
-        seen.add(c)
-        return (any(" while(" in ln for ln in comps[c])
-                or any(reaches_while(r, seen) for r in refs[c]))
+    def holds_while(c: str) -> bool:
+        return any(" while(" in ln for ln in comps[c])
 
-    bodies = [m.group(1) for lines in comps.values() for ln in lines
-              for m in [re.search(r"body=%?([\w.\-]+)", ln)] if m and " while(" in ln]
-    inner = [b for b in bodies if b in comps and not reaches_while(b, set())]
+    inner = [b for b in while_bodies(hlo_text)
+             if b in comps and not any(holds_while(c) for c in reached_from(comps, b))]
     return comps, (inner[-1] if inner else None)

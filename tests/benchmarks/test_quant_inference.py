@@ -11,6 +11,7 @@ import jax
 import pytest
 
 from benchmarks import harness, make_docs
+from jaxrl_pim.testing.hlo import computations, reached_from, while_bodies
 from tests.support import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "quant_inference.py"
@@ -32,16 +33,9 @@ def test_the_loop_is_a_while_of_k_calls_whose_body_holds_the_dots(qi, net) -> No
     fn, held, x = net
     hlo = harness.looped(fn, 37).lower(held, x).compile().as_text()
     assert re.search(r'known_trip_count"?:\{"n":"37"\}', hlo), "no while loop of 37 trips"
-    body = re.search(r"\bbody=(%?[\w.\-]+)", hlo).group(1).lstrip("%")
-    reached, todo = set(), [body]  # the body and every computation it calls
-    comps = dict(re.findall(r"^(?:ENTRY )?%?([\w.\-]+) [^\n]*\{\n(.*?)\n\}", hlo, re.S | re.M))
-    while todo:
-        name = todo.pop()
-        if name in reached or name not in comps:
-            continue
-        reached.add(name)
-        todo += re.findall(r"(?:calls|to_apply|body|condition)=%?([\w.\-]+)", comps[name])
-    assert sum(comps[c].count(" dot(") for c in reached) >= 3  # the 3 layers, every trip
+    comps, _ = computations(hlo)
+    reached = reached_from(comps, while_bodies(hlo)[0])  # the body and all it calls
+    assert sum(ln.count(" dot(") for c in reached for ln in comps[c]) >= 3  # 3 layers a trip
 
 
 def test_the_loop_time_grows_with_k(qi, net) -> None:

@@ -26,7 +26,7 @@ from jaxrl_pim.marl.trainer import (
     make_train_from,
     piece_program,
 )
-from jaxrl_pim.testing.hlo import computations
+from jaxrl_pim.testing.hlo import computations, while_bodies
 from tests.support.marl_dynamic import make_dynamic_train_from
 from tests.support.seeds import equal_trees
 
@@ -179,8 +179,7 @@ def env_step_fusions(agents: int) -> int:
     s0 = jax.jit(make_init(cfg))(jax.random.PRNGKey(0))
     text = jax.jit(make_train_from(cfg)).lower(s0).compile().as_text()
     comps, _ = computations(text)
-    bodies = [comps[m.group(1)] for m in re.finditer(r"while\(.*?body=%?([\w.\-]+)", text)]
-    body = max(bodies, key=len)
+    body = max((comps[b] for b in while_bodies(text)), key=len)
     assert not any("conditional(" in line for line in body)
     return sum(1 for line in body if re.search(r"\sfusion\(|= \S+ fusion\(", line))
 
