@@ -71,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _made_cache.append(folder)
         os.environ[CACHE_DIR] = folder
         os.environ.setdefault(CACHE_MIN_COMPILE_S, CACHE_MIN_COMPILE)
+    config.pluginmanager.register(_GroupsInEffect(), "jaxrl-pim-groups-in-effect")
     if "jax" in sys.modules:  # imported by a plugin before the environment was read
         import jax
 
@@ -79,6 +80,31 @@ def pytest_configure(config: pytest.Config) -> None:
         if CACHE_MIN_COMPILE_S in os.environ:
             jax.config.update("jax_persistent_cache_min_compile_time_secs",
                               float(os.environ[CACHE_MIN_COMPILE_S]))
+
+
+class _GroupsInEffect:
+    """Fails the grouped tests of a worker whose ``--dist loadgroup`` ignores their
+    ``xdist_group`` marks: the groups keep each shared run (a smoke batch, the docs' pages,
+    one local Ray) on one worker, and without them every worker repeats it. pytest-xdist 3.8
+    marks a group by rewriting the node id (``<id>@<group>``), which pytest 9.2 no longer
+    lets it do (its structured node ids): the run then took a third longer, silently."""
+
+    def __init__(self) -> None:
+        self.lost: set[str] = set()
+
+    @pytest.hookimpl(trylast=True)  # after the worker's own hook added the groups
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        if getattr(config.option, "loadgroup", False):
+            self.lost = {i.nodeid for i in items if "@" not in i.nodeid
+                         and i.get_closest_marker("xdist_group") is not None}
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if item.nodeid in self.lost:
+            pytest.fail(f"--dist loadgroup is not grouping: pytest {pytest.__version__} with "
+                        "this pytest-xdist dropped the xdist_group of this test and "
+                        f"{len(self.lost) - 1} others; install the versions pyproject.toml "
+                        "bounds (pip install -e '.[dev]')", pytrace=False)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
