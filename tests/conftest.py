@@ -87,7 +87,7 @@ class _GroupsInEffect:
     ``xdist_group`` marks: the groups keep each shared run (a smoke batch, the docs' pages,
     one local Ray) on one worker, and without them every worker repeats it. pytest-xdist 3.8
     marks a group by rewriting the node id (``<id>@<group>``), which pytest 9.2 no longer
-    lets it do (its structured node ids): the run then took a third longer, silently."""
+    lets it do (its structured node ids), and the run grows longer silently."""
 
     def __init__(self) -> None:
         self.lost: set[str] = set()
