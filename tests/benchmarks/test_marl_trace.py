@@ -19,7 +19,8 @@ STREAM = "Stream #14(MemcpyD2D,Compute,MemcpyD2H)"
 
 @pytest.mark.xdist_group(bench.group("marl_trace"))  # the provenance test's smoke run
 def test_smoke_run_writes_the_cpu_record(smoke_run) -> None:
-    run = smoke_run("marl_trace")  # python benchmarks/marl_trace.py --smoke --out <folder>
+    # the GPU suite's part: python benchmarks/marl_trace.py --smoke --trace-archive <logs>/...
+    run = smoke_run("marl_trace")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     path = run.out / "marl_trace_smoke.json"
     rep = json.loads(path.read_text())
@@ -31,7 +32,8 @@ def test_smoke_run_writes_the_cpu_record(smoke_run) -> None:
         assert piece["kernels"] is None and piece["top"] and piece["events"] > 0
         assert "needs an accelerator" in piece["top_of"]
     assert rep["summary"]["gpu_marl_trace_kernels_per_env_step_3"] is None
-    assert rep["results"]["trace_archive"] is None  # none unless asked for
+    packed = rep["results"]["trace_archive"]  # the suite asks for the raw traces
+    assert packed["packed"] == "whole" and packed["path"].endswith("marl_trace.tar.gz")
 
 
 def _events(kernels: int, launches: dict[str, float]) -> list[dict]:

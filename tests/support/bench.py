@@ -59,7 +59,8 @@ SUITE_PARTS = ("marl_fill", "spread48", "tabular", "e2e_rejax", "quant", "marl_t
 SUITE_ARGS = ("--smoke", "--parts", *SUITE_PARTS, "--budget", "marl_schedule=1",
               "--deadline-s", "400")
 #: script -> the suite's part that runs its smoke command (the same options as its own)
-IN_SUITE = {"quant_inference": "quant", "marl_profile": "marl_profile"}
+IN_SUITE = {"quant_inference": "quant", "marl_profile": "marl_profile",
+            "marl_trace": "marl_trace"}
 #: scripts whose smoke run needs an interpreter of its own: the device count is set before
 #: jax loads (tabular_scaling), a local Ray starts (actorq_speedup), the GPU suite's
 #: rehearsal and its sections
