@@ -10,11 +10,16 @@ one that :meth:`Checkpoints.latest` would return. Saves are synchronous (the cal
 when the checkpoint is on disk).
 
 Beside each checkpoint a file list (``<step>/files.json``: every file's size and CRC-32,
-written after the checkpoint is complete) lets a restore verify the step before reading it: a
-file truncated, deleted or rewritten since is reported as :class:`Damaged`, naming the folder
-and the file. :func:`restore_latest` then falls back to the newest older step that restores and
-verifies, says so in one line, and never deletes the damaged step (a resume, which will
-write that step again, renames it ``damaged-<step>`` and keeps it). Arrays with no elements
+written after the checkpoint is complete) lets a restore verify the step before reading it;
+only a step whose list is present, of the right shape and matches is read at all. A file
+truncated, deleted, added or rewritten since, a list that is missing (a save killed before
+it was written, or a version without lists) or of another shape, and a record that is not
+``{"fingerprint": ..., "meta": {...}}`` are reported as :class:`Damaged`, in one short line
+naming the folder, the step and the file. :func:`restore_latest` then falls back to the
+newest older step that restores and verifies, says so in one line, and never deletes the
+damaged step (a resume, which will write that step again, renames it ``damaged-<step>`` and
+keeps it; one that cannot be renamed refuses the resume). A step that cannot be deleted when
+pruned is named in one warning line and kept: it never stops a run. Arrays with no elements
 (a zero-size leaf, which orbax refuses to write) are stored as a one-element placeholder and
 come back with the template's shape.
 
@@ -64,21 +69,27 @@ Example (any trainer; here a counter)::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import logging
 import os
 import shutil
+import stat
 import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
 from jaxrl_pim.checks import check_int
+from jaxrl_pim.run_record import FILES, record_problem, run_kind  # read without jax too
+from jaxrl_pim.run_record import a_kind as _a
+from jaxrl_pim.run_record import short as _short
 
 
 def _is_key(x: Any) -> bool:
@@ -112,46 +123,26 @@ def _first_difference(saved: Any, want: Any, path: str = "") -> str | None:
         for k in sorted(set(saved) | set(want)):
             sub = f"{path}.{k}" if path else str(k)
             if k not in saved or k not in want:
-                return f"{sub}: saved {saved.get(k)!r}, this run {want.get(k)!r}"
+                return (f"{sub}: saved {_short(repr(saved.get(k)), 40)}, this run "
+                        f"{_short(repr(want.get(k)), 40)}")
             diff = _first_difference(saved[k], want[k], sub)
             if diff:
                 return diff
         return None
     if saved != want:
-        return f"{path or 'value'}: saved {saved!r}, this run {want!r}"
+        return (f"{path or 'value'}: saved {_short(repr(saved), 40)}, this run "
+                f"{_short(repr(want), 40)}")
     return None
 
 
 # listings retried when a concurrent writer prunes a step mid-listing (see Checkpoints.steps)
 _LIST_ATTEMPTS = 5
 
-#: The file list written beside each checkpoint (sizes and CRC-32 of every file of the step).
-FILES = "files.json"
-
-# A config field that only one kind of run's fingerprint holds -> that kind's name.
-_KIND_MARKERS = (("num_states", "tabular"), ("sampling_mode", "MARL"),
-                 ("actor_update_period", "ActorQ"))
-
-
-def run_kind(fingerprint: Any) -> str | None:
-    """The kind of run a fingerprint belongs to (``"tabular"``, ``"MARL"``, ``"ActorQ"``), read
-    from its ``config`` fields; None when it is not one of the package's runs."""
-    fields = fingerprint.get("config") if isinstance(fingerprint, dict) else None
-    if isinstance(fields, dict):
-        for field, kind in _KIND_MARKERS:
-            if field in fields:
-                return kind
-    return None
-
-
-def _a(kind: str) -> str:
-    """``kind`` with its indefinite article (``a tabular``, ``an ActorQ``)."""
-    return f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind}"
-
 
 class Damaged(ValueError):
     """A checkpoint step that cannot be read back as written: ``step``, ``folder`` (the run's
-    checkpoint folder), ``file`` (the damaged file, relative to the step) and ``reason``."""
+    checkpoint folder), ``file`` (the damaged file, relative to the step) and ``reason`` (a
+    few words, never the file's contents: the message is one line)."""
 
     def __init__(self, folder: Path, step: int, file: str, reason: str) -> None:
         self.folder, self.step, self.file, self.reason = folder, step, file, reason
@@ -168,8 +159,37 @@ def _crc32(path: Path) -> int:
 
 
 def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+    """``err``'s first line, short (:func:`_short`), or its type's name when it has none."""
+    return _short(str(err)) or type(err).__name__
+
+
+class _OrbaxLogs(logging.Filter):
+    """Drops the log records of orbax's own code (absl's logger): see :func:`_quiet_orbax`."""
+
+    depth = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "orbax" not in Path(record.pathname).parts
+
+
+_ORBAX_LOGS = _OrbaxLogs()
+
+
+@contextlib.contextmanager
+def _quiet_orbax() -> Iterator[None]:
+    """orbax logs nothing inside the block. While it lists or reads steps, a damaged step's
+    file makes it log that file's contents, once per listing; :class:`Checkpoints` reports
+    such a step in one line (:class:`Damaged`) instead."""
+    logger = logging.getLogger("absl")
+    if _ORBAX_LOGS.depth == 0:
+        logger.addFilter(_ORBAX_LOGS)
+    _ORBAX_LOGS.depth += 1
+    try:
+        yield
+    finally:
+        _ORBAX_LOGS.depth -= 1
+        if _ORBAX_LOGS.depth == 0:
+            logger.removeFilter(_ORBAX_LOGS)
 
 
 def _is_empty(x: Any) -> bool:
@@ -199,23 +219,27 @@ class Checkpoints:
         self.directory = Path(directory).resolve()
         self.fingerprint = fingerprint
         self.keep = check_int("keep", keep, 1)
+        self._undeletable: set[Path] = set()  # named once by _drop_old, not tried again
         # the newest ``keep`` are kept by _drop_old (a rename, then a delete), not by orbax's
         # max_to_keep, whose in-place delete leaves a half-deleted step when killed
         options = ocp.CheckpointManagerOptions(max_to_keep=None, create=True,
                                                enable_async_checkpointing=False)
-        self._manager = ocp.CheckpointManager(self.directory, options=options)
+        with _quiet_orbax():  # it reads every step's metadata (see steps)
+            self._manager = ocp.CheckpointManager(self.directory, options=options)
 
     def steps(self) -> list[int]:
         """The steps of the complete checkpoints on disk, oldest first.
 
         Safe to call while another process writes the folder: a step pruned by the writer
         between orbax's listing and its read of that step's metadata (FileNotFoundError) is
-        read again from a fresh listing.
+        read again from a fresh listing. A step whose metadata is damaged is listed (its
+        restore reports it, :meth:`verify`); orbax's log lines about it are dropped.
         """
         for attempt in range(_LIST_ATTEMPTS):
             try:
-                self._manager.reload()
-                return sorted(self._manager.all_steps())
+                with _quiet_orbax():
+                    self._manager.reload()
+                    return sorted(self._manager.all_steps())
             except FileNotFoundError:
                 if attempt == _LIST_ATTEMPTS - 1:
                     raise
@@ -238,47 +262,101 @@ class Checkpoints:
             raise FileNotFoundError(f"no checkpoint {'' if step is None else step} in "
                                     f"{str(self.directory)!r}")
         record = self._read_record(step)
-        return {"fingerprint": record.get("fingerprint"), "meta": record.get("meta", {})}
+        return {"fingerprint": record["fingerprint"], "meta": record["meta"]}
 
     def _read_record(self, step: int) -> dict[str, Any]:
-        """Checkpoint ``step``'s JSON record, its files verified first (:class:`Damaged`)."""
+        """Checkpoint ``step``'s JSON record ``{"fingerprint": ..., "meta": {...}}``, its files
+        verified first; :class:`Damaged` when they do not verify, do not read or hold
+        anything else."""
         self.verify(step, under="meta/")
         try:
-            record = self._manager.restore(step, args=self._ocp.args.Composite(
-                meta=self._ocp.args.JsonRestore())).meta
+            with _quiet_orbax():
+                record = self._manager.restore(step, args=self._ocp.args.Composite(
+                    meta=self._ocp.args.JsonRestore())).meta
         except Exception as err:  # orbax and the JSON reader raise many kinds
             raise Damaged(self.directory, step, "meta/metadata", _first_line(err)) from None
-        if not isinstance(record, dict):
-            raise Damaged(self.directory, step, "meta/metadata",
-                          f"holds {type(record).__name__}, not a record")
-        return record
+        what = record_problem(record)
+        if what is None:
+            return record
+        raise Damaged(self.directory, step, "meta/metadata",
+                      f'not a record {{"fingerprint": ..., "meta": {{...}}}} but {what}')
 
     def verify(self, step: int, under: str = "") -> None:
         """Check checkpoint ``step``'s files (those whose path starts with ``under``) against
-        the file list written with it: raises :class:`Damaged` naming the first file that is
-        missing, of another size, or whose CRC-32 differs. A step without a file list (a
-        save killed before it was written, or an older checkpoint) passes unverified."""
+        the file list written with it (:data:`FILES`); only a step that passes is read.
+
+        Raises :class:`Damaged` (one short line naming the file and the reason, never its
+        contents) when the list is missing (the save did not finish, or a version without
+        file lists wrote the step), unreadable or not of the shape ``{"files": {name: [size,
+        crc]}}`` (names relative to the step, sizes and CRC-32s integers), or when a file is
+        missing, not a regular file, of another size, of other contents (CRC-32), or on disk
+        but not in the list.
+        """
         step_dir = self.directory / str(step)
-        try:
-            listed = json.loads((step_dir / FILES).read_text())["files"]
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise Damaged(self.directory, step, FILES, _first_line(err)) from None
+        listed = self._file_list(step)
         for name, (size, crc) in sorted(listed.items()):
             if not name.startswith(under):
                 continue
             path = step_dir / name
             try:
-                actual = path.stat().st_size
+                info = path.stat()
             except FileNotFoundError:
                 raise Damaged(self.directory, step, name, "missing") from None
-            if actual != size:
+            except OSError as err:
+                raise Damaged(self.directory, step, name, _first_line(err)) from None
+            if not stat.S_ISREG(info.st_mode):
+                raise Damaged(self.directory, step, name, "not a regular file")
+            if info.st_size != size:
                 raise Damaged(self.directory, step, name,
-                              f"{actual} bytes, {size} were written")
-            if _crc32(path) != crc:
+                              f"{info.st_size} bytes, {size} were written")
+            try:
+                changed = _crc32(path) != crc
+            except OSError as err:
+                raise Damaged(self.directory, step, name, _first_line(err)) from None
+            if changed:
                 raise Damaged(self.directory, step, name,
                               "its contents changed since it was written (CRC-32)")
+        for path in sorted(step_dir.rglob("*")):
+            name = path.relative_to(step_dir).as_posix()
+            if name.startswith(under) and name != FILES and name not in listed \
+                    and not path.is_dir():
+                raise Damaged(self.directory, step, name,
+                              "not in the file list (added since the save)")
+
+    def _file_list(self, step: int) -> dict[str, tuple[int, int]]:
+        """Checkpoint ``step``'s file list, checked for shape: ``{name: (size, crc)}``
+        (:class:`Damaged` when it is missing, unreadable or of another shape)."""
+        step_dir = self.directory / str(step)
+
+        def damaged(reason: str) -> Damaged:
+            return Damaged(self.directory, step, FILES, reason)
+
+        if not step_dir.is_dir():
+            raise Damaged(self.directory, step, "", "its folder is gone")
+        try:
+            listed = json.loads((step_dir / FILES).read_text())
+        except FileNotFoundError:
+            raise damaged("no file list: the save did not finish, or an older version "
+                          "wrote it") from None
+        except (OSError, ValueError) as err:  # unreadable, not text, not JSON
+            raise damaged(_first_line(err)) from None
+        files = listed.get("files") if isinstance(listed, dict) else None
+        if not isinstance(files, dict):
+            raise damaged('not a file list {"files": {name: [size, crc]}}, but '
+                          f"{_short(type(listed).__name__ if files is None else repr(listed))}")
+        out: dict[str, tuple[int, int]] = {}
+        for name, entry in files.items():
+            where = PurePosixPath(name)
+            if (where.is_absolute() or ".." in where.parts or str(where) != name
+                    or name in ("", ".", FILES)):
+                raise damaged(f"lists {_short(repr(name), 40)}, not a file name in the step")
+            if not (isinstance(entry, list) and len(entry) == 2 and all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                    for v in entry)):
+                raise damaged(f"{_short(repr(name), 40)}: {_short(repr(entry), 30)} is not "
+                              "[size, crc]")
+            out[name] = (entry[0], entry[1])
+        return out
 
     def _write_file_list(self, step: int) -> None:
         """Record the size and CRC-32 of every file of the complete step ``step``."""
@@ -318,10 +396,16 @@ class Checkpoints:
                              f"another run configuration ({diff})")
 
     def save(self, step: int, state: Any, meta: dict[str, Any] | None = None) -> Path:
-        """Write ``state`` as checkpoint ``step`` (atomically; returns when it is on disk)
-        and drop the oldest beyond ``keep``. ``meta`` is extra JSON values stored beside it.
-        In a single process, a step ``step`` already on disk is renamed ``damaged-<step>``
-        first (kept, with one line on stderr) rather than refused.
+        """Write ``state`` as checkpoint ``step`` (atomically; returns when it is on disk,
+        its file list included, in every process) and drop the oldest beyond ``keep``.
+        ``meta`` is extra JSON values stored beside it. In a single process, a step ``step``
+        already on disk is renamed ``damaged-<step>`` first (kept, with one line on stderr)
+        rather than refused; ValueError (one line) when it cannot be renamed.
+
+        An error or an interrupt during the save, and a stop of the command by SIGTERM or
+        Ctrl-C (:func:`remove_in_flight`), removes orbax's temporary folder
+        (``<step>.orbax-checkpoint-tmp*``); a stop after it leaves a step without its file
+        list, which a resume treats as damaged.
         """
         step = check_int("step", step, 0)
         ocp = self._ocp
@@ -329,9 +413,18 @@ class Checkpoints:
         storable = jax.tree.map(lambda x: _placeholder(x.dtype) if _is_empty(x) else x,
                                 _to_storable(state))
         if (self.directory / str(step)).exists() and jax.process_count() == 1:
-            aside = self._set_aside(step)  # restore_latest sets damaged steps aside first
+            try:  # restore_latest sets damaged steps aside first
+                aside = self._set_aside(step)
+            except OSError as err:
+                raise ValueError(
+                    f"checkpoint {step} in {str(self.directory)!r} cannot be renamed "
+                    f"{self._aside_name(step).name} ({_os_reason(err)}) to be written again: "
+                    "move it out of the folder by hand") from None
             _warn_stderr(f"warning: checkpoint {step} in {str(self.directory)!r} is written "
                          f"again; the earlier one is kept as {aside.name}")
+        saving = (self.directory, step)
+        if jax.process_index() == 0:  # the process whose temporary folder orbax makes
+            IN_FLIGHT.add(saving)
         try:
             self._manager.save(step, args=ocp.args.Composite(
                 state=ocp.args.StandardSave(storable), meta=ocp.args.JsonSave(record)),
@@ -339,53 +432,94 @@ class Checkpoints:
             self._manager.wait_until_finished()
         except BaseException:
             if jax.process_index() == 0:  # orbax leaves its temporary folder behind
-                for tmp in self.directory.glob(f"{step}.orbax-checkpoint-tmp*"):
-                    shutil.rmtree(tmp, ignore_errors=True)
+                _remove_temporary(*saving)
             raise
+        finally:
+            IN_FLIGHT.discard(saving)
         if jax.process_index() == 0:
             self._write_file_list(step)
+        # no process reads (or lists as complete) a step before process 0 wrote its list
+        _barrier("jaxrl_pim.checkpoint.file_list")
         self._drop_old()
         return self.directory / str(step)
 
-    def _set_aside(self, step: int) -> Path:
-        """Rename step ``step`` (a damaged one a resume passed over, which the run will write
-        again) to ``damaged-<step>`` (``-2``, ... when taken), which is no step name: it is
-        kept, never deleted. Returns the new path."""
+    def _aside_name(self, step: int) -> Path:
+        """``damaged-<step>`` in the folder (``-2``, ... when taken)."""
         aside, n = self.directory / f"damaged-{step}", 1
         while aside.exists():
             n += 1
             aside = self.directory / f"damaged-{step}-{n}"
-        os.rename(self.directory / str(step), aside)
-        self._manager.reload()
         return aside
+
+    def _set_aside(self, step: int) -> Path:
+        """Rename step ``step`` (a damaged one a resume passed over, which the run will write
+        again) to ``damaged-<step>`` (:meth:`_aside_name`), which is no step name: it is
+        kept, never deleted. Returns the new path; OSError when it cannot be renamed."""
+        aside = self._aside_name(step)
+        os.rename(self.directory / str(step), aside)
+        self._reload()
+        return aside
+
+    def _reload(self) -> None:
+        """orbax's listing read again (after this object renamed or deleted a step)."""
+        with _quiet_orbax():
+            self._manager.reload()
 
     def _drop_old(self) -> None:
         """Delete all but the newest ``keep`` checkpoints, each first renamed out of the step
-        names (atomic), so a kill mid-delete never leaves a listed, incomplete checkpoint."""
+        names (atomic), so a kill mid-delete never leaves a listed, incomplete checkpoint.
+
+        A step or folder that cannot be moved or deleted (permissions, a read-only or
+        immutable file) is named once in one warning line on stderr and left where it is
+        (such a step stays listed, beyond the newest ``keep``): pruning never stops a run.
+        """
         if jax.process_index() != 0:
             return
         for old in self.steps()[:-self.keep]:
+            path = self.directory / str(old)
+            if path in self._undeletable:
+                continue
             trash = self.directory / f".deleting-{old}-{os.getpid()}"
             try:
-                os.rename(self.directory / str(old), trash)
+                os.rename(path, trash)
             except FileNotFoundError:
                 continue
-            shutil.rmtree(trash, ignore_errors=True)
+            except OSError as err:
+                self._undeletable.add(path)
+                _warn_stderr(f"warning: checkpoint {old} in {str(self.directory)!r} cannot be "
+                             f"deleted ({_os_reason(err)}); it is kept beyond the newest "
+                             f"{self.keep}: delete it by hand")
+                continue
+            self._remove(trash)
         for stale in self.directory.glob(".deleting-*"):  # left by a killed process
-            shutil.rmtree(stale, ignore_errors=True)
-        self._manager.reload()
+            self._remove(stale)
+        self._reload()
+
+    def _remove(self, path: Path) -> None:
+        """Delete the folder ``path`` (out of the step names); one warning line, once, when
+        some of it cannot be deleted."""
+        if path in self._undeletable:
+            return
+        err = _rmtree(path)
+        if err is not None:
+            self._undeletable.add(path)
+            _warn_stderr(f"warning: {str(path)!r} cannot be deleted ({_os_reason(err)}); "
+                         "delete it by hand")
 
     def restore(self, template: Any, step: int | None = None, *,
-                check: bool = True) -> tuple[Any, dict[str, Any]]:
+                check: bool = True, partial: bool = False) -> tuple[Any, dict[str, Any]]:
         """Read checkpoint ``step`` (default the newest) into the structure of ``template``.
+        With ``partial`` the template may leave out subtrees of the saved tree (None in a
+        NamedTuple field, a missing dict key): only its leaves are read (e.g. a run's actors
+        without its replay buffers), the rest of the step is never loaded.
 
         Returns ``(state, meta)``. Raises FileNotFoundError when there is no checkpoint,
-        :class:`Damaged` (a ValueError naming the folder and the file) when a file of the
-        step is missing, truncated or rewritten, and ValueError when the run's kind, the
+        :class:`Damaged` (a ValueError naming the folder and the file) when the step does not
+        verify (:meth:`verify`: orbax never reads such a step) or its record is not one, and
+        ValueError when the run's kind, the
         fingerprint (unless ``check`` is False: the caller has read the record itself) or a
         leaf's shape / dtype does not match.
         """
-        ocp = self._ocp
         step = self.latest() if step is None else step
         if step is None or step not in self.steps():
             raise FileNotFoundError(f"no checkpoint {'' if step is None else step} in "
@@ -398,16 +532,13 @@ class Checkpoints:
             lambda x: jax.ShapeDtypeStruct((1,) if _is_empty(x) else np.shape(x),
                                            jax.numpy.result_type(x)),
             _to_storable(template))
-        verified = (self.directory / str(step) / FILES).is_file()
-        try:
-            state = self._manager.restore(step, args=ocp.args.Composite(
-                state=ocp.args.StandardRestore(abstract))).state
+        try:  # only a verified step reaches orbax: its errors are not about damage
+            with _quiet_orbax():
+                state = self._read_state(step, abstract, partial)
         except (ValueError, KeyError) as err:
             raise ValueError(f"checkpoint {str(self.directory / str(step))!r} does not match "
                              f"this run's state: {_first_line(err)}") from None
-        except Exception as err:  # a file orbax could not read: the step is damaged
-            if verified:
-                raise
+        except OSError as err:  # a verified file that cannot be read now (I/O, permissions)
             raise Damaged(self.directory, step, _damaged_file(self.directory / str(step), err),
                           _first_line(err)) from None
         leaves_t, treedef = jax.tree.flatten(template)
@@ -428,6 +559,30 @@ class Checkpoints:
             out.append(x)
         return jax.tree.unflatten(treedef, out), record.get("meta", {})
 
+    def _read_state(self, step: int, abstract: Any, partial: bool = False) -> Any:
+        """Checkpoint ``step``'s ``state`` item in the structure of ``abstract`` (storable
+        ``ShapeDtypeStruct`` leaves). With ``partial`` only ``abstract``'s leaves are read
+        (orbax's ``partial_restore`` of the stored tree of names, :func:`_by_name`), as NumPy
+        arrays handed to jax."""
+        ocp = self._ocp
+        if not partial:
+            return self._manager.restore(step, args=ocp.args.Composite(
+                state=ocp.args.StandardRestore(abstract))).state
+        paths, treedef = jax.tree_util.tree_flatten_with_path(abstract)
+        item = _by_name(paths)
+        args = ocp.args.PyTreeRestore(
+            item=item, partial_restore=True,
+            restore_args=jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), item))
+        with ocp.Checkpointer(ocp.PyTreeCheckpointHandler()) as reader:
+            tree = reader.restore(self.directory / str(step) / "state", args=args)
+        leaves = []
+        for path, _ in paths:
+            leaf = _at(tree, path)
+            if not isinstance(leaf, np.ndarray):  # orbax hands back a leaf it does not hold
+                raise ValueError(f"it holds no array at {jax.tree_util.keystr(path)}")
+            leaves.append(jax.numpy.asarray(leaf))
+        return jax.tree.unflatten(treedef, leaves)
+
     def close(self) -> None:
         """Release the manager's resources (the files stay)."""
         self._manager.close()
@@ -437,6 +592,81 @@ class Checkpoints:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+#: ``(folder, step)`` of the saves in progress in this process (see :func:`remove_in_flight`).
+IN_FLIGHT: set[tuple[Path, int]] = set()
+
+
+def _remove_temporary(folder: Path, step: int) -> None:
+    """Delete orbax's temporary folder of a save of ``step`` into ``folder``."""
+    for tmp in folder.glob(f"{step}.orbax-checkpoint-tmp*"):
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def remove_in_flight() -> None:
+    """Remove the temporary folders of saves still in progress (the steps before them stay
+    as they were); for a process about to end without unwinding (``os._exit`` on SIGTERM or
+    Ctrl-C, see :func:`jaxrl_pim.cli._common.stop_on_signals`)."""
+    for folder, step in list(IN_FLIGHT):
+        _remove_temporary(folder, step)
+        IN_FLIGHT.discard((folder, step))
+
+
+def _os_reason(err: OSError) -> str:
+    """An OS error's reason in a few words (``Permission denied``)."""
+    return err.strerror or _first_line(err)
+
+
+def _rmtree(path: Path) -> OSError | None:
+    """Delete the folder ``path`` as far as possible; the first error (other than a file
+    already gone), or None when all of it is gone."""
+    errors: list[BaseException] = []
+    if sys.version_info >= (3, 12):
+        kwargs: dict[str, Any] = {"onexc": lambda func, p, exc: errors.append(exc)}
+    else:
+        kwargs = {"onerror": lambda func, p, info: errors.append(info[1])}
+    try:
+        shutil.rmtree(path, **kwargs)
+    except OSError as err:  # a replaced rmtree, or a failure rmtree does not route
+        errors.append(err)
+    errors = [e for e in errors if not isinstance(e, FileNotFoundError)]
+    return next((e for e in errors if isinstance(e, OSError)), None)
+
+
+def _name(key: Any) -> Any:
+    """A pytree key as orbax names it on disk (a dict key, a NamedTuple field, a list index)."""
+    for attr in ("key", "name", "idx"):
+        if hasattr(key, attr):
+            return getattr(key, attr)
+    raise ValueError(f"cannot restore a subtree under the pytree key {key!r}")
+
+
+def _by_name(paths: list[tuple[Any, Any]]) -> Any:
+    """The leaves ``[(key path, leaf)]`` as orbax's stored tree of nested dicts (and lists for
+    sequences), for a partial restore."""
+    root: dict[Any, Any] = {}
+    for path, leaf in paths:
+        node = root
+        for key in path[:-1]:
+            node = node.setdefault(_name(key), {})
+        node[_name(path[-1])] = leaf
+
+    def lists(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        if node and all(isinstance(k, int) for k in node):
+            return [lists(node.get(i)) for i in range(max(node) + 1)]
+        return {k: lists(v) for k, v in node.items()}
+
+    return lists(root)
+
+
+def _at(tree: Any, path: tuple[Any, ...]) -> Any:
+    """The leaf of orbax's stored tree (:func:`_by_name`) at ``path``."""
+    for key in path:
+        tree = tree[_name(key)]
+    return tree
 
 
 def _damaged_file(step_dir: Path, err: BaseException) -> str:
@@ -581,8 +811,9 @@ def _barrier(name: str) -> None:
 
 def restore_newest(checkpoints: Any, template: Callable[[int], Any], *,
                    warn: Callable[[str], None] | None = None, check: bool = True,
-                   set_aside: bool = False) -> Restored:
-    """The newest checkpoint of ``checkpoints`` that restores and verifies.
+                   set_aside: bool = False, partial: bool = False) -> Restored:
+    """The newest checkpoint of ``checkpoints`` that restores and verifies (``partial``: only
+    the template's leaves are read, :meth:`Checkpoints.restore`).
 
     Steps are tried newest first; a :class:`Damaged` one (a file missing, truncated or
     rewritten) is passed over, never deleted, and ``warn`` (default: stderr) gets one line
@@ -592,8 +823,10 @@ def restore_newest(checkpoints: Any, template: Callable[[int], Any], *,
     read step ``step`` into (it may read :meth:`Checkpoints.record` itself, which raises
     :class:`Damaged` too); ``check`` as in :meth:`Checkpoints.restore`. With ``set_aside``
     (a run that resumes and will write those steps again) the damaged steps are renamed
-    ``damaged-<step>`` and kept (process 0 renames, every process waits for it).
-    FileNotFoundError when the folder holds no checkpoint.
+    ``damaged-<step>`` and kept (process 0 renames, every process waits for it); a damaged
+    step that cannot be renamed (a read-only or immutable folder) refuses the resume
+    (ValueError, one line naming the folder and the step) before any work, since the run
+    could not write that step again. FileNotFoundError when the folder holds no checkpoint.
     """
     steps = checkpoints.steps()
     if not steps:
@@ -601,17 +834,34 @@ def restore_newest(checkpoints: Any, template: Callable[[int], Any], *,
     damaged: list[Damaged] = []
     for step in reversed(steps):
         try:
-            tree, meta = checkpoints.restore(template(step), step, check=check)
+            tree, meta = checkpoints.restore(template(step), step, check=check,
+                                             partial=partial)
         except Damaged as err:
             damaged.append(err)
             continue
         kept: dict[int, str] = {}
-        if set_aside:
+        if set_aside and damaged:
             _barrier("jaxrl_pim.checkpoint.set_aside")
+            why = "it cannot be moved"
             if jax.process_index() == 0:
-                kept = {e.step: checkpoints._set_aside(e.step).name for e in damaged}
+                for e in damaged:
+                    try:
+                        kept[e.step] = checkpoints._set_aside(e.step).name
+                    except FileNotFoundError:  # gone meanwhile: nothing to set aside
+                        continue
+                    except OSError as err:
+                        why = _os_reason(err)
+                        break
             _barrier("jaxrl_pim.checkpoint.set_aside_done")
-            checkpoints._manager.reload()
+            checkpoints._reload()
+            for e in damaged:  # every process sees a rename that failed on process 0
+                if (checkpoints.directory / str(e.step)).exists():
+                    raise ValueError(
+                        f"checkpoint {e.step} in {str(e.folder)!r} is damaged "
+                        f"({e.step}/{e.file}) and cannot be renamed "
+                        f"{checkpoints._aside_name(e.step).name} ({why}), "
+                        "so the resumed run could not write it again: move it out of the "
+                        "folder by hand, then --resume again")
         if damaged:
             (warn or _warn_stderr)("warning: " + "; ".join(
                 f"{e} (kept as {kept[e.step]})" if e.step in kept else

@@ -22,6 +22,7 @@ from jaxrl_pim.actorq.single import checkpoint_fingerprint, make_system
 from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.cli import main
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
+from tests.support.processes import checkpoint_steps
 
 BASE = ["actorq", "--algo", "dqn", "--env", "CartPole-v1", "--precision", "int8",
         "--mode", "single", "--actors", "2", "--actor-update-period", "10",
@@ -63,9 +64,8 @@ def test_killed_run_resumes_to_the_uninterrupted_state_bit_for_bit(tmp_path):
                             stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 300
-        # orbax renames a checkpoint to its step number once it is complete
-        while not (broken / "int8").is_dir() or not any(
-                p.name.isdigit() for p in (broken / "int8").iterdir()):
+        # a checkpoint is complete once its file list is written (after orbax's rename)
+        while not checkpoint_steps(broken / "int8"):
             assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
             assert time.monotonic() < deadline, "no checkpoint within 300 s"
             time.sleep(0.02)

@@ -7,12 +7,16 @@ import sys
 import time
 from pathlib import Path
 
+from jaxrl_pim.checkpoint import FILES
+
 
 def checkpoint_steps(folder: Path) -> list[int]:
-    """The step folders (named by their step) in a checkpoint folder, oldest first."""
+    """The complete steps in a checkpoint folder (named by their step, with the file list
+    written last: a step killed before it is damaged), oldest first."""
     if not folder.exists():
         return []
-    return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+    return sorted(int(p.name) for p in folder.iterdir()
+                  if p.name.isdigit() and (p / FILES).is_file())
 
 
 def kill_after_first_checkpoint(argv: list[str], folder: Path, log: Path,
