@@ -65,14 +65,12 @@ def _run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, A
                            else "") + "; train state "
                         f"{plan.human_bytes(memory['seed_bytes'])} per seed")
         if memory["capacity_auto"]:
-            lines.append(f"--capacity auto: {config.buffer_capacity:,} rows per team, the "
-                         f"largest whose {num_seeds} train states fit in "
-                         f"{plan.human_bytes(memory['usable_bytes'])} ({memory['source']})")
+            lines.append(plan.auto_line(memory))
         for line in lines:
             print(line, file=sys.stderr if line.startswith("warning") and main else out,
                   flush=True)
         result = seeds.run_seeds(config, args.seed, num_seeds, checkpoints, every=every,
-                                 resume=args.resume, mesh=mesh)
+                                 resume=args.resume, mesh=mesh, memory=memory)
     finally:
         if checkpoints is not None:
             checkpoints.close()

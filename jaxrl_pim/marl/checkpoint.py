@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
@@ -53,6 +54,7 @@ __all__ = [
     "Run",
     "default_every",
     "fingerprint",
+    "recorded_run",
     "run",
     "starting_state",
     "template",
@@ -77,6 +79,23 @@ def fingerprint(config: MARLConfig, key: jax.Array | None = None, *,
     return driver.fingerprint(config, exclude=_RESUMABLE_FIELDS, key=key)
 
 
+def recorded_run(folder: str | Path) -> dict[str, Any] | None:
+    """The record of the newest checkpoint of ``folder`` whose record reads (``{"fingerprint":
+    ..., "meta": ...}``, a damaged newer one passed over), read without a template and without
+    loading any array; None when ``folder`` is not a folder or holds no readable record. What a
+    resume or an evaluation reads first: the run's configuration and its memory plan
+    (``meta["memory"]``)."""
+    if not Path(folder).is_dir():
+        return None
+    with Checkpoints(folder) as reader:
+        for step in reversed(reader.steps()):
+            try:
+                return reader.record(step)
+            except driver.Damaged:
+                continue
+    return None
+
+
 def _num_teams(config: MARLConfig) -> int:
     return len(make_env(config)[0].teams)
 
@@ -99,7 +118,10 @@ class MARLLearner:
 
     ``curve`` is the learning curve before the start state (``[episodes done, num_teams]``;
     default: none); ``callback(episode, total, metrics)`` is called about 200 times per
-    segment with the run's total.
+    segment with the run's total; ``memory`` the run's memory plan (JSON values, e.g.
+    ``jaxrl-pim marl``'s :func:`~jaxrl_pim.cli.marl.fit_memory` record), saved in every
+    checkpoint's meta record (``meta["memory"]``) for a resume or an evaluation to check
+    before it loads anything.
     """
 
     unit = "episode"
@@ -107,8 +129,10 @@ class MARLLearner:
     def __init__(self, config: MARLConfig, key: jax.Array | None = None, *,
                  seed: int | None = None, algorithm: rules.Algorithm | None = None,
                  callback: Callable[..., Any] | None = None,
-                 curve: np.ndarray | None = None) -> None:
+                 curve: np.ndarray | None = None,
+                 memory: dict[str, Any] | None = None) -> None:
         self.config, self.key, self.seed, self.algorithm = config, key, seed, algorithm
+        self.memory = memory
         self.total = config.num_episodes
         total = self.total
         self._report = (None if callback is None else
@@ -161,9 +185,11 @@ class MARLLearner:
         self._curve.append(returns)
         return state, returns
 
-    def snapshot(self, state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, int]]:
-        return ({"state": state, "episode_return": self.curve()},
-                {"episodes_done": episode, "num_episodes": self.total})
+    def snapshot(self, state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        meta: dict[str, Any] = {"episodes_done": episode, "num_episodes": self.total}
+        if self.memory is not None:
+            meta["memory"] = self.memory
+        return {"state": state, "episode_return": self.curve()}, meta
 
     def report(self, outcome: runner.Outcome) -> dict[str, Any]:
         timing = {"compile": self.compile_s,
@@ -226,6 +252,7 @@ def train_segments(
     config: MARLConfig, state: TrainState, episode_return: np.ndarray,
     checkpoints: Checkpoints | None = None, *, every: int | None = None,
     callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
+    memory: dict[str, Any] | None = None,
 ) -> Run:
     """Train ``state`` up to ``config.num_episodes`` episodes, saving a checkpoint after every
     segment when ``checkpoints`` is given (:func:`jaxrl_pim.runner.run` of a
@@ -234,7 +261,8 @@ def train_segments(
     one segment).
 
     ``episode_return`` is the curve so far (from :func:`starting_state`); ``callback(episode,
-    total, metrics)`` is called about 200 times per segment with the run's total.
+    total, metrics)`` is called about 200 times per segment with the run's total; ``memory``
+    the run's memory plan, recorded in every checkpoint (:class:`MARLLearner`).
     """
     total = config.num_episodes
     start = int(state.episode)
@@ -244,7 +272,7 @@ def train_segments(
         raise ValueError(f"episode_return holds {episode_return.shape[0]} episodes, the state "
                          f"{start}")
     learner = _learner(config, None, checkpoints, callback=callback, algorithm=algorithm,
-                       curve=episode_return)
+                       curve=episode_return, memory=memory)
     return _as_run(runner.run(learner, checkpoints, every=every,
                               begin=runner.Start(state, start)))
 

@@ -82,6 +82,25 @@ MEMORY_LIMIT_ENV = "JAXRL_PIM_MEMORY_LIMIT"
 """Environment variable: bytes available to a run per device, used instead of the measured
 figure (e.g. a share of a machine that others use too)."""
 
+#: The peak memory of a run's phases in train states (multiples of the state's bytes), above
+#: what the jax runtime holds alone. Measured as the peak RSS (``ru_maxrss`` of the child
+#: process) of ``jaxrl-pim marl`` on CPU, 3 spread agents, 1 env, the interleaved and compact
+#: layouts, states of 2 MB to 1.6 GB: train 2 episodes with ``--checkpoint``, ``--resume`` to
+#: 3, ``marl evaluate``; the 2 MB run's peak (the runtime's, about 0.3 GB) subtracted. Train
+#: peaked at 1.0 to 1.09 states (its temporaries fit in what MEMORY_FRACTION leaves free);
+#: resume at 1.97 to 2.03 (orbax reads every array of the checkpoint into a host buffer and
+#: copies it into a jax array, so the state is held twice while it is read; 2.13 with the
+#: command's own bookkeeping, VmHWM above VmRSS before it, in
+#: ``tests/marl/test_memory_plan.py``), hence 2.1; evaluate did not grow with the state (it
+#: reads the actors only, :func:`jaxrl_pim.marl.policies.load_policies`, counted as twice
+#: their bytes, like a resume's read). Not measured on accelerators: the CPU factors are
+#: used there too.
+PEAK_STATES = {"train": 1.0, "resume": 2.1}
+
+AUTO_HOST_FRACTION = 0.5
+"""Share of the host's total memory (``MemTotal``) that ``--capacity auto`` sizes a run for on
+a CPU host (the rest: the system and other programs); a device's ``bytes_limit`` is its own."""
+
 
 def state_bytes(config: MARLConfig, capacity: int | None = None) -> int:
     """Bytes of one seed's :class:`~jaxrl_pim.marl.rollout.TrainState` (networks, optimiser
@@ -125,15 +144,20 @@ def available_memory(device: Any = None) -> tuple[int, str]:
 
 
 class MemoryPlan(NamedTuple):
-    """A run's train-state memory against what the devices have, decided before allocation.
+    """A run's memory against what the devices have, decided before allocation.
 
-    ``seed_bytes`` one seed's state; ``seeds`` in the run, ``seeds_per_device`` on the fullest
-    device (``ceil(seeds / devices)``) and ``needed_bytes`` what the fullest memory holds:
-    ``seeds_per_device x seed_bytes`` per accelerator, or every local seed on a CPU host (its
-    devices share the host's memory); ``available_bytes`` from ``source`` and ``usable_bytes``
-    its :data:`MEMORY_FRACTION`; ``fits``; ``max_capacity`` the largest buffer capacity
-    (rows per team) that fits with these seeds, ``max_seeds`` the most seeds (a multiple of
-    nothing: per memory) that fit at this capacity.
+    ``seed_bytes`` one seed's train state, ``replay_bytes`` its replay buffers and sampler
+    state; the peaks of one seed, in bytes (:data:`PEAK_STATES`): ``train_bytes`` training,
+    ``resume_bytes`` a ``--resume`` (reading the checkpoint, then training),
+    ``evaluate_bytes`` reading the actors for ``marl evaluate``; ``phase`` the phase the plan
+    sizes for (``resume`` for a run with checkpoints, which may be resumed; else ``train``);
+    ``seeds`` in the run, ``seeds_per_device`` on the fullest device (``ceil(seeds /
+    devices)``) and ``needed_bytes`` what the fullest memory holds at the phase's peak:
+    ``seeds_per_device`` peaks per accelerator, or every local seed's on a CPU host (its
+    devices share the host's memory); ``available_bytes`` from ``source`` and
+    ``usable_bytes`` its :data:`MEMORY_FRACTION`; ``fits``; ``max_capacity`` the largest buffer
+    capacity (rows per team) that fits with these seeds, ``max_seeds`` the most seeds (a
+    multiple of nothing: per memory) that fit at this capacity.
     """
 
     seed_bytes: int
@@ -146,35 +170,83 @@ class MemoryPlan(NamedTuple):
     fits: bool
     max_capacity: int
     max_seeds: int
+    replay_bytes: int = 0
+    train_bytes: int = 0
+    resume_bytes: int = 0
+    evaluate_bytes: int = 0
+    phase: str = "train"
+
+
+def evaluate_bytes(config: MARLConfig) -> int:
+    """The peak bytes of reading one seed's actors (every team's) from a checkpoint for
+    ``marl evaluate``, the only arrays it reads: their bytes from the state's shapes, twice
+    (read like a resume, :data:`PEAK_STATES`)."""
+    shapes = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
+    actors = sum(int(math.prod(x.shape)) * x.dtype.itemsize
+                 for t in shapes.teams for x in jax.tree.leaves(t.actor))
+    return math.ceil(PEAK_STATES["resume"] * actors)
+
+
+def total_memory(device: Any = None) -> tuple[int, str]:
+    """``(bytes, source)``: the fixed memory ``--capacity auto`` sizes a run for, whatever is
+    free at that moment: :data:`MEMORY_LIMIT_ENV` when set; else the device's ``bytes_limit``
+    (``Device.memory_stats()``, GPU / TPU); else :data:`AUTO_HOST_FRACTION` of the host's
+    ``MemTotal`` (``/proc/meminfo``, or its physical pages)."""
+    import os
+
+    if os.environ.get(MEMORY_LIMIT_ENV):
+        return available_memory(device)
+    device = jax.local_devices()[0] if device is None else device
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    if stats and "bytes_limit" in stats:
+        return int(stats["bytes_limit"]), f"{device.platform} bytes_limit"
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        with open("/proc/meminfo") as f:
+            total = next(int(line.split()[1]) * 1024 for line in f
+                         if line.startswith("MemTotal:"))
+    except (OSError, StopIteration):
+        pass
+    share = f"{int(AUTO_HOST_FRACTION * 100)} %"
+    return int(total * AUTO_HOST_FRACTION), f"host {share} of MemTotal"
 
 
 def memory_plan(config: MARLConfig, seeds: int = 1, devices: int = 1,
-                available: tuple[int, str] | None = None, max_rows: int | None = None
-                ) -> MemoryPlan:
-    """The train-state memory of ``seeds`` seeds of ``config`` over ``devices`` local devices
-    (arithmetic on shapes; nothing is allocated). ``available`` ``(bytes, source)`` defaults
-    to :func:`available_memory`; ``max_capacity`` is searched up to ``max_rows`` (default and
-    at most ``replay.MAX_CAPACITY`` rows)."""
+                available: tuple[int, str] | None = None, max_rows: int | None = None,
+                resumable: bool = False) -> MemoryPlan:
+    """The memory of ``seeds`` seeds of ``config`` over ``devices`` local devices
+    (arithmetic on shapes; nothing is allocated), at the peak of training, or with
+    ``resumable`` (a run with checkpoints) of a resume. ``available`` ``(bytes, source)``
+    defaults to :func:`available_memory`; ``max_capacity`` is searched up to ``max_rows``
+    (default and at most ``replay.MAX_CAPACITY`` rows)."""
     bytes_, source = available_memory() if available is None else available
     on_cpu = source.startswith("host") or jax.local_devices()[0].platform == "cpu"
     per_memory = seeds if on_cpu else -(-seeds // devices)  # seeds sharing one memory
     seed_bytes = state_bytes(config)
     usable = int(bytes_ * MEMORY_FRACTION)
     fixed = seed_bytes - replay_bytes(config)
+    phase = "resume" if resumable else "train"
+    factor = PEAK_STATES[phase]
+
+    def peak(state: int, of: str = phase) -> int:
+        return math.ceil(PEAK_STATES[of] * state)
 
     def fits_rows(rows: int) -> bool:
-        return per_memory * (fixed + replay_bytes(config, rows)) <= usable
+        return per_memory * peak(fixed + replay_bytes(config, rows)) <= usable
 
     lo, hi = 0, min(max_rows if max_rows is not None else MAX_CAPACITY, MAX_CAPACITY)
     while lo < hi:  # the largest capacity whose states fit (0: none)
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits_rows(mid) else (lo, mid - 1)
-    needed = per_memory * seed_bytes
+    needed = per_memory * peak(seed_bytes)
     return MemoryPlan(
         seed_bytes=seed_bytes, seeds=seeds, seeds_per_device=-(-seeds // devices),
         needed_bytes=needed, available_bytes=bytes_, usable_bytes=usable, source=source,
         fits=needed <= usable, max_capacity=lo,
-        max_seeds=(usable // seed_bytes) * (1 if on_cpu else devices),
+        max_seeds=int(usable // (factor * seed_bytes)) * (1 if on_cpu else devices),
+        replay_bytes=replay_bytes(config), train_bytes=peak(seed_bytes, "train"),
+        resume_bytes=peak(seed_bytes, "resume"),
+        evaluate_bytes=evaluate_bytes(config), phase=phase,
     )
 
 
@@ -186,18 +258,22 @@ def min_capacity(config: MARLConfig) -> int:
 
 def check_memory(config: MARLConfig, seeds: int = 1, devices: int = 1,
                  available: tuple[int, str] | None = None,
-                 flag: str = "buffer_capacity") -> MemoryPlan:
+                 flag: str = "buffer_capacity", resumable: bool = False) -> MemoryPlan:
     """:func:`memory_plan`, raising a one-line ``ValueError`` when the states do not fit:
     it names what is needed and available and the largest capacity (``flag``) or number of
     seeds that fits."""
-    mp = memory_plan(config, seeds, devices, available)
+    mp = memory_plan(config, seeds, devices, available, resumable=resumable)
     if mp.fits:
         return mp
     where = ("on this host" if mp.source.startswith("host") or devices == 1
              else "per device")
+    one = mp.resume_bytes if resumable else mp.seed_bytes
     need = human_bytes(mp.needed_bytes)
-    if mp.needed_bytes != mp.seed_bytes:
-        need = f"{mp.needed_bytes // mp.seed_bytes} seeds x {human_bytes(mp.seed_bytes)} = {need}"
+    if mp.needed_bytes != one:
+        need = f"{mp.needed_bytes // one} seeds x {human_bytes(one)} = {need}"
+    if resumable:  # a run with checkpoints is planned for its resume
+        need += (f" to resume from its checkpoints ({PEAK_STATES['resume']:g} x the state's "
+                 f"{human_bytes(mp.seed_bytes)})")
     fix = []
     if mp.max_capacity >= min_capacity(config):
         fix.append(f"the largest {flag} that fits is {mp.max_capacity:,} rows")
@@ -215,19 +291,21 @@ def check_memory(config: MARLConfig, seeds: int = 1, devices: int = 1,
 
 def auto_capacity(config: MARLConfig, seeds: int = 1, devices: int = 1,
                   available: tuple[int, str] | None = None, cap: int | None = None,
-                  flag: str = "buffer_capacity") -> int:
+                  flag: str = "buffer_capacity", resumable: bool = False) -> int:
     """The largest buffer capacity (rows per team, at most ``cap``, default the config's)
-    whose ``seeds`` train states fit in memory; ``ValueError`` (one line) when not even
-    :func:`min_capacity` fits."""
+    whose ``seeds`` train states fit in memory (with ``resumable``: their resume's peak);
+    ``ValueError`` (one line) when not even :func:`min_capacity` fits."""
     cap = config.buffer_capacity if cap is None else cap
-    mp = memory_plan(config, seeds, devices, available, max_rows=cap)
+    mp = memory_plan(config, seeds, devices, available, max_rows=cap, resumable=resumable)
     if mp.max_capacity < min_capacity(config):
         small = dataclasses.replace(config, buffer_capacity=min_capacity(config))
+        fit = memory_plan(small, 1, devices, (mp.available_bytes, mp.source),
+                          resumable=resumable).max_seeds
         raise ValueError(
             f"no {flag} of at least {min_capacity(config):,} rows (batch size, learning "
             f"starts) fits {seeds} seed(s) in {human_bytes(mp.usable_bytes)} "
             f"({mp.source}); seeds that fit at that size: "
-            f"{memory_plan(small, 1, devices, (mp.available_bytes, mp.source)).max_seeds}")
+            f"{fit}")
     return mp.max_capacity
 
 
@@ -250,14 +328,16 @@ def default_layout(platform: str | None = None) -> str:
 
 
 def fit_layout(config: MARLConfig, seeds: int = 1, devices: int = 1,
-               available: tuple[int, str] | None = None) -> tuple[MARLConfig, str | None]:
-    """``config`` as it is when its ``seeds`` train states fit, else with the ``compact``
-    layout (observations stored once, no ``next_obs`` rows: about half the replay bytes)
-    when that fits; the reason of the change (None: unchanged)."""
-    if config.layout == "compact" or memory_plan(config, seeds, devices, available).fits:
+               available: tuple[int, str] | None = None, resumable: bool = False
+               ) -> tuple[MARLConfig, str | None]:
+    """``config`` as it is when its ``seeds`` train states fit (``resumable``: their resume),
+    else with the ``compact`` layout (observations stored once, no ``next_obs`` rows: about
+    half the replay bytes) when that fits; the reason of the change (None: unchanged)."""
+    if config.layout == "compact" or memory_plan(config, seeds, devices, available,
+                                                 resumable=resumable).fits:
         return config, None
     compact = dataclasses.replace(config, layout="compact")
-    mp = memory_plan(compact, seeds, devices, available)
+    mp = memory_plan(compact, seeds, devices, available, resumable=resumable)
     if not mp.fits:
         return config, None
     return compact, (f"the {config.layout} layout's states do not fit at "
@@ -398,3 +478,15 @@ def describe(config: MARLConfig, plan: RunPlan, estimate: dict[str, Any] | None 
             f"{plan.transitions:,}, so the policies stay untrained"
         )
     return lines
+
+
+def auto_line(memory: dict[str, Any]) -> str:
+    """The line ``--capacity auto`` prints: the rows it chose (or a resume read back) and the
+    memory they were sized for (``memory``: :func:`jaxrl_pim.cli.marl.fit_memory`'s record)."""
+    rows = f"--capacity auto: {memory['buffer_capacity']:,} rows per team"
+    if memory["recorded"]:
+        return f"{rows}, as the run chose when it started (recorded in its checkpoints)"
+    what = "resume's peak" if memory["phase"] == "resume" else "train state"
+    seeds = "" if memory["seeds"] == 1 else f" of {memory['seeds']} seeds"
+    return (f"{rows}, the largest whose {what}{seeds} fits in "
+            f"{human_bytes(memory['usable_bytes'])} ({memory['source']})")

@@ -124,7 +124,9 @@ def load_policies(checkpoint_dir: str | Path, *, env: str | None = None,
                   seed_index: int = 0) -> Policies:
     """The actors of the newest intact checkpoint in ``checkpoint_dir`` (a MARL run folder;
     a damaged newer step is named in one line on stderr and passed over). For a group of
-    seeds, every seed's actors, and seed ``seed_index``'s as the policies' own.
+    seeds, every seed's actors, and seed ``seed_index``'s as the policies' own. Only the
+    actors' parameters are read from the checkpoint (a partial restore): its replay buffers,
+    critics and optimiser states are never loaded.
 
     ``env`` (optional, e.g. ``"spread"`` or ``"jaxmarl:MPE_simple_spread_v3"``): the world
     the caller expects; a checkpoint of another world is refused. Raises ValueError (one
@@ -157,23 +159,22 @@ def load_policies(checkpoint_dir: str | Path, *, env: str | None = None,
             record["fingerprint"], dict) else None
         found["num_seeds"] = seeds
         if seeds is None:
-            return {"state": jax.eval_shape(make_init(config), jax.random.PRNGKey(0)),
-                    "episode_return": jax.ShapeDtypeStruct((step, len(found["teams"])),
-                                                           np.float32)}
-        keys = jax.ShapeDtypeStruct((seeds, 2), np.uint32)
-        return {"state": jax.eval_shape(jax.vmap(make_init(config)), keys),
-                "episode_return": jax.ShapeDtypeStruct((seeds, step, len(found["teams"])),
-                                                       np.float32)}
+            state = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
+        else:
+            state = jax.eval_shape(jax.vmap(make_init(config)),
+                                   jax.ShapeDtypeStruct((seeds, 2), np.uint32))
+        # the actors only (a partial restore): the replay buffers are never loaded
+        return {"state": {"teams": tuple({"actor": t.actor} for t in state.teams)}}
 
     # the newest step that restores and verifies (a damaged newer one is named on stderr)
     with Checkpoints(folder) as reader:
         if reader.latest() is None:
             raise ValueError(f"{str(folder)!r} holds no checkpoint (expected a MARL run's "
                              "--checkpoint folder)")
-        step, tree, _ = restore_newest(reader, template, check=False)
+        step, tree, _ = restore_newest(reader, template, check=False, partial=True)
     config, teams, num_seeds = found["config"], found["teams"], found["num_seeds"]
     restored = tree
-    params = tuple(t.actor for t in restored["state"].teams)
+    params = tuple(t["actor"] for t in restored["state"]["teams"])
     seed_params = None
     if num_seeds is not None:
         if not 0 <= seed_index < num_seeds:

@@ -216,7 +216,7 @@ def _template(config: MARLConfig, num_seeds: int, episodes_done: int) -> dict[st
 def run_seeds(
     config: MARLConfig, seed: int = 0, num_seeds: int = 1,
     checkpoints: Checkpoints | None = None, *, every: int | None = None,
-    resume: bool = False, mesh: Mesh | None = None,
+    resume: bool = False, mesh: Mesh | None = None, memory: dict[str, Any] | None = None,
 ) -> SeedsRun:
     """Train seeds ``seed .. seed + num_seeds - 1`` of ``config`` to ``config.num_episodes``
     in one vmapped program split over ``mesh`` (default :func:`seed_mesh` over every device).
@@ -230,6 +230,7 @@ def run_seeds(
     devices: each process trains the seeds on its own devices and every process gets the
     whole curves (``episode_return``); ``state`` is then a global array whose other shards
     live in the other processes. Checkpoints are single-process for now (ValueError).
+    ``memory``: the run's memory plan, recorded in every checkpoint's meta (``"memory"``).
     """
     num_seeds = check_int("num_seeds", num_seeds, lo=1)
     mesh = seed_mesh(num_seeds) if mesh is None else mesh
@@ -239,8 +240,8 @@ def run_seeds(
     if checkpoints is not None and jax.process_count() > 1:
         raise ValueError("checkpoints of a group of seeds over several processes are not "
                          "supported yet; run without checkpoints, or in one process")
-    out = runner.run(SeedsLearner(config, seed, num_seeds, mesh, checkpoints), checkpoints,
-                     every=every, resume=resume)
+    out = runner.run(SeedsLearner(config, seed, num_seeds, mesh, checkpoints, memory),
+                     checkpoints, every=every, resume=resume)
     return SeedsRun(out.state, out.report["episode_return"], out.start,
                     out.checkpoints_written, int(mesh.devices.size), out.report["timing_s"])
 
@@ -255,8 +256,10 @@ class SeedsLearner:
     unit = "episode"
 
     def __init__(self, config: MARLConfig, seed: int, num_seeds: int, mesh: Mesh,
-                 checkpoints: Checkpoints | None = None) -> None:
+                 checkpoints: Checkpoints | None = None,
+                 memory: dict[str, Any] | None = None) -> None:
         self.config, self.seed, self.num_seeds, self.mesh = config, seed, num_seeds, mesh
+        self.memory = memory  # the run's memory plan, saved in each checkpoint's meta
         self.total = config.num_episodes
         self.folder = None if checkpoints is None else checkpoints.directory
         teams = len(make_env(config)[0].teams)
@@ -296,10 +299,12 @@ class SeedsLearner:
         self.curve.append(returns)
         return state, returns
 
-    def snapshot(self, state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, int]]:
-        return ({"state": state, "episode_return": np.concatenate(self.curve, axis=1)},
-                {"episodes_done": episode, "num_episodes": self.total,
-                 "num_seeds": self.num_seeds})
+    def snapshot(self, state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        meta = {"episodes_done": episode, "num_episodes": self.total,
+                "num_seeds": self.num_seeds}
+        if self.memory is not None:
+            meta["memory"] = self.memory
+        return {"state": state, "episode_return": np.concatenate(self.curve, axis=1)}, meta
 
     def report(self, outcome: Any) -> dict[str, Any]:
         timing = {"init": outcome.timing_s["start"], "compile": self.compile_s,

@@ -52,6 +52,8 @@ def _final(folder: Path) -> dict:
     with Checkpoints(folder, fingerprint=checkpoint.fingerprint(CONFIG, seed=1)) as ck:
         assert ck.latest() == EPISODES
         state, meta = ck.restore(checkpoint.template(CONFIG, EPISODES))
+    memory = meta.pop("memory")  # the command's memory plan, recorded in every checkpoint
+    assert memory["buffer_capacity"] == CONFIG.buffer_capacity and memory["phase"] == "resume"
     assert meta == {"episodes_done": EPISODES, "num_episodes": EPISODES}
     return jax.device_get(state)
 
@@ -71,7 +73,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_state(tmp_path, capsys):
     # configuration, another seed; the folder is left as it was.
     for bad, match in [(argv, "already holds checkpoints"),
                        ([*argv, "--batch-size", "4", "--resume"],
-                        "config.batch_size: saved 8, this run 4"),
+                        "--batch-size: saved 8, this run 4"),
                        ([*argv, "--seed", "2", "--resume"], "seed: saved 1, this run 2")]:
         assert main([*bad, "--checkpoint", str(folder)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
