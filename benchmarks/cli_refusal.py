@@ -1,7 +1,8 @@
 """How long the commands take to refuse bad input: cheap checks before jax is imported.
 
 For each case -- a command line a user could mistype (a count of 0, an unknown environment
-name) -- ``python -m jaxrl_pim.cli ...`` runs in a fresh process, as a user's shell starts it,
+name, a checkpoint folder of another run: a tiny spread run's, made once by the script) --
+``python -m jaxrl_pim.cli ...`` runs in a fresh process, as a user's shell starts it,
 ``--repeats`` times; the wall seconds of each run (process start to exit, interpreter start-up
 included) are recorded with its exit status and the last line it printed to stderr, which must
 name the flag. For scale, the same interpreter's start-up alone (``python -c pass``) and with
@@ -20,6 +21,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,18 @@ CASES: dict[str, tuple[list[str], str]] = {
     "tabular_episodes_0": (["tabular", "--episodes", "0"], "--episodes"),
     "actorq_actors_0": (["actorq", "--actors", "0"], "--actors"),
     "actorq_unknown_env": (["actorq", "--env", "NoSuchEnv-v9"], "--env"),
+    "ptq_seeds_0": (["ptq", "--seeds", "0"], "--seeds"),
+    "qat_delay_2": (["qat", "--delay", "2"], "--delay"),
+    # {marl}: a spread run's checkpoint folder, made once by the script (MARL_RUN)
+    "tabular_resume_marl_folder": (["tabular", "--checkpoint", "{marl}", "--resume"],
+                                   "--checkpoint"),
+    "marl_jaxmarl_resume_spread_folder": (["marl", "--env", "jaxmarl:MPE_simple_spread_v3",
+                                           "--checkpoint", "{marl}", "--resume"],
+                                          "--checkpoint"),
 }
+#: the run whose checkpoint folder the {marl} cases name (a tiny spread run, one episode)
+MARL_RUN = ["marl", "--agents", "2", "--num-envs", "1", "--capacity", "32", "--batch-size", "8",
+            "--learning-starts", "16", "--episodes", "1", "--no-progress", "--no-estimate"]
 #: reference processes timed the same way
 REFERENCES = {"python_startup": ["-c", "pass"], "import_jax": ["-c", "import jax"]}
 
@@ -118,12 +131,19 @@ def main(argv: list[str] | None = None) -> int:
     out = harness.output_path(args, "cli_refusal")
     t0 = time.perf_counter()
     cases = []
+    scratch = tempfile.TemporaryDirectory(prefix="cli_refusal_")
+    marl = str(Path(scratch.name) / "marl")
+    if any("{marl}" in CASES[name][0] for name in size["cases"]):
+        subprocess.run([sys.executable, "-m", "jaxrl_pim.cli", *MARL_RUN, "--checkpoint", marl],
+                       cwd=harness.ROOT, check=True, capture_output=True, timeout=600)
     for name in size["cases"]:
         argv_, flag = CASES[name]
+        argv_ = [a.replace("{marl}", marl) for a in argv_]
         row = measure(name, ["-m", "jaxrl_pim.cli", *argv_], size["repeats"], flag)
         print(f"{name}: median {row['median_s']:.2f} s, exit {row['returncode']}: "
               f"{row['error'][:80]}", flush=True)
         cases.append(row)
+    scratch.cleanup()
     refs = [measure(name, a, size["repeats"], None) for name, a in REFERENCES.items()]
     config = {"mode": mode, "repeats": size["repeats"], "cases": size["cases"],
               "python": sys.version.split()[0]}

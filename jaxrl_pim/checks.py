@@ -79,6 +79,16 @@ def check_widths(name: str, value: Any, max_width: int = MAX_LAYER_WIDTH,
     return value
 
 
+#: Largest value of the trainers' int32 counters (env steps, episodes, sync rounds, update
+#: rounds, episode indices): a count or period above it would wrap inside jit.
+INT32_MAX = 2**31 - 1
+
+#: Largest PRNG seed: without x64, ``jax.random.PRNGKey`` / ``jax.random.key`` keep a seed's
+#: low 32 bits (``2**32`` gives the key of 0, ``-1`` that of ``2**32 - 1``; above ``2**63``
+#: they raise OverflowError), so ``0 .. 2**32 - 1`` are the distinct seeds.
+MAX_SEED = 2**32 - 1
+
+
 #: Largest buffer capacity (rows) of every buffer and sampler: int32 ring positions stay below
 #: 2^31, and a priority tree over ``2^30`` leaves has ``2^31`` nodes, the most int32 indexes.
 MAX_CAPACITY = 2**30
@@ -90,6 +100,39 @@ def check_capacity(capacity: int, name: str = "capacity") -> int:
     a replay size: every buffer and sampler applies it once, at construction (re-exported by
     :mod:`jaxrl_pim.replay`)."""
     return check_int(name, capacity, lo=1, hi=MAX_CAPACITY)
+
+
+def special_file(path: Any) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (``"a folder"``, ``"a
+    symbolic link"``, ``"a FIFO"``, ``"a character device"``, ``"a block device"``, ``"a
+    socket"``), None for a regular file or a missing path. A final symbolic link is not
+    followed (it is what the path is). The one test of what an atomic write may replace."""
+    import os
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # missing, or under a file
+        return None
+    for test, kind in ((stat.S_ISREG, None), (stat.S_ISDIR, "a folder"),
+                       (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def check_replaceable(path: Any) -> None:
+    """Refuse a path an atomic write may not replace (:func:`special_file`): a folder raises
+    IsADirectoryError, anything else but a regular file or a missing path ValueError, each
+    saying what the path is and what to give instead."""
+    kind = special_file(path)
+    if kind == "a folder":
+        raise IsADirectoryError(f"{path} is a folder; give a file name")
+    if kind is not None:
+        raise ValueError(f"{path} is {kind}, not a regular file; the output is written to a "
+                         "new file renamed onto the path: give a file's path")
 
 
 def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:

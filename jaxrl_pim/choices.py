@@ -88,6 +88,15 @@ SAMPLINGS: tuple[str, ...] = ("seq", "ran", "str")
 RNGS: tuple[str, ...] = ("jax", "lcg")
 """Random numbers of ``ran`` sampling and SARSA: JAX threefry or the PIM LCG."""
 
+# --- quantization studies (jaxrl_pim.studies)
+
+STUDY_TASKS: tuple[str, ...] = (
+    "ppo-cartpole", "dqn-cartpole", "a2c-cartpole", "ppo-acrobot", "dqn-acrobot",
+    "dqn-mountaincar", "ddpg-pendulum", "ppo-pendulum", "ddpg-mountaincarcontinuous",
+)
+"""The registered study tasks' names (``jaxrl-pim ptq/qat --tasks``), in the order of
+:data:`jaxrl_pim.studies.TASKS` (a test checks that they are its keys)."""
+
 # --- actor-learner RL (jaxrl_pim.actorq)
 
 ACTORQ_ALGOS: tuple[str, ...] = ("dqn", "d4pg")

@@ -37,6 +37,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxrl_pim.checks import check_replaceable
+
 # Distributions whose versions a report records when they are installed.
 PACKAGES: tuple[str, ...] = (
     "jax", "jaxlib", "numpy", "flax", "optax", "chex", "gymnax", "orbax-checkpoint", "numba",
@@ -457,16 +459,23 @@ def atomic_save(path: str | os.PathLike[str], writer: Callable[[str], Any]) -> P
     ``writer`` (or anywhere before the rename) removes the temporary file and leaves
     ``path`` as it was; so does a stop of the command by SIGTERM or Ctrl-C
     (:data:`IN_FLIGHT`). Returns ``path``.
+
+    Only a regular file or a missing path is replaced: a folder raises IsADirectoryError,
+    anything else (a symbolic link, which is not followed, a FIFO, a device such as
+    ``/dev/null``, a socket) ValueError, so a write never turns one into a regular file. The
+    temporary name is short whatever the length of ``path``'s name (at most 64 bytes of its
+    stem, its suffix when at most 16 bytes), so a name the file system takes can be written.
     """
     path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"{str(path)!r} is a folder, not a file")
+    check_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    stem = os.fsdecode(os.fsencode(path.stem)[:64])
+    suffix = path.suffix if len(os.fsencode(path.suffix)) <= 16 else ""
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     IN_FLIGHT.add(tmp)
     try:

@@ -318,7 +318,10 @@ def test_importing_the_model_and_the_configs_loads_no_jax() -> None:
              "from jaxrl_pim.actorq import DQNConfig, D4PGConfig, default_config",
              "D4PGConfig(env_name='playground/CartpoleBalance@200')",  # a task name, no gymnax
              "from jaxrl_pim.cli import build_parser; build_parser('marl', full=False)",
-             "build_parser('actorq', full=False).parse_args(['actorq'])"]
+             "build_parser('actorq', full=False).parse_args(['actorq'])",
+             "from jaxrl_pim.studies import PTQConfig, QATStudyConfig; PTQConfig()",
+             "build_parser('ptq', full=False).parse_args(['qat', '--tasks', 'dqn-cartpole'])",
+             "from jaxrl_pim import run_record"]
     # first: a command's cheap checks load no NumPy either (about 0.1 s more)
     code = ("import sys\nimport jaxrl_pim.cli.marl, jaxrl_pim.cli.actorq\n"
             "assert 'numpy' not in sys.modules, 'the commands import numpy'\n"

@@ -126,61 +126,195 @@ def _nearest_existing(path: Path) -> Path:
     return here
 
 
+#: Longest file or folder name (bytes) where the file system does not say (``NAME_MAX``).
+NAME_MAX = 255
+
+
+def _check_names(path: Path, flag: str) -> None:
+    """Every name in ``path`` fits the file system (``NAME_MAX`` bytes, as ``pathconf`` of
+    the nearest existing folder says)."""
+    try:
+        most = os.pathconf(_nearest_existing(path.parent), "PC_NAME_MAX")
+    except (OSError, ValueError):
+        most = NAME_MAX
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > most:
+            raise ValueError(f"{flag}: the name {part[:24]}... is {size} bytes, over the "
+                             f"{most} the file system allows; give a shorter name")
+
+
+def _check_can_create(folder: Path, path: Path, flag: str) -> None:
+    """A file can be created in ``folder``: ``os.access`` first (cheap), then a real probe,
+    a temporary file made and removed at once. The probe is the truth that permission bits
+    are not: as root ``os.access`` says yes to ``/proc`` and ``/sys`` (where nothing can be
+    created) and to read-only network mounts; a list of such places would miss the next one."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {path}: the folder {folder} is not writable")
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".jaxrl-pim-probe.", dir=folder)
+    except OSError as err:
+        raise ValueError(f"{flag} {path}: no file can be created in {folder} "
+                         f"({err.strerror or type(err).__name__}); choose another folder"
+                         ) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 def _check_parents(path: Path, flag: str) -> None:
-    """The folders above ``path`` can hold it: the nearest existing one is a folder and
-    writable (the missing ones below it are created)."""
+    """The folders above ``path`` can hold it: the nearest existing one is a folder where a
+    file can be created (the missing ones below it are created)."""
     above = _nearest_existing(path.parent if path.parent != path else path)
     if not above.is_dir():
         raise ValueError(f"{flag} {path}: {above} is a file, not a folder")
-    if not os.access(above, os.W_OK | os.X_OK):
-        raise ValueError(f"{flag} {path}: the folder {above} is not writable")
+    _check_can_create(above, path, flag)
 
 
 def check_output_file(path: str | os.PathLike[str] | None, flag: str) -> None:
     """Refuses (ValueError, one line naming ``flag``) an output file path that cannot be
-    written: a folder where the file is wanted, a parent that is a file, a folder that is not
-    writable. None (the option not given) passes. Called before any work, so a bad path never
-    costs a run's results."""
+    written: a name longer than the file system allows, anything but a regular file at the
+    path (a folder, a symbolic link, a FIFO, a device: :func:`jaxrl_pim.checks.special_file`,
+    what :func:`jaxrl_pim.report.atomic_save` refuses), a parent that is a file, a folder
+    where no file can be created (not writable, ``/proc``, ``/sys``). None (the option not
+    given) passes. Called before any work, so a bad path never costs a run's results."""
     if path is None:
         return
+    from jaxrl_pim.checks import check_replaceable
+
     path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{flag} {path}: is a folder; give a file name")
-    _check_parents(path, flag)
+    _check_names(path, flag)
+    try:
+        try:
+            check_replaceable(path)
+        except (IsADirectoryError, ValueError) as err:
+            raise ValueError(f"{flag} {err}") from None
+        _check_parents(path, flag)
+    except OSError as err:  # e.g. a path longer than PATH_MAX
+        raise ValueError(f"{flag} {path}: {err.strerror or type(err).__name__}") from None
 
 
 def check_output_folder(path: str | os.PathLike[str] | None, flag: str) -> None:
     """Refuses (ValueError, one line naming ``flag``) an output folder that cannot be used:
-    a file at its path, a parent that is a file, a folder (or the nearest existing one above
-    it) that is not writable. None passes."""
+    a name longer than the file system allows, a file at its path, a parent that is a file,
+    a folder (or the nearest existing one above it) where no file can be created. None
+    passes."""
     if path is None:
         return
     path = Path(path)
-    if path.exists():
-        if not path.is_dir():
-            raise ValueError(f"{flag} {path}: is a file, not a folder")
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise ValueError(f"{flag} {path}: the folder is not writable")
-        return
-    _check_parents(path, flag)
+    _check_names(path, flag)
+    try:
+        if path.exists():
+            if not path.is_dir():
+                raise ValueError(f"{flag} {path}: is a file, not a folder")
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise ValueError(f"{flag} {path}: the folder is not writable")
+            _check_can_create(path, path, flag)
+            return
+        _check_parents(path, flag)
+    except OSError as err:
+        raise ValueError(f"{flag} {path}: {err.strerror or type(err).__name__}") from None
 
 
 def check_outputs(args: argparse.Namespace, *, files: Mapping[str, str] = {},  # noqa: B006
                   folders: Mapping[str, str] = {}) -> None:  # noqa: B006
     """Checks every output path of a command before any work: ``files`` and ``folders`` map
-    a flag (``--json``) to the attribute of ``args`` that holds its value (``json``)."""
+    a flag (``--json``) to the attribute of ``args`` that holds its value (``json``). Give
+    every output flag of the command and its ``--checkpoint`` folder: besides each path's
+    own check (:func:`check_output_file`, :func:`check_output_folder`) no two outputs may be
+    the same path (the later write would replace the earlier), and none may lie inside an
+    output folder (a checkpoint folder and its steps are the checkpoints': a report written
+    there would meet a step of that name, or be found among them)."""
+    given: list[tuple[str, Path, bool]] = []
     for flag, attr in files.items():
         check_output_file(getattr(args, attr, None), flag)
+        if getattr(args, attr, None) is not None:
+            given.append((flag, Path(getattr(args, attr)), False))
     for flag, attr in folders.items():
         check_output_folder(getattr(args, attr, None), flag)
+        if getattr(args, attr, None) is not None:
+            given.append((flag, Path(getattr(args, attr)), True))
+    real = [(flag, path, Path(os.path.abspath(path)).resolve(), folder)
+            for flag, path, folder in given]
+    for i, (flag, path, here, _) in enumerate(real):
+        for other, _, there, _ in real[:i]:
+            if here == there:
+                raise ValueError(f"{flag} {path} is also the path of {other}: give each output "
+                                 "its own path")
+    for flag, path, here, _ in real:
+        for other, other_path, there, folder in real:
+            if folder and there in here.parents:
+                raise ValueError(f"{flag} {path} lies inside the {other} folder {other_path}: "
+                                 "write it outside that folder")
+
+
+def check_ranges(values: Mapping[str, tuple[Any, int | None, int | None]]) -> None:
+    """Each flag's integer ``value`` within ``[lo, hi]`` (``flag -> (value, lo, hi)``; a bound
+    None is open, a value None is an option not given and passes): a ValueError naming the
+    flag otherwise (:func:`jaxrl_pim.checks.check_int`)."""
+    from jaxrl_pim.checks import check_int
+
+    for flag, (value, lo, hi) in values.items():
+        if value is not None:
+            check_int(flag, value, lo, hi)
+
+
+def check_seed(seed: int, count: int = 1, flag: str = "--seed") -> None:
+    """``seed`` .. ``seed + count - 1`` are distinct PRNG seeds, within ``0 ..``
+    :data:`jaxrl_pim.checks.MAX_SEED` (what ``jax.random.PRNGKey`` tells apart); a ValueError
+    naming ``flag`` otherwise."""
+    from jaxrl_pim.checks import MAX_SEED
+
+    top = MAX_SEED - (max(count, 1) - 1)
+    if not 0 <= seed <= top:
+        more = f" (with --seeds {count}: seed + {count - 1} too)" if count > 1 else ""
+        raise ValueError(f"{flag} must be in 0 .. {top}, a 32-bit PRNG seed{more}; got {seed}")
+
+
+def check_fits_memory(flag: str, needed: int, what: str) -> None:
+    """Refuses (one line naming ``flag``) a run whose ``what`` needs ``needed`` bytes, more
+    than the memory a run may fill (:func:`jaxrl_pim.marl.plan.available_memory` times its
+    ``MEMORY_FRACTION``), before anything is allocated. Arithmetic only: nothing compiles.
+    Below 64 MiB nothing is asked (every machine that runs jax has that)."""
+    if needed < 64 << 20:
+        return
+    from jaxrl_pim.marl import plan
+
+    available, source = plan.available_memory()
+    usable = int(available * plan.MEMORY_FRACTION)
+    if needed > usable:
+        raise ValueError(f"{flag}: {what} needs {plan.human_bytes(needed)} but "
+                         f"{plan.human_bytes(usable)} ({int(plan.MEMORY_FRACTION * 100)} % of "
+                         f"{plan.human_bytes(available)}, {source}) is available; give a "
+                         f"smaller {flag}")
+
+
+#: Keys of a checkpoint's fingerprint besides its ``config`` (the run's identity, written by
+#: the commands) -> the flags that set them: a fingerprint difference names the flag.
+IDENTITY_FLAGS = {"seed": "--seed", "num_seeds": "--seeds", "env": "--env",
+                  "transitions": "--transitions", "agents": "--agents",
+                  "dataset_sha256": "--dataset", "terminal_states": "--terminal-states"}
 
 
 def in_flag_names(message: str, flags: Mapping[str, str]) -> str:
     """``message`` with each config field named by the flag the user typed: ``flags`` maps a
-    field (``num_episodes``) to its flag (``--episodes``); whole words only, and not a part
-    of a dotted path (``config.batch_size`` in a fingerprint difference stays)."""
+    field (``num_episodes``) to its flag (``--episodes``); whole words only, not a part of a
+    dotted path or of a flag (``--num_envs`` stays). ``field=value`` becomes ``flag value``.
+    A checkpoint's fingerprint difference (``config.batch_size: saved 32, this run 16``, or
+    an identity key of :data:`IDENTITY_FLAGS` such as ``num_seeds``) is named by the flag
+    (``--batch-size: saved 32, this run 16``), a value one side lacks (None) as ``not
+    given``."""
+    keyed = {**IDENTITY_FLAGS, **flags}
+    for field, flag in keyed.items():
+        name = re.escape(field)
+        message = re.sub(rf"(?<![\w.-])(?:config\.)?{name}(?=: saved )", flag, message)
+    if ": saved " in message:
+        message = re.sub(r"\b(saved|this run) None\b", r"\1 not given", message)
     for field, flag in flags.items():
-        message = re.sub(rf"(?<![\w.-]){re.escape(field)}(?!\w|\.\w)", flag, message)
+        name = re.escape(field)
+        message = re.sub(rf"(?<![\w.-]){name}=(?=\S)", f"{flag} ", message)
+        message = re.sub(rf"(?<![\w.-]){name}(?!\w|\.\w)", flag, message)
     return message
 
 
@@ -223,6 +357,17 @@ def check_checkpoint_arguments(args: argparse.Namespace) -> None:
     check_output_folder(args.checkpoint, "--checkpoint")
 
 
+def quiet_absl() -> None:
+    """Show absl's log records (orbax logs through absl) from ERROR up only: a command's own
+    one-line warnings and errors say what happened, and orbax's WARNING lines (half a dozen
+    around a damaged checkpoint) only bury them. Does nothing where absl is not installed."""
+    try:
+        from absl import logging as absl_logging
+    except ImportError:
+        return
+    absl_logging.set_verbosity(absl_logging.ERROR)
+
+
 def show_progress(flag: bool | None, *streams: TextIO) -> bool:
     """``--progress`` / ``--no-progress`` when given; otherwise whether every one of
     ``streams`` (default: stderr, where the bar is drawn) is a terminal."""
@@ -259,12 +404,15 @@ def report_stop(prog: str, signum: int) -> None:
 
 def _exit_stopped(prog: str, signum: int) -> None:
     """Report the stop, flush what the command printed, remove the temporary files of writes
-    in progress (their targets stay as they were), and end the process at once."""
+    and checkpoint saves in progress (their targets stay as they were), and end the process
+    at once."""
     report_stop(prog, signum)
-    writer = sys.modules.get("jaxrl_pim.report")  # loaded by any command that writes
-    if writer is not None:
-        with contextlib.suppress(Exception):
-            writer.remove_in_flight()
+    # loaded by any command that writes / saves checkpoints
+    for name in ("jaxrl_pim.report", "jaxrl_pim.checkpoint"):
+        writer = sys.modules.get(name)
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.remove_in_flight()
     with contextlib.suppress(Exception):  # a write the signal interrupted may hold stdout
         sys.stdout.flush()
     os._exit(128 + signum)

@@ -24,12 +24,15 @@ from typing import Any
 
 from jaxrl_pim import choices
 from jaxrl_pim.actorq.config import D4PGConfig, DQNConfig, default_config  # no jax
+from jaxrl_pim.checks import INT32_MAX
 from jaxrl_pim.choices import ACTORQ_ALGOS, COMPUTES, MODES, PRECISIONS
 from jaxrl_pim.cli._common import (
     add_checkpoint_arguments,
     add_command,
     check_checkpoint_arguments,
     check_outputs,
+    check_ranges,
+    check_seed,
     config_defaults,
     flag_names,
     show_progress,
@@ -65,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Train ActorQ: full-precision learner, actors holding an fp32/fp16/int8 "
         "copy of the policy refreshed every --actor-update-period steps. Several "
         "--precision values run one after the other with the same seed and add times to "
-        "95 %% of the fp32 reward and speed-ups.")
+        "95 % of the fp32 reward and speed-ups.")  # a description is not %-formatted
     p.add_argument("--algo", choices=ACTORQ_ALGOS, default=d.algo,
                    help="dqn (discrete actions) or d4pg (continuous actions)")
     p.add_argument("--env", default=None,
@@ -155,7 +158,13 @@ def main(args: argparse.Namespace) -> int:
                         ("--steps", args.steps), *(("--hidden", h) for h in args.hidden or ())):
         if count < 1:
             raise ValueError(f"{flag} must be >= 1, got {count}")
-    check_outputs(args, files={"--json": "json"})  # before any work
+    # int32 step counters; every output path, not inside the checkpoint folder
+    check_ranges({flag: (value, 1, INT32_MAX) for flag, value in (
+        ("--actors", args.actors), ("--envs-per-actor", args.envs_per_actor),
+        ("--actor-update-period", args.actor_update_period), ("--steps", args.steps),
+        ("--checkpoint-every", args.checkpoint_every))})
+    check_seed(args.seed)
+    check_outputs(args, files={"--json": "json"}, folders={"--checkpoint": "checkpoint"})
     if not (args.env is None or is_playground_name(args.env)
             or args.env in choices.GYMNAX_ENVS):
         raise ValueError(f"--env must be an environment registered with gymnax (e.g. "

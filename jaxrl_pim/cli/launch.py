@@ -37,7 +37,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, NoReturn
 
-from jaxrl_pim.cli._common import Stopped, add_command, install_stop_handlers
+from jaxrl_pim.cli._common import Stopped, add_command, check_ranges, install_stop_handlers
 from jaxrl_pim.distributed import (
     HEARTBEAT_TIMEOUT_S,
     Processes,
@@ -50,6 +50,9 @@ from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 #: Sub-commands that accept the process flags (what ``launch`` can start).
 COMMANDS: tuple[str, ...] = ("tabular", "marl")
 _DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+#: The most local processes (and host CPU devices per process) ``launch`` starts: far above
+#: any host's cores, low enough that a mistyped count is refused rather than forked.
+MAX_PROCESSES = 4096
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -349,6 +352,9 @@ def launch(
         devices_per_process = max(1, (os.cpu_count() or 1) // processes)
     if devices_per_process < 1:
         raise ValueError(f"--devices-per-process must be >= 1, got {devices_per_process}")
+    check_ranges({"--processes": (processes, 1, MAX_PROCESSES),
+                  "--devices-per-process": (devices_per_process, 1, MAX_PROCESSES),
+                  "--port": (port, 1, 65535)})  # before the processes name --coordinator
     address = f"{host}:{port or free_port(host)}"
     argvs = [[sys.executable, "-m", "jaxrl_pim.cli", *command, "--coordinator", address,
               "--num-processes", str(processes), "--process-id", str(i)]

@@ -40,6 +40,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from jaxrl_pim import run_record
+from jaxrl_pim.checks import INT32_MAX
 from jaxrl_pim.choices import (
     JAXMARL_PREFIX,
     JAXMARL_SUPPORTED,
@@ -56,7 +58,10 @@ from jaxrl_pim.cli._common import (
     add_checkpoint_arguments,
     add_command,
     check_checkpoint_arguments,
+    check_fits_memory,
     check_outputs,
+    check_ranges,
+    check_seed,
     config_defaults,
     flag_names,
     show_progress,
@@ -67,11 +72,19 @@ from jaxrl_pim.marl.config import MARLConfig  # no jax: the command reads its de
 #: class (jaxrl_pim.marl.config imports no jax, so the parser is still built without it).
 _DEFAULT: dict[str, Any] = config_defaults(MARLConfig)
 
-#: MARLConfig fields -> the flags that set them (errors name what the user typed).
+#: MARLConfig fields -> the flags that set them (errors name what the user typed; a
+#: checkpoint's fingerprint difference too, its seed and number of seeds among them).
 FLAGS = {"num_episodes": "--episodes", "num_envs": "--num-envs", "batch_size": "--batch-size",
          "buffer_capacity": "--capacity", "learning_starts": "--learning-starts",
          "update_every": "--update-every", "num_agents": "--agents", "num_prey": "--prey",
-         "num_obstacles": "--obstacles", "sampling_mode": "--sampling-mode"}
+         "num_obstacles": "--obstacles", "sampling_mode": "--sampling-mode",
+         "algo": "--algo", "sampler": "--sampler", "layout": "--layout",
+         "num_seeds": "--seeds"}
+#: The most episodes a run takes: its env steps (``episode_length`` each) are counted in an
+#: int32 (``TrainState.step``).
+MAX_EPISODES = INT32_MAX // _DEFAULT["episode_length"]
+#: Greedy evaluation episodes per seed after a run of ``--seeds S > 1`` (``--eval-episodes``).
+EVAL_EPISODES = 10
 
 
 def _presets() -> str:
@@ -145,9 +158,10 @@ def register(subparsers: Any) -> None:
                             "seed's returns, their mean, standard error and 95 %% interval; "
                             "auto: as many as the memory holds, at most 256 "
                             "(default: %(default)s)")
-    sched.add_argument("--eval-episodes", type=int, default=10, metavar="N",
-                       help="with --seeds: greedy-policy episodes per seed after training "
-                            "(0: none) (default: %(default)s)")
+    sched.add_argument("--eval-episodes", type=int, default=None, metavar="N",
+                       help="with --seeds S > 1: greedy-policy episodes per seed after "
+                            "training (0: none; a single run is evaluated by marl evaluate) "
+                            f"(default: {EVAL_EPISODES})")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH", default=None,
                      help="write the run report here (default: none)")
@@ -210,20 +224,27 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
     # every cheap check before jax is imported, the checkpoint read and the episodes compiled
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (evaluation episodes)")
+    check_ranges({"--episodes": (args.episodes, 1, INT32_MAX)})  # int32 episode indices
+    check_seed(args.seed)
     if args.render is not None and not args.render.lower().endswith(".gif"):
         raise ValueError(f"--render writes a GIF: {args.render!r} does not end in .gif")
-    check_outputs(args, files={"--json": "json", "--render": "render"})
+    check_outputs(args, files={"--json": "json", "--render": "render"})  # not the same file
     if not os.path.isdir(args.checkpoint):
         raise ValueError(f"--checkpoint {args.checkpoint!r} is not a folder (expected a MARL "
                          "run's --checkpoint folder)")
+    run_record.check_folder(args.checkpoint, "--checkpoint", "MARL")  # another kind of run's
     import jax
     import numpy as np
 
     from jaxrl_pim import report
     from jaxrl_pim.marl.policies import evaluate, load_policies, rollout_positions
 
+    check_evaluate(args.checkpoint)  # the recorded memory plan, before any array is read
     try:
         pol = load_policies(args.checkpoint)
+        check_fits_memory("--episodes", evaluation_bytes(pol.config, len(pol.teams),
+                                                         args.episodes, pol.num_seeds),
+                          f"evaluating {args.episodes:,} episodes of {pol.num_seeds} seed(s)")
         key = jax.random.PRNGKey(args.seed)
         if pol.num_seeds > 1:  # a group of seeds (--seeds S): every seed's greedy return
             from jaxrl_pim.cli.marl_seeds import evaluate_group
@@ -236,11 +257,15 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
     mean = returns.mean(axis=0)
     se = returns.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full_like(mean, np.nan)
     names = [t.name for t in pol.teams]
-    per_team = ", ".join(f"{t} {m:.2f} +- {s:.2f}" for t, m, s in zip(names, mean, se,
-                                                                     strict=True))
+    if n > 1:
+        per_team = ", ".join(f"{t} {m:.2f} +- {s:.2f}" for t, m, s in zip(names, mean, se,
+                                                                         strict=True))
+        what = f"{n} episodes, mean return per team (+- standard error)"
+    else:  # one episode has no spread
+        per_team = ", ".join(f"{t} {m:.2f}" for t, m in zip(names, mean, strict=True))
+        what = "1 episode, return per team"
     print(f"marl evaluate {pol.config.algo} {pol.config.env} (checkpoint after "
-          f"{pol.episodes_done:,} episodes): {args.policy} policy, {n} episodes, mean return "
-          f"per team (+- standard error): {per_team}")
+          f"{pol.episodes_done:,} episodes): {args.policy} policy, {what}: {per_team}")
     if args.json:
         results = {"checkpoint": str(pol.checkpoint), "episodes_done": pol.episodes_done,
                    "policy": args.policy, "seed": args.seed, "teams": names,
@@ -256,6 +281,44 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
         render_gif([ep], args.render, titles=[f"{pol.config.env}\n{args.policy}: {ret}"])
         print(f"wrote {args.render} (one episode of {pol.config.episode_length} steps)")
     return 0
+
+
+def check_evaluate(folder: str) -> None:
+    """Refuse (one line) a ``marl evaluate`` whose reading of the actors (the run's recorded
+    memory plan, ``meta["memory"]["evaluate_bytes"]`` per seed; computed from the
+    configuration for a checkpoint without one) does not fit the available memory, before
+    any array is read. A folder without a readable MARL record is left to the loader."""
+    from jaxrl_pim.marl import plan
+    from jaxrl_pim.marl.checkpoint import recorded_run
+    from jaxrl_pim.marl.policies import config_from_fingerprint
+
+    record = recorded_run(folder)
+    fingerprint = _field(record, "fingerprint")
+    if not fingerprint:
+        return
+    one = _field(record, "meta", "memory").get("evaluate_bytes")
+    if not isinstance(one, int):
+        try:
+            one = plan.evaluate_bytes(config_from_fingerprint(fingerprint))
+        except (ValueError, TypeError):
+            return  # not a MARL run's checkpoint: load_policies says so
+    needed = int(fingerprint.get("num_seeds") or 1) * int(one)
+    available, source = plan.available_memory()
+    usable = int(available * plan.MEMORY_FRACTION)
+    if needed > usable:
+        raise ValueError(
+            f"--checkpoint {folder}: reading the run's actors needs {plan.human_bytes(needed)} "
+            f"(its recorded memory plan) but {plan.human_bytes(usable)} "
+            f"({int(plan.MEMORY_FRACTION * 100)} % of {plan.human_bytes(available)}, {source})"
+            " is available: free memory and run marl evaluate again")
+
+
+def evaluation_bytes(config: MARLConfig, teams: int, episodes: int, seeds: int = 1) -> int:
+    """A lower bound of the bytes evaluating ``episodes`` episodes of ``seeds`` seeds holds at
+    once (they run vmapped): per episode and step its key (2 x uint32) and each team's
+    reward (float32), and the returns on the host (float64 per team). Arithmetic only."""
+    per_episode = config.episode_length * (8 + 4 * teams) + 8 + 8 * teams
+    return seeds * episodes * per_episode
 
 
 def _number_or_auto(noun: str) -> Callable[[str], int | str]:
@@ -292,6 +355,10 @@ def check_args(args: argparse.Namespace) -> tuple[int | None, int | None, int | 
         args = argparse.Namespace(**{**vars(args), "capacity": _auto_rows(args)})
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (the run's total)")
+    check_ranges({"--episodes": (args.episodes, 1, MAX_EPISODES),
+                  "--update-every": (args.update_every, 1, INT32_MAX),
+                  "--checkpoint-every": (args.checkpoint_every, 1, INT32_MAX)})
+    check_seed(args.seed, 1 if args.seeds == "auto" else args.seeds)
     if 1 <= args.capacity < args.batch_size:
         raise ValueError(f"--batch-size ({args.batch_size}) must be <= --capacity "
                          f"({args.capacity}), the replay rows it draws from")
@@ -326,6 +393,25 @@ def check_args(args: argparse.Namespace) -> tuple[int | None, int | None, int | 
     return agents, prey, obstacles
 
 
+def _known_fingerprint(args: argparse.Namespace, agents: int | None) -> dict[str, Any]:
+    """The part of the run's checkpoint fingerprint (:func:`jaxrl_pim.marl.checkpoint.
+    fingerprint`, with the number of seeds of a group) the options give without jax: the
+    config fields taken as typed (not the layout or ``--capacity auto``, which the backend
+    and the memory decide, nor a predator-prey or JaxMARL world's sizes), and the seeds."""
+    config = {"algo": args.algo, "env": args.env, "num_envs": args.num_envs,
+              "sampling_mode": args.sampling_mode, "sampler": args.sampler,
+              "batch_size": args.batch_size, "learning_starts": args.learning_starts,
+              "update_every": args.update_every}
+    if args.layout is not None:
+        config["layout"] = args.layout
+    if args.capacity != "auto":
+        config["buffer_capacity"] = args.capacity
+    if args.env == "spread":
+        config["num_agents"] = _DEFAULT["num_agents"] if agents is None else agents
+    return {"config": config, "seed": args.seed,
+            "num_seeds": args.seeds if args.seeds != 1 else None}
+
+
 def config_from_args(args: argparse.Namespace) -> MARLConfig:
     """The run's config from the parsed options (checked by :func:`check_args` first, the
     world options resolved; ``--capacity auto`` gives :func:`_auto_rows`' bound, which
@@ -340,7 +426,10 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
             require_jaxmarl()
         except ImportError as err:  # one line, naming the extra
             raise ValueError(str(err)) from None
-    with flag_names(FLAGS):
+    # the predators of --predators A --prey G are the config's num_agents too
+    flags = FLAGS if args.predators is None else {"num_agents (predators)": "--predators",
+                                                  "num_agents": "--predators", **FLAGS}
+    with flag_names(flags):
         return _config(args, agents, prey, obstacles)
 
 
@@ -371,30 +460,84 @@ def _state_bytes(config: MARLConfig) -> int:
 
 def fit_memory(args: argparse.Namespace, config: MARLConfig, seeds: int = 1,
                devices: int | None = None) -> tuple[MARLConfig, dict[str, Any]]:
-    """Decide memory before anything is allocated: with ``--capacity auto`` the largest
-    capacity whose ``seeds`` train states fit; otherwise a one-line ``ValueError`` naming the
-    largest capacity (or number of seeds) that fits when they do not; ``devices`` the seeds
-    are split over (default: every local device). Returns the config and the memory record
-    of the report."""
+    """Decide memory once, before anything is allocated: the run's memory plan
+    (:func:`jaxrl_pim.marl.plan.memory_plan`; with ``--checkpoint`` sized for a resume's
+    peak), recorded in the report and in every checkpoint. ``--capacity auto`` takes the
+    largest capacity whose ``seeds`` peaks fit in :func:`~jaxrl_pim.marl.plan.total_memory`
+    and checks it against the same figure (it never refuses its own choice); a given capacity
+    is checked against :func:`~jaxrl_pim.marl.plan.available_memory` (one-line ``ValueError``
+    naming the largest capacity, or number of seeds, that fits). A ``--resume`` reads the
+    capacity ``auto`` chose and the layout the run took from the newest checkpoint's record
+    (never sized again) and checks the recorded plan before any array is read
+    (:func:`check_resume`). ``devices`` the seeds are split over (default: every local
+    device). Returns the config and the memory record."""
     import dataclasses
 
     import jax
 
     from jaxrl_pim.marl import plan
+    from jaxrl_pim.marl.checkpoint import recorded_run
 
     devices = jax.local_device_count() if devices is None else devices
-    if args.capacity == "auto":
-        rows = plan.auto_capacity(config, seeds, devices, flag="--capacity")
-        config = dataclasses.replace(config, buffer_capacity=rows)
+    auto = args.capacity == "auto"
+    resumable = getattr(args, "checkpoint", None) is not None
+    record = recorded_run(args.checkpoint) if resumable and args.resume else None
+    # one figure for the choice and the check: auto sizes for the total memory
+    available = plan.total_memory() if auto else plan.available_memory()
+    asked = getattr(args, "layout", None)
     why = None
-    if getattr(args, "layout", None) is None:  # the layout was not asked for: compact if needed
-        config, why = plan.fit_layout(config, seeds, devices)
-        if why is not None:
-            print(f"layout: compact ({why})", flush=True)
-    mp = plan.check_memory(config, seeds, devices, flag="--capacity")
-    return config, {**mp._asdict(), "capacity_auto": args.capacity == "auto",
+    if record is not None:  # a resumed run: what it decided when it started
+        saved = _field(record, "fingerprint", "config")
+        if auto and isinstance(saved.get("buffer_capacity"), int):
+            config = dataclasses.replace(config, buffer_capacity=saved["buffer_capacity"])
+        if asked is None and isinstance(saved.get("layout"), str):
+            config = dataclasses.replace(config, layout=saved["layout"])
+            why = _field(record, "meta", "memory").get("layout_reason")
+        mp = check_resume(args.checkpoint, record, config, seeds, devices, available)
+    else:
+        if auto:
+            rows = plan.auto_capacity(config, seeds, devices, available, flag="--capacity",
+                                      resumable=resumable)
+            config = dataclasses.replace(config, buffer_capacity=rows)
+        if asked is None:  # the layout was not asked for: compact if needed
+            config, why = plan.fit_layout(config, seeds, devices, available, resumable)
+            if why is not None:
+                print(f"layout: compact ({why})", flush=True)
+        mp = plan.check_memory(config, seeds, devices, available, flag="--capacity",
+                               resumable=resumable)
+    return config, {**mp._asdict(), "capacity_auto": auto, "recorded": record is not None,
                     "buffer_capacity": config.buffer_capacity, "layout": config.layout,
-                    "layout_asked": getattr(args, "layout", None), "layout_reason": why}
+                    "layout_asked": asked, "layout_reason": why}
+
+
+def _field(record: Any, *keys: str) -> dict[str, Any]:
+    """``record[k1][k2]...`` of a checkpoint's JSON record when it is a dict, else ``{}``."""
+    for key in keys:
+        record = record.get(key) if isinstance(record, dict) else None
+    return record if isinstance(record, dict) else {}
+
+
+def check_resume(folder: str, record: dict[str, Any], config: MARLConfig, seeds: int,
+                 devices: int, available: tuple[int, str]) -> Any:
+    """Refuse (one line) a ``--resume`` whose recorded memory plan (the newest checkpoint's
+    ``meta["memory"]``; computed from ``config`` for a checkpoint without one) does not fit
+    ``available`` ``(bytes, source)``, before any array is read. Returns the
+    :class:`~jaxrl_pim.marl.plan.MemoryPlan` of the resumed run."""
+    from jaxrl_pim.marl import plan
+
+    mp = plan.memory_plan(config, seeds, devices, available, resumable=True)
+    one = _field(record, "meta", "memory").get("resume_bytes")  # one seed's, as recorded
+    one = one if isinstance(one, int) and one > 0 else mp.resume_bytes
+    needed = mp.needed_bytes // mp.resume_bytes * one  # the seeds sharing one memory
+    if needed > mp.usable_bytes:
+        raise ValueError(
+            f"--resume: resuming {str(folder)!r} needs {plan.human_bytes(needed)} (its recorded "
+            f"memory plan: {plan.PEAK_STATES['resume']:g} x the train state of "
+            f"{config.buffer_capacity:,} replay rows per team, read and trained) but "
+            f"{plan.human_bytes(mp.usable_bytes)} ({int(plan.MEMORY_FRACTION * 100)} % of "
+            f"{plan.human_bytes(mp.available_bytes)}, {mp.source}) is available: free memory "
+            f"or resume on a machine with more (a resumed run keeps its --capacity)")
+    return mp._replace(needed_bytes=needed, fits=True)
 
 
 def _open_checkpoints(args: argparse.Namespace, config: MARLConfig) -> Any:
@@ -413,7 +556,6 @@ def main(args: argparse.Namespace) -> int:
     """Run ``jaxrl-pim marl`` with the parsed options: plan, train (in checkpointed segments
     with ``--checkpoint``, through :mod:`jaxrl_pim.runner`), print a one-line summary,
     optionally write the report; returns the exit status."""
-    check_outputs(args, files={"--json": "json"})  # before any work (--checkpoint: below)
     check_checkpoint_arguments(args)
     auto_seeds = args.seeds == "auto"
     if auto_seeds and args.capacity == "auto":
@@ -421,18 +563,30 @@ def main(args: argparse.Namespace) -> int:
                          "of them a number")
     if not auto_seeds and args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-    if args.eval_episodes < 0:
-        raise ValueError(f"--eval-episodes must be >= 0, got {args.eval_episodes}")
+    if args.eval_episodes is not None:  # a group's greedy evaluation; a single run has none
+        if args.seeds == 1:
+            raise ValueError("--eval-episodes evaluates the seeds of --seeds S > 1; evaluate a "
+                             "single run with jaxrl-pim marl evaluate --checkpoint DIR "
+                             "--episodes N")
+        check_ranges({"--eval-episodes": (args.eval_episodes, 0, INT32_MAX)})
     if args.plot is not None:
         if args.seeds == 1:
             raise ValueError("--plot draws the curves of --seeds S > 1")
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot writes a PNG: {args.plot!r} does not end in .png")
-        check_outputs(args, files={"--plot": "plot"})
+    # every output path, and no two the same or inside the checkpoint folder, before any work
+    check_outputs(args, files={"--json": "json", "--plot": "plot"},
+                  folders={"--checkpoint": "checkpoint"})
+    if args.eval_episodes is None:
+        args.eval_episodes = EVAL_EPISODES
     if auto_seeds and args.checkpoint is not None:
         raise ValueError("--seeds auto picks the seeds from the memory; a checkpointed group "
                          "needs a fixed --seeds S")
-    check_args(args)  # every cheap check before jax (and JaxMARL) is imported
+    agents = check_args(args)[0]  # every cheap check before jax (and JaxMARL) is imported
+    if args.checkpoint is not None and args.resume:  # another run's folder, before JaxMARL
+        with flag_names(FLAGS):
+            run_record.check_folder(args.checkpoint, "--checkpoint", "MARL",
+                                    known=_known_fingerprint(args, agents))
     from jaxrl_pim.cli import launch
 
     procs = launch.initialize_from_args(args, "jaxrl-pim marl")  # before any jax work
@@ -494,9 +648,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
         timing["estimate"] = estimate["compile_s"]
     lines = plan.describe(config, the_plan, estimate)
     if memory["capacity_auto"]:
-        lines.append(f"--capacity auto: {config.buffer_capacity:,} rows per team, the largest "
-                     f"whose train state fits in {plan.human_bytes(memory['usable_bytes'])} "
-                     f"({memory['source']})")
+        lines.append(plan.auto_line(memory))
     every = None
     if checkpoints is not None:
         every = args.checkpoint_every or checkpoint.default_every(config.num_episodes)
@@ -513,7 +665,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
     name = f"marl {args.algo} {args.env}"
     with RichProgress(name, enabled=progress) as cb:
         result = checkpoint.train_segments(
-            config, state, curve, checkpoints, every=every,
+            config, state, curve, checkpoints, every=every, memory=memory,
             callback=cb if (progress and the_plan.episodes) else None)
     state = result.state
     timing.update(result.timing_s)

@@ -18,12 +18,15 @@ import argparse
 import sys
 from typing import Any
 
+from jaxrl_pim.choices import STUDY_TASKS
 from jaxrl_pim.cli._common import add_command, check_outputs, flag_names
+from jaxrl_pim.studies.config import SCHEMES, PTQConfig, QATStudyConfig  # no jax
 
 #: Study config fields -> the flags that set them (errors name what the user typed).
 FLAGS = {"num_seeds": "--seeds", "eval_episodes": "--episodes",
          "timesteps_scale": "--timesteps-scale", "delay_fraction": "--delay",
-         "include_biases": "--no-biases", "per_channel": "--per-channel"}
+         "include_biases": "--no-biases", "per_channel": "--per-channel", "bits": "--bits",
+         "seed": "--seed"}
 
 
 def _log(msg: str) -> None:
@@ -34,10 +37,8 @@ def _study(subparsers: argparse._SubParsersAction, name: str, description: str,
            defaults: Any, bits_help: str) -> argparse.ArgumentParser:
     """Add the study command ``name`` (``ptq`` or ``qat``) with the options both take;
     ``defaults`` is the study's default config, ``bits_help`` what its ``--bits`` mean."""
-    from jaxrl_pim.studies.tasks import TASKS
-
     p = add_command(subparsers, name, main, description=description)
-    names = tuple(TASKS)
+    names = STUDY_TASKS
     p.add_argument("--tasks", nargs="+", choices=names, default=list(defaults.tasks),
                    metavar="TASK", help="study tasks (registry names): " + ", ".join(names))
     p.add_argument("--seeds", type=int, default=defaults.num_seeds,
@@ -58,10 +59,8 @@ def _study(subparsers: argparse._SubParsersAction, name: str, description: str,
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``ptq`` and ``qat`` sub-commands."""
-    from jaxrl_pim.studies.ptq import SCHEMES, PTQConfig
-    from jaxrl_pim.studies.qat import QATStudyConfig
-
+    """Add the ``ptq`` and ``qat`` sub-commands (their defaults and choices read without
+    jax: :mod:`jaxrl_pim.studies.config`)."""
     ptq_defaults, qat_defaults = PTQConfig(), QATStudyConfig()
     p = _study(
         subparsers, "ptq",
@@ -107,18 +106,20 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _ptq(args: argparse.Namespace) -> int:
-    from jaxrl_pim.studies import report
-    from jaxrl_pim.studies.gap import gap_ablation_tasks, run_gap_ablation
-    from jaxrl_pim.studies.ptq import PTQConfig, run_ptq
-
     check_outputs(args, files={"--json": "json"})  # before any work
-    with flag_names(FLAGS):
+    with flag_names(FLAGS):  # the config's checks, before jax and the learners are imported
         config = PTQConfig(
             tasks=tuple(args.tasks), num_seeds=args.seeds, eval_episodes=args.episodes,
             bits=tuple(args.bits), scheme=args.scheme, per_channel=args.per_channel,
             include_biases=not args.no_biases, timesteps_scale=args.timesteps_scale,
             seed=args.seed,
         )
+    from jaxrl_pim.studies import report
+    from jaxrl_pim.studies.gap import gap_ablation_tasks, run_gap_ablation
+    from jaxrl_pim.studies.ptq import run_ptq
+
+    if args.gap_ablation and not gap_ablation_tasks(config.tasks):  # before the PTQ study
+        raise ValueError("--gap-ablation needs a DQN task among --tasks (e.g. dqn-cartpole)")
     results: dict[str, Any] = {}
     timing: dict[str, Any] = {}
     results["ptq"], timing["ptq"] = run_ptq(config, log=_log)
@@ -127,8 +128,6 @@ def _ptq(args: argparse.Namespace) -> int:
         print()
         print(report.bits_table(results["ptq"]))
     if args.gap_ablation:
-        if not gap_ablation_tasks(config.tasks):
-            raise ValueError("--gap-ablation needs a DQN task among --tasks (e.g. dqn-cartpole)")
         results["gap"], timing["gap"] = run_gap_ablation(config, log=_log)
         print()
         print(report.gap_table(results["gap"]))
@@ -138,16 +137,16 @@ def _ptq(args: argparse.Namespace) -> int:
 
 
 def _qat(args: argparse.Namespace) -> int:
-    from jaxrl_pim.studies import report
-    from jaxrl_pim.studies.qat import QATStudyConfig, run_qat
-
     check_outputs(args, files={"--json": "json"})  # before any work
-    with flag_names(FLAGS):
+    with flag_names(FLAGS):  # the config's checks, before jax and the learners are imported
         config = QATStudyConfig(
             tasks=tuple(args.tasks), bits=tuple(args.bits), delay_fraction=args.delay,
             num_seeds=args.seeds, eval_episodes=args.episodes,
             timesteps_scale=args.timesteps_scale, seed=args.seed,
         )
+    from jaxrl_pim.studies import report
+    from jaxrl_pim.studies.qat import run_qat
+
     results: dict[str, Any] = {}
     timing: dict[str, Any] = {}
     results["qat"], timing["qat"] = run_qat(config, log=_log)

@@ -30,13 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl_pim import pim
+from jaxrl_pim import pim, run_record
+from jaxrl_pim.checks import INT32_MAX
 from jaxrl_pim.cli import launch
 from jaxrl_pim.cli._common import (
     add_checkpoint_arguments,
     add_command,
     check_checkpoint_arguments,
+    check_fits_memory,
     check_outputs,
+    check_ranges,
+    check_seed,
     config_defaults,
     flag_names,
     show_progress,
@@ -154,6 +158,9 @@ def _check_mdp_flags(args: argparse.Namespace) -> None:
                          "of your own MDP); an environment gives its own terminal states")
     if args.terminal_states is not None:
         _terminal_mask(args.terminal_states, args.num_states)
+    if args.dataset is not None and args.dataset.is_dir():  # (a missing file: when read)
+        raise ValueError(f"--dataset {args.dataset}: is a folder; give a dataset file (.npz or "
+                         "text)")
 
 
 def _mdp(args: argparse.Namespace):
@@ -209,6 +216,19 @@ def _fingerprint(config: TabularConfig, args: argparse.Namespace, env_name: str 
     return fingerprint(config, env=env_name, seed=args.seed, **source)
 
 
+def _known_fingerprint(args: argparse.Namespace) -> dict[str, Any]:
+    """The part of :func:`_fingerprint` the options give before the MDP is built (no jax):
+    the config fields taken as typed, the seed and the collected dataset's size."""
+    independent = args.agents is not None
+    config = {"algo": args.algo, "sampling": args.sampling, "dtype": args.dtype,
+              "rng": args.rng, "sync_period": args.sync_period, "num_episodes": args.episodes,
+              "num_cores": args.agents if independent else args.cores,
+              "independent": independent}
+    source = {} if args.dataset is not None else {"transitions": args.transitions,
+                                                  "agents": args.agents}
+    return {"config": config, "seed": args.seed, **source}
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
     # the cheap checks and every output path first, before jax is imported: a bad one never
@@ -222,9 +242,24 @@ def main(args: argparse.Namespace) -> int:
                         ("--num-actions", args.num_actions)):
         if count is not None:
             _positive(flag, count)
+    # int32 episode, round and row indices in the trainer; the rest fails later (or never)
+    check_ranges({flag: (value, 1, INT32_MAX) for flag, value in (
+        ("--episodes", args.episodes), ("--sync-period", args.sync_period),
+        ("--transitions", args.transitions), ("--cores", args.cores),
+        ("--agents", args.agents), ("--devices", args.devices),
+        ("--eval-episodes", args.eval_episodes), ("--checkpoint-every", args.checkpoint_every))})
+    check_seed(args.seed)
+    if args.agents is None and args.dataset is None and args.cores > args.transitions:
+        raise ValueError(f"--cores {args.cores} exceeds the dataset size (--transitions "
+                         f"{args.transitions}): every lane needs at least one transition")
     _check_mdp_flags(args)
     check_checkpoint_arguments(args)
-    check_outputs(args, files={"--json": "json", "--save-q": "save_q"})
+    check_outputs(args, files={"--json": "json", "--save-q": "save_q"},
+                  folders={"--checkpoint": "checkpoint"})
+    if args.checkpoint is not None and args.resume:  # another run's folder, before jax
+        with flag_names(dict(FLAGS, num_cores="--cores" if args.agents is None else "--agents")):
+            run_record.check_folder(args.checkpoint, "--checkpoint", "tabular",
+                                    known=_known_fingerprint(args))
     import jax
     from rich.console import Console
 
@@ -238,7 +273,8 @@ def main(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     env_name, env, env_params, model, num_states, num_actions, terminal = _mdp(args)
     independent = args.agents is not None
-    with flag_names(dict(FLAGS, num_cores="--agents" if independent else "--cores")):
+    flags = dict(FLAGS, num_cores="--agents" if independent else "--cores")
+    with flag_names(flags):
         config = TabularConfig(
             num_states=num_states, num_actions=num_actions, algo=args.algo,
             sampling=args.sampling, dtype=args.dtype,
@@ -246,18 +282,21 @@ def main(args: argparse.Namespace) -> int:
             sync_period=args.sync_period, num_episodes=args.episodes, rng=args.rng,
             independent=independent,
         )
+    _check_memory(config, args, flags["num_cores"], jax.local_device_count())
     run_fp = None  # the checkpoints' fingerprint, read when needed (it hashes a dataset)
     if args.checkpoint is not None and args.resume and Path(args.checkpoint).is_dir():
         from jaxrl_pim.checkpoint import Checkpoints
 
         # another kind of run or configuration: refused before the data are collected
         run_fp = _fingerprint(config, args, env_name)
-        with Checkpoints(args.checkpoint, fingerprint=run_fp) as folder:
-            folder.check_record()
+        with flag_names(flags), Checkpoints(args.checkpoint, fingerprint=run_fp) as folder:
+            folder.check_record()  # a difference named by its flag
     key = jax.random.key(args.seed)
     k_data, k_train, k_eval = jax.random.split(key, 3)
     t0 = time.perf_counter()
-    lanes = process_lanes(config, run_mesh(config, args.devices))
+    check_ranges({"--devices": (args.devices, 1, len(jax.devices()))})
+    with flag_names(flags):
+        lanes = process_lanes(config, run_mesh(config, args.devices))
     num_rows = None  # set when this process collects only its own lanes' rows
     if args.dataset is not None:
         if independent:
@@ -297,7 +336,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"process {procs.index} of {procs.count}: lanes {lanes[0]}..{lanes[1] - 1} of "
               f"{config.num_cores}; training", file=sys.stderr, flush=True)
     show = show_progress(args.progress, sys.stdout, sys.stderr)
-    with RichProgress("sync rounds", enabled=show and procs.is_main) as progress:
+    with RichProgress("sync rounds", enabled=show and procs.is_main) as progress, \
+            flag_names(flags):
         # every process runs the same program: the others pass a callback that does nothing
         callback = (progress if procs.is_main else _ignore) if show else None
         try:
@@ -363,7 +403,11 @@ def main(args: argparse.Namespace) -> int:
         results["pim_estimate"] = _pim_estimate(config, dataset_rows, args.pim_estimate,
                                                 timing, measured_on)
     if args.save_q is not None:
-        atomic_save(args.save_q, lambda tmp: np.save(tmp, result.q_table.astype(np.float32)))
+        def save_q(tmp: str) -> None:  # to the open file: np.save would add .npy to a name
+            with open(tmp, "wb") as fh:
+                np.save(fh, result.q_table.astype(np.float32))
+
+        atomic_save(args.save_q, save_q)
     if args.json is not None:
         write_json(args.json, make_report(config, results, timing))
         console.print(f"report written to {args.json}")
@@ -426,6 +470,32 @@ def _newest_intact(checkpoints: Any) -> int | None:
 
 def _ignore(*args: Any) -> None:
     """The progress callback of processes other than 0."""
+
+
+#: Bytes of one collected transition on the device, at least: state and next state (int32),
+#: reward (float32), action and terminal flag (one byte each).
+_ROW_BYTES = 14
+
+
+def _check_memory(config: TabularConfig, args: argparse.Namespace, lanes_flag: str,
+                  devices: int) -> None:
+    """Refuses a run whose Q-tables (one per lane: ``num_cores x S x A`` in the table's format),
+    per-round records and collected rows do not fit in memory, before anything is allocated
+    (:func:`~jaxrl_pim.cli._common.check_fits_memory`). A sync round keeps a float32
+    ``q_delta`` on each of the ``devices``, in the scan's output and on the host, and its
+    int32 index: ``4 x (3 + devices)`` bytes."""
+    table = config.num_states * config.num_actions * np.dtype(config.format.storage).itemsize
+    rows = 0 if args.dataset is not None else args.transitions * (args.agents or 1)
+    per_round = 4 * (3 + devices) * config.num_rounds
+    needed = config.num_cores * table + per_round + _ROW_BYTES * rows
+    flag = lanes_flag
+    if per_round > config.num_cores * table:
+        flag = "--episodes"  # the per-round records dominate
+    elif _ROW_BYTES * rows > config.num_cores * table:
+        flag = "--transitions"
+    check_fits_memory(flag, needed, f"the run ({config.num_cores:,} Q-tables of "
+                      f"{config.num_states:,} x {config.num_actions} and "
+                      f"{config.num_rounds:,} sync rounds)")
 
 
 def _positive(name: str, value: int) -> int:

@@ -436,7 +436,10 @@ def piece_program(
     next ``num_episodes`` of a run at ``state``. ``start_episode`` defaults to
     ``int(state.episode)`` (a read of the device, which waits for ``state``). Programs are
     kept per process by static plan, so a driver asks for the program of every piece and
-    compiles only the pieces whose schedule is new.
+    compiles only the pieces whose schedule is new. Call a program with the state it was got
+    for: unlike :func:`make_train_from`'s, it does not check the state's episode (that check
+    is a host callback, and a program with one is never written to jax's persistent
+    compilation cache, so every command would compile its training program again).
     """
     start = int(state.episode) if start_episode is None else start_episode
     key = (dataclasses.replace(config, num_episodes=0),
@@ -444,8 +447,7 @@ def piece_program(
     cacheable = callback is None and algorithm is None
     if cacheable and key in _PROGRAMS:
         return _PROGRAMS[key]
-    train_from = make_train_from(config, num_episodes, callback=callback, algorithm=algorithm,
-                                 start_episode=start)
+    train_from = _train_from(config, make_phases(config, algorithm), key[1], start, callback)
     program = jax.jit(train_from, donate_argnums=0).lower(state).compile()
     if cacheable:
         if len(_PROGRAMS) >= _MAX_PROGRAMS:

@@ -1,6 +1,8 @@
 """jaxrl_pim.studies: quantization studies over the learners of :mod:`jaxrl_pim.rl` and the
 quantizers of :mod:`jaxrl_pim.quant`.
 
+* :mod:`.config`: the study configs (:class:`PTQConfig`, :class:`QATStudyConfig`), their
+  defaults, checks and task lists, without jax (the commands check their options with it).
 * :mod:`.tasks`: the registered study tasks (:data:`TASKS`) and seed-vmapped training.
 * :mod:`.ptq`: post-training quantization (fp32 / fp16 / int8 / bit sweep; return, KL and
   action agreement against fp32 on the same initial states).
@@ -16,25 +18,38 @@ Seeds: a task's training and evaluation keys derive from the user's seed and the
 *name* (:func:`task_keys`), so the same task and seed train the same policies in every study.
 """
 
-from jaxrl_pim.studies.gap import GAP_ABLATION_ALPHA, gap_ablation_tasks, run_gap_ablation
-from jaxrl_pim.studies.ptq import (
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jaxrl_pim import lazy
+from jaxrl_pim.studies.config import (
     DEFAULT_BITS,
-    PTQConfig,
-    evaluate_formats,
-    format_specs,
-    return_ratio,
-    run_ptq,
-)
-from jaxrl_pim.studies.qat import QATStudyConfig, run_qat, with_qat
-from jaxrl_pim.studies.quantized_policy import evaluate_quantized
-from jaxrl_pim.studies.tasks import (
     FULL_TASKS,
     QUICK_TASKS,
-    TASKS,
-    StudyTask,
-    task_keys,
-    train_seeds,
+    PTQConfig,
+    QATStudyConfig,
 )
+
+# Everything else loads jax (and gymnax), so it is imported on first use (PEP 562): ``from
+# jaxrl_pim.studies import PTQConfig`` and ``import jaxrl_pim.studies.config`` load no jax.
+_LAZY = {
+    **dict.fromkeys(("GAP_ABLATION_ALPHA", "gap_ablation_tasks", "run_gap_ablation"), "gap"),
+    **dict.fromkeys(("evaluate_formats", "format_specs", "return_ratio", "run_ptq"), "ptq"),
+    **dict.fromkeys(("run_qat", "with_qat"), "qat"),
+    "evaluate_quantized": "quantized_policy",
+    **dict.fromkeys(("TASKS", "StudyTask", "task_keys", "train_seeds"), "tasks"),
+}
+#: The package's modules, also given as attributes on first use (``studies.report``).
+SUBMODULES = ("config", "gap", "ptq", "qat", "quantized_policy", "report", "tasks")
+__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
+
+if TYPE_CHECKING:  # the static import graph and type checkers see every name
+    from jaxrl_pim.studies.gap import GAP_ABLATION_ALPHA, gap_ablation_tasks, run_gap_ablation
+    from jaxrl_pim.studies.ptq import evaluate_formats, format_specs, return_ratio, run_ptq
+    from jaxrl_pim.studies.qat import run_qat, with_qat
+    from jaxrl_pim.studies.quantized_policy import evaluate_quantized
+    from jaxrl_pim.studies.tasks import TASKS, StudyTask, task_keys, train_seeds
 
 __all__ = [
     "DEFAULT_BITS",

@@ -15,7 +15,7 @@ from typing import Any
 
 from jaxrl_pim.quant import QuantSpec
 from jaxrl_pim.studies.ptq import PTQConfig, evaluate_formats
-from jaxrl_pim.studies.tasks import TASKS, task_keys, train_seeds
+from jaxrl_pim.studies.tasks import TASKS, study_task, task_keys, train_seeds
 
 #: The advantage-learning weight the gap ablation gives DQN tasks registered without one.
 GAP_ABLATION_ALPHA = 0.9
@@ -49,7 +49,7 @@ def run_gap_ablation(
                                include_biases=config.include_biases)}
     results: dict[str, Any] = {}
     for name in gap_ablation_tasks(config.tasks):
-        base = config.task(name)
+        base = study_task(config, name)
         alpha = base.config.advantage_learning or GAP_ABLATION_ALPHA
         k_train, k_eval = task_keys(config.seed, name)
         results[name] = {}

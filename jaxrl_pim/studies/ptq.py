@@ -26,7 +26,6 @@ Tables and plots of the results are in :mod:`jaxrl_pim.studies.report`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -35,21 +34,21 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.quant import QuantSpec, fake_quantize
 from jaxrl_pim.rl.evaluate import make_evaluate, policy_divergence
+from jaxrl_pim.studies.config import (  # the config, defaults and checks load no jax
+    DEFAULT_BITS,
+    SCHEMES,
+    PTQConfig,
+    check_study_options,
+)
 from jaxrl_pim.studies.tasks import (
-    QUICK_TASKS,
-    TASKS,
     StudyTask,
     final_train_return,
+    study_task,
     task_keys,
     train_seeds,
 )
-
-#: Bit widths of the default sweep (paper quantizer; 16 = float16 round trip).
-DEFAULT_BITS: tuple[int, ...] = (16, 12, 10, 8, 7, 6, 5, 4, 3, 2)
-SCHEMES: tuple[str, ...] = ("paper", "symmetric", "asymmetric")
 
 
 def quant_spec(scheme: str, bits: int, per_channel: bool = False,
@@ -66,68 +65,6 @@ def format_specs(config: PTQConfig) -> dict[str, QuantSpec | None]:
         specs[f"bits={b}"] = quant_spec(config.scheme, b, config.per_channel,
                                         config.include_biases)
     return specs
-
-
-def check_study_options(tasks: Any, bits: Any, bits_may_be_empty: bool) -> None:
-    """Host checks shared by the study configs (ValueError naming the field and value).
-
-    ``tasks`` must be a non-empty tuple of distinct names of :data:`TASKS` (results are keyed
-    by name); ``bits`` a tuple of bit widths in [2, 16], which may be empty only where
-    ``bits_may_be_empty``.
-    """
-    if not isinstance(tasks, tuple) or not tasks:
-        raise ValueError(f"tasks must be a non-empty tuple of names, got {tasks!r}")
-    for t in tasks:
-        check_choice("task", t, tuple(TASKS))
-    if len(set(tasks)) != len(tasks):
-        raise ValueError(f"tasks must not repeat, got {tasks!r}")
-    if not isinstance(bits, tuple) or not (bits or bits_may_be_empty):
-        kind = "a tuple" if bits_may_be_empty else "a non-empty tuple"
-        raise ValueError(f"bits must be {kind} of bit widths, got {bits!r}")
-    for b in bits:
-        check_int("bits", b, 2, 16)
-
-
-@dataclasses.dataclass(frozen=True)
-class PTQConfig:
-    """What the PTQ study (and the action-gap ablation) runs.
-
-    Attributes:
-      tasks: names from :data:`jaxrl_pim.studies.TASKS`.
-      num_seeds: independently trained policies per task (vmapped).
-      eval_episodes: greedy evaluation episodes per seed and format.
-      bits: the bit sweep (2-16; for the paper scheme 16 means float16).
-      scheme: ``"paper"`` (default), ``"symmetric"`` or ``"asymmetric"``.
-      per_channel: one scale per output channel instead of per tensor.
-      include_biases: quantize biases too (the paper does).
-      timesteps_scale: multiplies every task's training length (e.g. 0.5 for quick runs).
-      seed: root PRNG seed; a task's keys depend on it and the task's name
-        (:func:`jaxrl_pim.studies.task_keys`), not on its position in ``tasks``.
-    """
-
-    tasks: tuple[str, ...] = QUICK_TASKS
-    num_seeds: int = 3
-    eval_episodes: int = 16
-    bits: tuple[int, ...] = DEFAULT_BITS
-    scheme: str = "paper"
-    per_channel: bool = False
-    include_biases: bool = True
-    timesteps_scale: float = 1.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        check_study_options(self.tasks, self.bits, bits_may_be_empty=True)
-        check_int("num_seeds", self.num_seeds, 1, 1024)
-        check_int("eval_episodes", self.eval_episodes, 1, 100_000)
-        check_choice("scheme", self.scheme, SCHEMES)
-        check_choice("per_channel", self.per_channel, (False, True))
-        check_choice("include_biases", self.include_biases, (False, True))
-        check_float("timesteps_scale", self.timesteps_scale, 0.0, 100.0, lo_open=True)
-        check_int("seed", self.seed, 0, 2**31 - 1)
-
-    def task(self, name: str) -> StudyTask:
-        """The (scaled) task called ``name``."""
-        return TASKS[name].scaled(self.timesteps_scale)
 
 
 @functools.lru_cache(maxsize=32)
@@ -235,7 +172,7 @@ def run_ptq(
     specs = format_specs(config)
     results: dict[str, Any] = {}
     for name in config.tasks:
-        task = config.task(name)
+        task = study_task(config, name)
         k_train, k_eval = task_keys(config.seed, name)
         if log:
             log(f"[ptq] {name}: training {config.num_seeds} seed(s), "

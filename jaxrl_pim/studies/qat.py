@@ -20,57 +20,21 @@ from typing import Any
 
 import numpy as np
 
-from jaxrl_pim.checks import check_float, check_int
 from jaxrl_pim.rl.common import QATConfig
+from jaxrl_pim.studies.config import FULL_QAT_TASKS, QUICK_QAT_TASKS, QATStudyConfig
 from jaxrl_pim.studies.ptq import (
-    check_study_options,
     make_paired_evaluate,
     quant_spec,
     quantize_seeds,
     summarize_format,
 )
-from jaxrl_pim.studies.tasks import TASKS, StudyTask, final_train_return, task_keys, train_seeds
-
-#: Tasks whose policies lose reward under low-bit PTQ (PPO on CartPole keeps its return even at
-#: 2 bits, so it cannot show a QAT benefit).
-QUICK_QAT_TASKS: tuple[str, ...] = ("ddpg-pendulum",)
-FULL_QAT_TASKS: tuple[str, ...] = ("ddpg-pendulum", "dqn-cartpole")
-
-
-@dataclasses.dataclass(frozen=True)
-class QATStudyConfig:
-    """What the QAT study runs.
-
-    Attributes:
-      tasks: names from :data:`jaxrl_pim.studies.TASKS`.
-      bits: bit widths to train at (2-16; the paper keeps reward down to 5-6 bits).
-      delay_fraction: fraction of training before fake quantization switches on.
-      num_seeds: policies per (task, bits), vmapped.
-      eval_episodes: greedy evaluation episodes per seed.
-      timesteps_scale: multiplies every task's training length.
-      seed: root PRNG seed (the fp32, PTQ and QAT runs of a task share training keys, which
-        depend on the seed and the task's name: the fp32 policies are the PTQ study's).
-    """
-
-    tasks: tuple[str, ...] = QUICK_QAT_TASKS
-    bits: tuple[int, ...] = (6, 5, 4, 3, 2)
-    delay_fraction: float = 0.5
-    num_seeds: int = 3
-    eval_episodes: int = 16
-    timesteps_scale: float = 1.0
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        check_study_options(self.tasks, self.bits, bits_may_be_empty=False)
-        check_float("delay_fraction", self.delay_fraction, 0.0, 1.0, hi_open=True)
-        check_int("num_seeds", self.num_seeds, 1, 1024)
-        check_int("eval_episodes", self.eval_episodes, 1, 100_000)
-        check_float("timesteps_scale", self.timesteps_scale, 0.0, 100.0, lo_open=True)
-        check_int("seed", self.seed, 0, 2**31 - 1)
-
-    def task(self, name: str) -> StudyTask:
-        """The (scaled) task called ``name``."""
-        return TASKS[name].scaled(self.timesteps_scale)
+from jaxrl_pim.studies.tasks import (
+    StudyTask,
+    final_train_return,
+    study_task,
+    task_keys,
+    train_seeds,
+)
 
 
 def with_qat(task: StudyTask, bits: int, delay_fraction: float) -> StudyTask:
@@ -93,7 +57,7 @@ def run_qat(
     timer = PhaseTimer()
     results: dict[str, Any] = {}
     for name in config.tasks:
-        task = config.task(name)
+        task = study_task(config, name)
         k_train, k_eval = task_keys(config.seed, name)
         if log:
             log(f"[qat] {name}: fp32 training, {config.num_seeds} seed(s)")

@@ -18,6 +18,7 @@ import numpy as np
 
 from jaxrl_pim.rl import LEARNERS, A2CConfig, DDPGConfig, DQNConfig, PPOConfig
 from jaxrl_pim.rl.networks import ParametricPolicy
+from jaxrl_pim.studies.config import FULL_TASKS, QUICK_TASKS, UNLEARNED_TASKS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +58,9 @@ def _min_timesteps(cfg: Any) -> int:
     return cfg.learning_starts + 1_000
 
 
-#: The study tasks; hyper-parameters chosen to learn in well under a minute of CPU each.
+#: The study tasks; hyper-parameters chosen to learn in well under a minute of CPU each (their
+#: names, in this order, are :data:`jaxrl_pim.choices.STUDY_TASKS`; the task lists
+#: QUICK_TASKS, FULL_TASKS and UNLEARNED_TASKS live in :mod:`jaxrl_pim.studies.config`).
 TASKS: dict[str, StudyTask] = {
     t.name: t
     for t in (
@@ -114,12 +117,6 @@ TASKS: dict[str, StudyTask] = {
         ),
     )
 }
-QUICK_TASKS: tuple[str, ...] = ("ppo-cartpole", "dqn-cartpole", "ddpg-pendulum")
-#: Tasks whose fp32 policies do not learn with their settings (a return ratio on them would
-#: say nothing about quantization); left out of the full study. Empty since the Acrobot,
-#: MountainCar and MountainCarContinuous settings above learn (docs/quantization.md).
-UNLEARNED_TASKS: tuple[str, ...] = ()
-FULL_TASKS: tuple[str, ...] = tuple(t for t in TASKS if t not in UNLEARNED_TASKS)
 
 
 def task_keys(seed: int, name: str) -> tuple[jax.Array, jax.Array]:
@@ -154,6 +151,13 @@ def final_train_return(metrics: dict[str, Any], window: int = 10) -> float:
     return float(np.mean(vals)) if vals else math.nan
 
 
+def study_task(config: Any, name: str) -> StudyTask:
+    """The registered task ``name`` with its training length scaled by ``config``'s
+    ``timesteps_scale`` (a :class:`~jaxrl_pim.studies.config.PTQConfig` or
+    :class:`~jaxrl_pim.studies.config.QATStudyConfig`)."""
+    return TASKS[name].scaled(config.timesteps_scale)
+
+
 __all__ = [
     "FULL_TASKS",
     "QUICK_TASKS",
@@ -161,6 +165,7 @@ __all__ = [
     "UNLEARNED_TASKS",
     "StudyTask",
     "final_train_return",
+    "study_task",
     "task_keys",
     "train_seeds",
 ]

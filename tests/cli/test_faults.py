@@ -14,9 +14,11 @@ but the evaluation.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
+import signal
 import stat
 import sys
 from pathlib import Path
@@ -26,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxrl_pim.checkpoint as checkpoint
 from jaxrl_pim import report
 from jaxrl_pim.checkpoint import FILES, Checkpoints, Damaged, run_kind
 from jaxrl_pim.cli import _common, build_parser, main
@@ -208,17 +211,21 @@ def test_every_step_damaged_is_one_line_naming_folder_and_file(marl_copy, capsys
     assert _tree_files(marl_copy) == before
 
 
-def test_a_checkpoint_without_its_file_list_still_falls_back(marl_copy, capsys):
-    """Steps written before file lists existed (or a save killed before its list): orbax's
-    own read errors count as damage, and the message still names the file."""
+def test_a_checkpoint_without_its_file_list_is_damaged(marl_copy, capsys):
+    """Steps written before file lists existed (or a save killed before its list) are not
+    trusted: damaged, whatever their files hold (tests/cli/test_faults_damage.py falls back
+    from one such step); a folder of them only is refused in one line."""
     for step in STEPS:
         (marl_copy / str(step) / FILES).unlink()
-    _rewrite_meta(marl_copy / "3")
+    before = _tree_files(marl_copy)
     with Checkpoints(marl_copy) as ckpt:
-        with pytest.raises(Damaged, match=r"3/meta/metadata: Expecting value"):
+        with pytest.raises(Damaged, match=r"3/files.json: no file list"):
             ckpt.record(3)
-    assert main(["marl", "evaluate", "--checkpoint", str(marl_copy), "--episodes", "2"]) == 0
-    assert "using checkpoint 2" in capsys.readouterr().err
+    assert main(["marl", "evaluate", "--checkpoint", str(marl_copy), "--episodes", "2"]) == 2
+    line = _one_error(capsys, "marl")
+    assert f"checkpoint 3 in {str(marl_copy)!r} is damaged: 3/files.json: no file list" in line
+    assert "no older checkpoint is intact either" in line
+    assert _tree_files(marl_copy) == before
 
 
 def test_a_resumed_run_writes_the_damaged_step_again_and_keeps_the_old_one(tmp_path, capsys):
@@ -279,6 +286,25 @@ def _other_folder(folder: Path, kind: str) -> Path:
     with Checkpoints(folder, fingerprint=OTHER_RUNS[kind]) as ckpt:
         ckpt.save(2, {"q": jnp.zeros((4, 500, 6))})
     return folder
+
+
+def test_run_record_reads_the_newest_readable_record(marl_copy):
+    from jaxrl_pim import run_record
+
+    (marl_copy / "damaged-4").mkdir()  # set aside, and orbax's temporary name: not steps
+    (marl_copy / "5.orbax-checkpoint-tmp-1").mkdir()
+    assert run_record.complete_steps(marl_copy) == list(STEPS)
+    assert run_record.newest_record(marl_copy)[0] == 3
+    # a record rewritten since the save (not as its file list says) is passed over, as the
+    # restore passes over it, even where it reads as another kind of run's
+    (marl_copy / "3" / run_record.RECORD).write_text(
+        '{"fingerprint": {"config": {"num_states": 4}}, "meta": {}}')
+    step, record = run_record.newest_record(marl_copy)
+    assert step == 2 and record["meta"] == {"episodes_done": 2}
+    assert run_record.run_kind(record["fingerprint"]) == "MARL"
+    assert run_record.newest_record(marl_copy / "none") is None
+    assert run_record.FILES == FILES
+    run_record.check_folder(marl_copy, "--checkpoint", "MARL")  # step 2's: a MARL run's
 
 
 def test_run_kind_reads_the_fingerprint():
@@ -558,11 +584,12 @@ def test_errors_name_the_flags_the_user_typed(argv, flags, fields, capsys):
 def test_in_flag_names_replaces_whole_words_only():
     flags = {"num_episodes": "--episodes", "num_envs": "--num-envs"}
     assert in_flag_names("num_episodes (0) and num_envs; num_episodes_x, --num_envs, "
-                         "config.num_envs: saved 1", flags) \
-        == "--episodes (0) and --num-envs; num_episodes_x, --num_envs, config.num_envs: saved 1"
+                         "config.num_envs.x", flags) \
+        == "--episodes (0) and --num-envs; num_episodes_x, --num_envs, config.num_envs.x"
 
 
-def test_cheap_checks_come_before_reading_or_importing(tmp_path, monkeypatch, capsys):
+def test_cheap_checks_come_before_reading_or_importing(marl_folder, tmp_path, monkeypatch,
+                                                      capsys):
     # --episodes 0 is refused before the (missing) checkpoint folder is even looked at
     assert main(["marl", "evaluate", "--checkpoint", str(tmp_path / "none"),
                  "--episodes", "0"]) == 2
@@ -572,6 +599,18 @@ def test_cheap_checks_come_before_reading_or_importing(tmp_path, monkeypatch, ca
     assert main(["marl", "--env", "jaxmarl:MPE_simple_v9", "--episodes", "1"]) == 2
     line = _one_error(capsys, "marl")
     assert "--env jaxmarl:MPE_simple_v9 is not supported" in line and "pip" not in line
+    # a folder of another configuration too (its JSON record), before JaxMARL
+    assert main(["marl", "--env", "jaxmarl:MPE_simple_spread_v3", "--checkpoint",
+                 str(marl_folder), "--resume"]) == 2
+    line = _one_error(capsys, "marl")
+    assert "--checkpoint" in line and "--batch-size: saved 8" in line and "pip" not in line
+    # the study configs are checked before the studies' (jax) modules are imported
+    for module in ("tasks", "ptq", "qat", "gap", "report"):
+        monkeypatch.setitem(sys.modules, f"jaxrl_pim.studies.{module}", None)
+    for argv, flag in ((["ptq", "--seeds", "0"], "--seeds"), (["qat", "--delay", "2"],
+                                                               "--delay")):
+        assert main(argv) == 2
+        assert flag in _one_error(capsys, argv[0])
     # the render's suffix, then the output paths, then the checkpoint
     assert main(["marl", "evaluate", "--checkpoint", str(tmp_path / "none"),
                  "--render", "x.png"]) == 2
@@ -639,6 +678,22 @@ CHEAP = [
     (["actorq", "--ray-address", "auto"], "--ray-address"),
     (["actorq", "--checkpoint-every", "10"], "--checkpoint-every"),
     (["actorq", "--env", "NoSuchEnv-v9"], "--env"),
+    (["ptq", "--seeds", "0"], "--seeds"),
+    (["qat", "--delay", "2"], "--delay"),
+    (["ptq", "--tasks", "ppo-cartpole", "--bits", "1"], "--bits"),
+]
+#: (argv, the flag, the words of its error): folders of another run, refused from their JSON
+#: record before jax (and JaxMARL, orbax) is imported; ``{marl}`` is a MARL run's folder
+#: (:func:`marl_folder`), ``{tabular}`` a tabular run's.
+CHEAP_FOLDERS = [
+    (["tabular", "--checkpoint", "{marl}", "--resume"], "--checkpoint",
+     "holds a MARL run's checkpoints, not a tabular run's"),
+    (["marl", "--env", "jaxmarl:MPE_simple_spread_v3", "--checkpoint", "{marl}", "--resume"],
+     "--checkpoint", "another run configuration (--batch-size: saved 8, this run 1024)"),
+    (["marl", *MARL[1:], "--seed", "3", "--checkpoint", "{marl}", "--resume"], "--checkpoint",
+     "(--seed: saved 0, this run 3)"),
+    (["marl", "evaluate", "--checkpoint", "{tabular}"], "--checkpoint",
+     "holds a tabular run's checkpoints, not a MARL run's"),
 ]
 
 
@@ -652,11 +707,23 @@ def _cheap_checks(cases: list[list[str]]) -> list[dict]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_cheap_checks_refuse_before_jax_is_imported():
+def _tabular_folder(folder: Path) -> Path:
+    """A checkpoint folder of a tabular run (its fingerprint's marker field; a tiny state)."""
+    with Checkpoints(folder, fingerprint={"config": {"num_states": 4}, "seed": 0}) as ckpt:
+        ckpt.save(1, {"q": jnp.zeros((4, 2))})
+    return folder
+
+
+def test_cheap_checks_refuse_before_jax_is_imported(marl_folder, tmp_path):
     # one interpreter for every case: a case that imported jax shows in its own record and
     # in every later one, so the first offender is named
-    got = _cheap_checks([argv for argv, _ in CHEAP])
-    for (argv, flag), res in zip(CHEAP, got, strict=True):
+    folders = {"{marl}": str(marl_folder), "{tabular}": str(_tabular_folder(tmp_path / "tab"))}
+    cases = [*CHEAP, *[([folders.get(a, a) for a in argv], flag)
+                       for argv, flag, _ in CHEAP_FOLDERS]]
+    got = _cheap_checks([argv for argv, _ in cases])
+    for (_, _, words), res in zip(CHEAP_FOLDERS, got[len(CHEAP):], strict=True):
+        assert words in res["err"], res["err"]
+    for (argv, flag), res in zip(cases, got, strict=True):
         lines = _lines(res["err"])
         assert res["status"] == 2, (argv, res)
         # one error line naming the flag, last; before it at most argparse's usage
@@ -798,3 +865,252 @@ class TestJaxMARLWorlds:
         assert sorted(p.name for p in folder.iterdir()) == ["1", "2"]  # no temporary folder
         assert main(["marl", "evaluate", "--checkpoint", str(folder), "--episodes", "2"]) == 0
         assert "(checkpoint after 2 episodes)" in capsys.readouterr().out
+
+# ---------------------------------------------------------------- damage of every shape
+# A step is trusted only when its file list (``files.json``) is present, of the right shape
+# and matches; anything else is Damaged: one short line naming the folder, the step and the
+# file, never a dump and never orbax's own noise, and every command that reads steps falls
+# back to the newest intact one or refuses in one line. A step or folder that cannot be moved
+# or deleted is named in one line; pruning never stops a run, and a resume refuses before any
+# work when it could not set a damaged step aside.
+
+#: At most this many characters of a Damaged line besides its folder's path.
+SHORT = 200
+
+
+def _short_line(line: str, folder: Path) -> None:
+    assert len(line) - len(str(folder)) <= SHORT, (len(line), line)
+    for noise in ("Traceback", "Event loop is closed", "DATA_LOSS", "tensorstore", "absl"):
+        assert noise not in line, line
+
+
+def _only_line(capfd) -> str:
+    """The one line on stderr (file descriptor 2 included: orbax's threads write there)."""
+    err = _lines(capfd.readouterr().err)
+    assert len(err) == 1, err
+    return err[0]
+
+
+def _evaluated_step_2(capfd, folder: Path, file: str) -> None:
+    """``marl evaluate`` of ``folder`` used step 2, with one warning naming ``3/file``."""
+    assert main(["marl", "evaluate", "--checkpoint", str(folder), "--episodes", "2"]) == 0
+    out = capfd.readouterr()
+    assert "(checkpoint after 2 episodes)" in out.out
+    err = _lines(out.err)
+    assert len(err) == 1, err
+    line = err[0]
+    assert line.startswith(f"warning: checkpoint 3 in {str(folder)!r} is damaged: 3/{file}")
+    assert line.endswith("using checkpoint 2, the newest intact one"), line
+    _short_line(line, folder)
+
+
+def test_a_step_without_its_file_list_is_damaged_and_never_read(marl_copy, capfd, caplog):
+    # a step killed before its list, whose orbax files are garbage too: orbax would raise
+    # a 1,000-character error and leave its reads' tracebacks behind
+    step = marl_copy / "3"
+    (step / FILES).unlink()
+    for name in ("state/manifest.ocdbt", "state/_METADATA", "state/_sharding",
+                 "_CHECKPOINT_METADATA"):
+        (step / name).write_bytes(b"\x00not orbax's\n" * 100)
+    before = _tree_files(marl_copy)
+    assert main([*MARL, "--episodes", "2", "--checkpoint", str(marl_copy), "--resume"]) == 0
+    out = capfd.readouterr()
+    assert "resuming after episode 2" in out.out
+    err = _lines(out.err)
+    assert len(err) == 1 and "3/files.json: no file list: the save did not finish" in err[0], \
+        err
+    _short_line(err[0], marl_copy)
+    assert not [r for r in caplog.records if "orbax" in r.pathname]  # its log, dropped
+    assert _tree_files(marl_copy) == _aside(before, 3)
+
+
+#: File lists that are valid JSON of the wrong shape -> the words naming them.
+BAD_LISTS = {
+    '{"files": {"meta/metadata": "abc"}}': "3/files.json: 'meta/metadata': 'abc' is not",
+    '{"files": {"meta/metadata": [1, 2, 3]}}': "is not [size, crc]",
+    '{"files": {"meta/metadata": [true, 0]}}': "is not [size, crc]",
+    '{"files": []}': 'not a file list {"files": {name: [size, crc]}}',
+    "[1, 2, 3]": "not a file list",
+    '"files"': "not a file list",
+    '{"files": {"../3/meta/metadata": [1, 2]}}': "not a file name in the step",
+    '{"files": {"/etc/passwd": [1, 2]}}': "not a file name in the step",
+    '{"files": {"state": [4096, 0]}}': "3/state: not a regular file",
+    '{"files": {}}': "not in the file list (added since the save)",
+    "{": "3/files.json: Expecting",
+}
+
+
+def test_a_file_list_of_the_wrong_shape_is_damage(marl_copy, capfd):
+    folder = marl_copy
+    with Checkpoints(folder) as ckpt:
+        for text, words in BAD_LISTS.items():
+            (folder / "3" / FILES).write_text(text)
+            with pytest.raises(Damaged) as damaged:
+                ckpt.verify(3)
+            line = str(damaged.value)
+            assert words in line and "\n" not in line, (text, line)
+            _short_line(line, folder)
+    # marl evaluate falls back; tabular and actorq read past step 3 to the record of 2
+    (folder / "3" / FILES).write_text('{"files": []}')
+    before = _tree_files(folder)
+    _evaluated_step_2(capfd, folder, FILES)
+    tabular = ["tabular", "--env", "taxi", "--cores", "4", "--transitions", "40",
+               "--no-progress", "--checkpoint", str(folder), "--resume"]
+    assert main(tabular) == 2
+    assert "holds a MARL run's checkpoints, not a tabular run's" in _only_line(capfd)
+    actorq = folder.parent / "actorq"  # its runs' folders: <--checkpoint>/<precision>
+    shutil.copytree(folder, actorq / "int8")
+    assert main(["actorq", "--steps", "100", "--checkpoint", str(actorq), "--resume"]) == 2
+    assert "holds a MARL run's checkpoints, not an ActorQ run's" in _only_line(capfd)
+    assert _tree_files(folder) == before
+
+
+def test_steps_that_cannot_be_moved_or_deleted(marl_copy, tmp_path, monkeypatch, capfd):
+    # as root no permission keeps a rename or a delete out: these fail as a read-only or
+    # immutable (chattr +i) folder makes them fail
+    real_rename, real_rmtree = os.rename, shutil.rmtree
+    locked: set[Path] = set()
+
+    def rename(src, dst, **kw):
+        if Path(src) in locked:
+            raise PermissionError(1, "Operation not permitted", str(src))
+        return real_rename(src, dst, **kw)
+
+    def rmtree(path, *args, **kw):
+        if Path(path).name.startswith(".deleting-2-"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_rmtree(path, *args, **kw)
+
+    monkeypatch.setattr(os, "rename", rename)
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    # a resume that would set a damaged step aside refuses, before any work
+    file = _truncate(marl_copy / "3")
+    locked.add(marl_copy / "3")
+    before = _tree_files(marl_copy)
+    assert main([*MARL, "--episodes", "4", "--checkpoint", str(marl_copy), "--resume"]) == 2
+    line = _one_error(capfd, "marl")
+    assert (f"checkpoint 3 in {str(marl_copy)!r} is damaged (3/{file}) and cannot be renamed "
+            "damaged-3 (Operation not permitted)") in line and "--resume again" in line, line
+    assert _tree_files(marl_copy) == before
+    # pruning: a step that cannot be moved, a folder that cannot be deleted: named once,
+    # kept, and the run ends with its report
+    from jaxrl_pim import runner
+
+    class Counter:
+        unit, total = "step", 4
+
+        def fingerprint(self):
+            return {"config": {"total": None}}
+
+        def init(self):
+            return {"x": jnp.zeros(2)}
+
+        def template(self, step):
+            return {"x": jnp.zeros(2)}
+
+        def restore(self, restored):
+            return restored.tree
+
+        def train_segment(self, state, n):
+            return {"x": state["x"] + n}, n
+
+        def snapshot(self, state, done):
+            return state, {"done": done}
+
+        def report(self, outcome):
+            return {"x": float(outcome.state["x"][0])}
+
+    folder = tmp_path / "pruned"
+    locked.add(folder / "1")
+    with runner.open_checkpoints(Counter(), folder, keep=1) as ckpt:
+        outcome = runner.run(Counter(), ckpt, every=1)
+        assert ckpt.steps() == [1, 4]
+    assert outcome.report == {"x": 4.0}
+    err = _lines(capfd.readouterr().err)
+    assert len(err) == 2, err
+    assert err[0] == (f"warning: checkpoint 1 in {str(folder)!r} cannot be deleted (Operation "
+                      "not permitted); it is kept beyond the newest 1: delete it by hand")
+    assert err[1].startswith(f"warning: '{folder}/.deleting-2-") and err[1].endswith(
+        "cannot be deleted (Permission denied); delete it by hand"), err
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".deleting-2-" + str(os.getpid()), "1", "4"]
+
+
+#: Records that are not ``{"fingerprint": ..., "meta": {...}}`` -> the words naming them.
+BAD_RECORDS = {
+    "{}": "but keys []",
+    "[]": "but a list",
+    '"record"': "but a str",
+    '{"fingerprint": null}': "but keys ['fingerprint']",
+    '{"fingerprint": null, "meta": [1]}': "but meta a list",
+    '{"fingerprint": null, "meta": {}, "more": ' + json.dumps(list(range(300))) + "}":
+        "but keys ['fingerprint', 'meta', 'more']",
+}
+
+
+def test_a_record_of_the_wrong_shape_is_damage(marl_copy, capfd):
+    folder = marl_copy
+    with Checkpoints(folder) as ckpt:
+        for text, words in BAD_RECORDS.items():
+            (folder / "3" / "meta" / "metadata").write_text(text)
+            ckpt._write_file_list(3)  # the list matches: only the record is wrong
+            with pytest.raises(Damaged) as damaged:
+                ckpt.record(3)
+            line = str(damaged.value)
+            assert '3/meta/metadata: not a record {"fingerprint": ..., "meta": {...}}' \
+                in line and words in line, (text, line)
+            _short_line(line, folder)
+    (folder / "3" / "meta" / "metadata").write_text("{}")
+    with Checkpoints(folder) as ckpt:
+        ckpt._write_file_list(3)
+    _evaluated_step_2(capfd, folder, "meta/metadata")
+
+
+class _Exited(Exception):
+    """What the test's ``os._exit`` raises instead of ending the process."""
+
+
+def test_a_save_stopped_by_a_signal_removes_its_temporary_folder(tmp_path, monkeypatch,
+                                                                 capsys):
+    from orbax.checkpoint._src.path import atomicity
+
+    folder = tmp_path / "c"
+    seen: dict[str, list[str]] = {}
+    real_finalize = atomicity.AtomicRenameTemporaryPath.finalize
+
+    def names() -> list[str]:
+        return sorted(p.name for p in folder.iterdir())
+
+    def exit_now(status: int) -> None:  # what is on disk when the process would end
+        seen[f"exit {status}"] = names()
+        raise _Exited
+
+    async def stopped_before_the_rename(self) -> None:
+        seen["before"] = names()
+        _common._on_signal(int(mode), None)  # the handler, as a signal runs it
+
+    monkeypatch.setattr(os, "_exit", exit_now)
+    monkeypatch.setattr(atomicity.AtomicRenameTemporaryPath, "finalize",
+                        stopped_before_the_rename)
+    monkeypatch.setitem(_common._stopping, "prog", "jaxrl-pim")
+    with Checkpoints(folder) as ckpt:
+        # SIGINT / SIGTERM end the command at once (os._exit, where no except runs)
+        for mode in (signal.SIGINT, signal.SIGTERM):
+            monkeypatch.setitem(_common._stopping, "raise", False)
+            monkeypatch.setitem(_common._stopping, "reported", False)
+            with pytest.raises(_Exited):
+                ckpt.save(1, {"x": jnp.ones(3)})
+            # orbax's temporary folder, complete but for its rename
+            assert [n.split(".")[1] for n in seen["before"]] == ["orbax-checkpoint-tmp"]
+            assert seen.pop(f"exit {128 + mode}") == []
+        # the launcher's Stopped unwinds through the save
+        monkeypatch.setitem(_common._stopping, "raise", True)
+        with pytest.raises(_common.Stopped):
+            ckpt.save(1, {"x": jnp.ones(3)})
+        assert names() == [] and not checkpoint.IN_FLIGHT
+        monkeypatch.setattr(atomicity.AtomicRenameTemporaryPath, "finalize", real_finalize)
+        ckpt.save(1, {"x": jnp.ones(3)})
+        assert names() == ["1"]
+        np.testing.assert_array_equal(ckpt.restore({"x": jnp.zeros(3)})[0]["x"], np.ones(3))
+    assert _lines(capsys.readouterr().err) == ["jaxrl-pim: stopped by SIGINT",
+                                               "jaxrl-pim: stopped by SIGTERM"]

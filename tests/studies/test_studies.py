@@ -143,7 +143,7 @@ def test_gap_ablation_plumbing_and_action_gap(monkeypatch):
             assert r["formats"]["fp32"]["return_ratio"] == 1.0
             assert r["mean_action_gap"] == r["formats"]["fp32"]["action_gap"]
     # the fp32 action gap against NumPy on the evaluation's visited states
-    task = cfg.task("dqn-cartpole")
+    task = tasks.study_task(cfg, "dqn-cartpole")
     state, _ = _random_q_networks(task, 2, jax.random.key(5))
     key = jax.random.key(6)
     policy = task.policy()
@@ -191,6 +191,15 @@ def test_study_configs_share_task_and_bits_checks():
             cls(bits=(8, 1))
     with pytest.raises(ValueError, match="bits must be a non-empty tuple"):
         QATStudyConfig(bits=())
+
+
+def test_the_task_names_are_the_registrys():
+    from jaxrl_pim import choices, studies
+
+    assert tuple(tasks.TASKS) == choices.STUDY_TASKS  # the commands' --tasks, read without jax
+    assert all(t.name == name for name, t in tasks.TASKS.items())
+    assert studies.TASKS is tasks.TASKS and studies.run_ptq is ptq.run_ptq
+    assert ptq.PTQConfig is studies.PTQConfig and qat.QATStudyConfig is studies.QATStudyConfig
 
 
 def test_task_seeds_depend_on_name_and_seed_not_position(monkeypatch):

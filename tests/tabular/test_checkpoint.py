@@ -178,7 +178,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path, capsys, dty
                         "config.algo: saved 'sarsa', this run 'q'"),
                        ([*cli_args(data, dtype, rng, seed=4), "--resume"],
                         "seed: saved 3, this run 4"),
-                       ([*cli_args(other, dtype, rng), "--resume"], "dataset_sha256: saved")]:
+                       ([*cli_args(other, dtype, rng), "--resume"], "--dataset: saved")]:
         assert main([*bad, "--checkpoint", str(folder)]) == 2
         assert match in capsys.readouterr().err
     assert Checkpoints(folder).steps() == steps  # nothing was touched
