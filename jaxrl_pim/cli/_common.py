@@ -294,7 +294,9 @@ def check_fits_memory(flag: str, needed: int, what: str) -> None:
 #: the commands) -> the flags that set them: a fingerprint difference names the flag.
 IDENTITY_FLAGS = {"seed": "--seed", "num_seeds": "--seeds", "env": "--env",
                   "transitions": "--transitions", "agents": "--agents",
-                  "dataset_sha256": "--dataset", "terminal_states": "--terminal-states"}
+                  "dataset_sha256": "--dataset", "terminal_states": "--terminal-states",
+                  "algo": "--algo", "sampling": "--sampling", "dtype": "--dtype",
+                  "rng": "--rng"}
 
 
 def in_flag_names(message: str, flags: Mapping[str, str]) -> str:

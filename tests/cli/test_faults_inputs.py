@@ -166,6 +166,9 @@ def test_fingerprint_differences_and_config_fields_are_named_by_flags():
         == msg.format("--seeds: saved 3, this run not given")
     assert _common.in_flag_names(msg.format("seed: saved None, this run 2"), {}) \
         == msg.format("--seed: saved not given, this run 2")
+    assert _common.in_flag_names(msg.format("config.dtype: saved 'int32', this run 'fp32'"),
+                                 tabular.FLAGS) == msg.format(
+        "--dtype: saved 'int32', this run 'fp32'")
     assert _common.in_flag_names("num_cores=5000 exceeds the dataset size 40", tabular.FLAGS) \
         == "--cores 5000 exceeds the dataset size 40"
     # prose stays: a key of the fingerprint is named only where it is a difference

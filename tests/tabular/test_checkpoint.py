@@ -175,7 +175,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path, capsys, dty
     capsys.readouterr()
     for bad, match in [(argv, "already holds checkpoints"),
                        ([*cli_args(data, dtype, rng, algo="q"), "--resume"],
-                        "config.algo: saved 'sarsa', this run 'q'"),
+                        "--algo: saved 'sarsa', this run 'q'"),
                        ([*cli_args(data, dtype, rng, seed=4), "--resume"],
                         "seed: saved 3, this run 4"),
                        ([*cli_args(other, dtype, rng), "--resume"], "--dataset: saved")]:
