@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated (default all three; --smoke ran)")
     p.add_argument("--formats", default=None, help="comma-separated (default both)")
     args = p.parse_args(argv)
-    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    run = harness.record(args, None if argv is None else [__file__, *argv])
     size = harness.mode_of(args)
     rows_n = args.rows or {"full": 1_000_000, "quick": 100_000, "smoke": 4_000}[size]
     lanes = args.lanes or {"full": 2000, "quick": 200, "smoke": 8}[size]

@@ -8,7 +8,8 @@ Each script in ``benchmarks/`` is run as ``python benchmarks/<name>.py [--quick]
   an existing results file there is never overwritten.
 * ``--publish`` writes into the committed place instead, ``benchmarks/results/<device>/``
   (``cpu``, ``h100``, ``h200``, ``tpu-v5-lite``, ... from :func:`device_dir`), replacing the
-  committed files of that name: the only way a committed result changes.
+  committed files of that name: the only way a committed result changes. It starts only on an
+  idle machine (:func:`wait_until_idle`, in :func:`start` and :func:`record`).
 * ``--quick`` runs reduced sizes (minutes) and names its files ``*_quick.*``.
 * ``--smoke`` runs test sizes (seconds; the numbers mean nothing) and names its files
   ``*_smoke.*``: what the test suite runs to check that every script works end to end and
@@ -45,6 +46,7 @@ import argparse
 import datetime as _dt
 import gc
 import math
+import os
 import re
 import sys
 import time
@@ -204,11 +206,55 @@ def require_baseline(module: str) -> Any:
 MODES = ("full", "quick", "smoke")
 
 
+#: Environment variable: the 1-minute load a ``--publish`` run waits for (a number), or
+#: ``off``; default :func:`idle_load`.
+IDLE_LOAD_ENV = "JAXRL_PIM_IDLE_LOAD"
+#: Seconds a ``--publish`` run waits for an idle machine before it gives up.
+IDLE_WAIT_S = 300.0
+
+
+def idle_load(cpus: int | None = None) -> float:
+    """The 1-minute load below which a machine of ``cpus`` cores (default: this one's) counts
+    as idle for a published measurement: a quarter of its cores, at least 0.5 (0.5 on the
+    2-core development machine: nothing else running beside the run)."""
+    return max(0.5, 0.25 * (cpus or os.cpu_count() or 1))
+
+
+def wait_until_idle(limit: float | None = None, wait_s: float = IDLE_WAIT_S,
+                    load: Callable[[], float] = lambda: os.getloadavg()[0],
+                    sleep: Callable[[float], Any] = time.sleep, poll_s: float = 5.0) -> float:
+    """Wait until the 1-minute load is below ``limit`` (default :data:`IDLE_LOAD_ENV`, else
+    :func:`idle_load`; ``off`` waits for nothing), polling every ``poll_s`` seconds for at
+    most ``wait_s``; one line on stderr while it waits. Returns the load it started at;
+    raises SystemExit with one line when the machine stays busy, so nothing is published
+    from a loaded machine (the results file records the load at its start and end)."""
+    setting = os.environ.get(IDLE_LOAD_ENV, "").strip().lower()
+    if limit is None and setting == "off":
+        return load()
+    if limit is None:
+        limit = float(setting) if setting else idle_load()
+    waited, now = 0.0, load()
+    if now >= limit:
+        print(f"waiting for an idle machine: 1-minute load {now:.2f}, publishing below "
+              f"{limit:.2f} (at most {wait_s:.0f} s; {IDLE_LOAD_ENV} sets the bound)",
+              file=sys.stderr, flush=True)
+    while now >= limit:
+        if waited >= wait_s:
+            raise SystemExit(f"not published: the 1-minute load stayed at or above {limit:.2f} "
+                             f"for {wait_s:.0f} s (now {now:.2f}); stop what else runs and "
+                             "publish again")
+        sleep(poll_s)
+        waited += poll_s
+        now = load()
+    return now
+
+
 def start(p: argparse.ArgumentParser, argv: list[str] | None, script: str,
           cpu_workarounds: bool = True) -> tuple[argparse.Namespace, report.RunRecord, str]:
     """The opening of a script's ``main``: parse the options, apply the XLA:CPU workarounds
     (:func:`jaxrl_pim.xla_env.apply_cpu_workarounds`, before anything compiles; unless
-    ``cpu_workarounds`` is false) and start the run's provenance record (``script`` is the
+    ``cpu_workarounds`` is false), with ``--publish`` wait for an idle machine
+    (:func:`wait_until_idle`), and start the run's provenance record (``script`` is the
     script's ``__file__``, named in the command when ``argv`` is given). Returns ``(args,
     run, mode)``."""
     from jaxrl_pim.xla_env import apply_cpu_workarounds
@@ -216,8 +262,16 @@ def start(p: argparse.ArgumentParser, argv: list[str] | None, script: str,
     args = p.parse_args(argv)
     if cpu_workarounds:
         apply_cpu_workarounds()
-    run = report.RunRecord(None if argv is None else [script, *argv])
-    return args, run, mode_of(args)
+    return args, record(args, None if argv is None else [script, *argv]), mode_of(args)
+
+
+def record(args: argparse.Namespace, command: list[str] | None = None) -> report.RunRecord:
+    """The run's provenance record (``command``: the script and its options when called with
+    ``argv``, else ``sys.argv``), started after :func:`wait_until_idle` when the run
+    publishes, so the load it records at its start is the idle machine's."""
+    if getattr(args, "publish", False):
+        wait_until_idle()
+    return report.RunRecord(command)
 
 
 def mode_of(args: argparse.Namespace) -> str:

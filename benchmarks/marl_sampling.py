@@ -1347,7 +1347,7 @@ def main(argv: list[str] | None = None) -> int:
         args.one_thread = args.on_cpu and mode != "smoke"
     if args.thread_child is not None:
         return thread_child(args)
-    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    run = harness.record(args, None if argv is None else [__file__, *argv])
     print(f"device memory: {args.memory['bytes'] / GIB:.1f} GiB ({args.memory['source']})",
           flush=True)
     timer = PhaseTimer()

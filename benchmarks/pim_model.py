@@ -460,10 +460,10 @@ def main(argv: list[str] | None = None) -> int:
     """Predict every published figure, write the results file, print the tables."""
     p = harness.parser(__doc__)
     args = p.parse_args(argv)
-    from jaxrl_pim import pim, report
+    from jaxrl_pim import pim
     from jaxrl_pim.pim import sensitivity
 
-    run = report.RunRecord()
+    run = harness.record(args)
     t = pim.CALIBRATION_TARGETS
     pub = pim_published
     pairs = ((t["multi_agent_2000_agents_s"], pub.MULTI_AGENT["pim_seconds_2000_agents_derived"]),

@@ -335,9 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run every sweep, write the results file and the plots, print the table."""
     p = harness.parser(__doc__)
     args = p.parse_args(argv)
-    from jaxrl_pim import pim, report
+    from jaxrl_pim import pim
 
-    run = report.RunRecord()
+    run = harness.record(args)
     path = harness.output_path(args, "pim_whatif")
     cpu = cpu_rates(harness.ROOT)
     recs, points = with_bands(cpu)

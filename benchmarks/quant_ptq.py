@@ -34,7 +34,6 @@ import jax
 
 from benchmarks import harness
 from jaxrl_pim import studies
-from jaxrl_pim.report import RunRecord
 from jaxrl_pim.studies import qat as qat_study
 from jaxrl_pim.studies import report as tables
 
@@ -209,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="greedy evaluation episodes per seed (default CPU 16, --quick 8, "
                         "GPU 32 / 16)")
     args = parser.parse_args(argv)
-    run = RunRecord()
+    run = harness.record(args)
     mode = harness.mode_of(args)
     size = sizes(mode)
     parts = args.parts or size["parts"]

@@ -30,7 +30,6 @@ from typing import Any
 if __package__ in (None, ""):  # run as python benchmarks/<name>.py: the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import harness
-from jaxrl_pim.report import RunRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 480.0  # the project's limit for the whole suite (seconds)
@@ -100,7 +99,7 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = harness.parser(__doc__).parse_args(argv)
-    run_record = RunRecord()
+    run_record = harness.record(args)
     mode = harness.mode_of(args)
     out = harness.output_path(args, "suite_time")
     with tempfile.TemporaryDirectory(prefix="suite_time_") as tmp:

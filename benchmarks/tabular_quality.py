@@ -28,7 +28,6 @@ import jax
 from benchmarks import harness
 from jaxrl_pim import data as data_lib
 from jaxrl_pim import envs
-from jaxrl_pim.report import RunRecord
 from jaxrl_pim.tabular import TabularConfig, evaluate, value_iteration
 from jaxrl_pim.tabular.runner import describe, run
 
@@ -102,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None, metavar="ENV",
                         help="run only the settings of this env (default: all)")
     args = parser.parse_args(argv)
-    run_record = RunRecord()
+    run_record = harness.record(args)
     mode = harness.mode_of(args)
     size = sizes(mode)
     out = harness.output_path(args, "tabular_quality")

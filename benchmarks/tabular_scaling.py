@@ -760,7 +760,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="weak-scaling dataset sizes in millions of rows (default CPU 1 4 16, "
                         "GPU 1 4 16 64)")
     args = p.parse_args(argv)
-    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    run = harness.record(args, None if argv is None else [__file__, *argv])
     # Before the first jax computation: one XLA CPU device per core (lanes split over them).
     os.environ["XLA_FLAGS"] = with_flags(
         os.environ.get("XLA_FLAGS", ""),

@@ -101,3 +101,22 @@ def test_copy_bandwidth_reports_bytes_moved_per_second() -> None:
     assert res["best_B_per_s"] == max(res["numpy_copyto_B_per_s"], res["xla_copy_B_per_s"])
     # read + write of 4 MiB in under a second on any machine this runs on
     assert res["numpy_copyto_B_per_s"] > 8 * (4 << 20) and np.isfinite(res["xla_copy_B_per_s"])
+
+
+def test_a_publish_waits_for_an_idle_machine_and_gives_up_on_a_busy_one(monkeypatch) -> None:
+    monkeypatch.delenv(harness.IDLE_LOAD_ENV, raising=False)
+    assert harness.idle_load(2) == 0.5 and harness.idle_load(16) == 4.0
+    loads, slept = iter([1.3, 0.9, 0.4]), []
+    assert harness.wait_until_idle(0.5, 60, lambda: next(loads), slept.append, 5) == 0.4
+    assert slept == [5, 5]  # polled until the load fell below the bound
+    with pytest.raises(SystemExit, match="not published: the 1-minute load stayed"):
+        harness.wait_until_idle(0.5, 10, lambda: 0.8, slept.append, 5)
+    monkeypatch.setenv(harness.IDLE_LOAD_ENV, "off")  # the bound turned off: no wait
+    assert harness.wait_until_idle(load=lambda: 9.0, sleep=slept.append) == 9.0
+    monkeypatch.setenv(harness.IDLE_LOAD_ENV, "10")
+    assert harness.wait_until_idle(load=lambda: 9.0, sleep=slept.append) == 9.0
+    assert slept == [5, 5, 5, 5]
+    # only a publishing run waits: --out records the load as it is
+    busy = argparse.Namespace(publish=False)
+    monkeypatch.setenv(harness.IDLE_LOAD_ENV, "0")
+    assert harness.record(busy).load_average_start is not None
