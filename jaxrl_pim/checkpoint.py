@@ -733,24 +733,32 @@ class Plan(NamedTuple):
       total: units of the whole run.
       every: checkpoint period in units; segments end at its multiples and at ``total``.
         None: the rest of the run is one segment (a run without checkpoints).
+      report: progress period in units (None: none); segments also end at its multiples, so
+        the host can report between them (no checkpoint is saved there).
     """
 
     start: int
     total: int
     every: int | None = None
+    report: int | None = None
 
     def segments(self) -> Iterator[tuple[int, int]]:
         """``(start, stop)`` of each segment still to run, in order."""
         check_int("start", self.start, lo=0)
         check_int("total", self.total, lo=self.start)
-        if self.every is not None:
-            check_int("every", self.every, lo=1)
+        periods = [check_int(name, p, lo=1) for name, p in (("every", self.every),
+                                                             ("report", self.report))
+                   if p is not None]
         done = self.start
         while done < self.total:
-            stop = self.total if self.every is None else min(
-                (done // self.every + 1) * self.every, self.total)
+            stop = min([self.total, *((done // p + 1) * p for p in periods)])
             yield done, stop
             done = stop
+
+    def saves_at(self, stop: int) -> bool:
+        """Whether the segment ending at ``stop`` ends with a checkpoint: a multiple of
+        ``every``, or the end of the run."""
+        return stop == self.total or self.every is None or stop % self.every == 0
 
 
 class Restored(NamedTuple):
@@ -914,9 +922,10 @@ def run_segments(
     For each segment ``(start, stop)`` of :meth:`Plan.segments`, in order:
     ``state, outputs = train_from(state, stop - start)``; with ``checkpoints``,
     ``tree, meta = snapshot(state, stop)`` is saved as checkpoint ``stop`` (default: the
-    state itself and ``{"done": stop}``); then ``callback(stop, plan.total, outputs)``. So a
-    callback only ever sees a segment whose checkpoint is on disk, and a run killed at any
-    moment resumes (:func:`restore_latest`) from the last segment it reported.
+    state itself and ``{"done": stop}``) when :meth:`Plan.saves_at` says so (segments cut
+    for progress reports save nothing); then ``callback(stop, plan.total, outputs)``. So a
+    callback sees every segment, and a run killed at any moment resumes
+    (:func:`restore_latest`) from the last checkpoint a segment wrote.
     ``train_from`` must return results that are ready (blocked on) for the timings to mean
     what they say.
     """
@@ -927,7 +936,7 @@ def run_segments(
         state, outputs = train_from(state, stop - start)
         timing["train"] += time.perf_counter() - t0
         done = stop
-        if checkpoints is not None:
+        if checkpoints is not None and plan.saves_at(stop):
             t0 = time.perf_counter()
             tree, meta = snapshot(state, stop)
             checkpoints.save(stop, tree, meta=meta)

@@ -172,6 +172,7 @@ def run(
     begin: Start | None = None,
     callback: Callable[[int, int, Any], None] | None = None,
     warn: Callable[[str], None] | None = None,
+    report_every: int | None = None,
 ) -> Outcome:
     """Run ``learner`` to its ``total`` from the host.
 
@@ -180,7 +181,9 @@ def run(
     end at multiples of ``every`` units (default :func:`jaxrl_pim.checkpoint.default_every` of
     the total, about a tenth of the run) and at the end, and ``learner.snapshot(state, done)``
     is saved as checkpoint ``done`` after each, so a run and its resumption run the same
-    segments. ``callback(done, total, outputs)`` follows each segment (and its checkpoint).
+    segments. ``report_every`` (units) cuts the segments at its multiples too, without a
+    checkpoint there, for a host-drawn progress display. ``callback(done, total, outputs)``
+    follows each segment (and its checkpoint).
     Returns the :class:`Outcome` with the learner's report fields.
     """
     total = check_int("total", learner.total, lo=0)
@@ -193,7 +196,8 @@ def run(
     else:
         period = check_int("every", every, lo=1)
     finished = run_segments(learner.train_segment, begin.state,
-                            Plan(begin.step, total, period), checkpoints, callback,
+                            Plan(begin.step, total, period, report_every), checkpoints,
+                            callback,
                             snapshot=learner.snapshot)
     timing = {"start": begin.seconds, **finished.timing_s}
     outcome = Outcome(finished.state, begin.step, finished.done, finished.checkpoints_written,

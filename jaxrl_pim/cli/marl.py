@@ -666,7 +666,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
     with RichProgress(name, enabled=progress) as cb:
         result = checkpoint.train_segments(
             config, state, curve, checkpoints, every=every, memory=memory,
-            callback=cb if (progress and the_plan.episodes) else None)
+            progress=cb if (progress and the_plan.episodes) else None)
     state = result.state
     timing.update(result.timing_s)
     if checkpoints is None:

@@ -29,6 +29,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -248,11 +249,34 @@ def _as_run(outcome: runner.Outcome) -> Run:
                outcome.checkpoints_written, outcome.report["timing_s"])
 
 
+#: About this many progress reports over a run drawn from the host (:func:`progress_every`).
+PROGRESS_REPORTS = 50
+
+
+def progress_every(config: MARLConfig, start: int, every: int | None = None) -> int:
+    """Episodes between two progress reports drawn from the host (:func:`train_segments`'s
+    ``progress``): about :data:`PROGRESS_REPORTS` over the rest of the run from ``start``, a
+    multiple of the episodes of one update cycle (``lcm(env steps per episode, update_every)``
+    env steps), so every whole piece after the warm-up starts at the same phase of the cycle
+    and runs one compiled program; with checkpoints every ``every`` episodes, a divisor of it
+    that is such a multiple (``every`` itself when there is none), so reports never cut a
+    checkpoint period unevenly."""
+    steps = config.episode_length * config.num_envs
+    cycle = math.lcm(steps, config.update_every) // steps
+    want = max(cycle, -(-max(1, (config.num_episodes - start) // PROGRESS_REPORTS)
+                       // cycle) * cycle)
+    if every is None:
+        return want
+    fits = [d for d in range(cycle, every + 1, cycle) if every % d == 0 and d <= want]
+    return max(fits) if fits else every
+
+
 def train_segments(
     config: MARLConfig, state: TrainState, episode_return: np.ndarray,
     checkpoints: Checkpoints | None = None, *, every: int | None = None,
     callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
     memory: dict[str, Any] | None = None,
+    progress: Callable[[int, int, dict[str, float]], Any] | None = None,
 ) -> Run:
     """Train ``state`` up to ``config.num_episodes`` episodes, saving a checkpoint after every
     segment when ``checkpoints`` is given (:func:`jaxrl_pim.runner.run` of a
@@ -261,8 +285,12 @@ def train_segments(
     one segment).
 
     ``episode_return`` is the curve so far (from :func:`starting_state`); ``callback(episode,
-    total, metrics)`` is called about 200 times per segment with the run's total; ``memory``
-    the run's memory plan, recorded in every checkpoint (:class:`MARLLearner`).
+    total, metrics)`` is called about 200 times per segment with the run's total, from inside
+    the compiled program (a host callback: jax's persistent compilation cache never keeps such
+    a program); ``progress(episode, total, {"return": ...})`` instead is called from the host
+    between pieces of :func:`progress_every` episodes (the last piece's mean episode return),
+    whose programs hold no callback and are cached; ``memory`` the run's memory plan, recorded
+    in every checkpoint (:class:`MARLLearner`).
     """
     total = config.num_episodes
     start = int(state.episode)
@@ -273,8 +301,16 @@ def train_segments(
                          f"{start}")
     learner = _learner(config, None, checkpoints, callback=callback, algorithm=algorithm,
                        curve=episode_return, memory=memory)
-    return _as_run(runner.run(learner, checkpoints, every=every,
-                              begin=runner.Start(state, start)))
+    report, report_every = None, None
+    if progress is not None:
+        period = (every or default_every(total)) if checkpoints is not None else None
+        report_every = progress_every(config, start, period)
+
+        def report(done: int, _total: int, returns: np.ndarray) -> None:
+            progress(done, total, {"return": float(returns[-1].mean())} if len(returns) else {})
+
+    return _as_run(runner.run(learner, checkpoints, every=every, callback=report,
+                              begin=runner.Start(state, start), report_every=report_every))
 
 
 def run(

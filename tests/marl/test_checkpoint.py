@@ -153,3 +153,29 @@ def test_fingerprint_and_default_period():
     assert checkpoint.fingerprint(CONFIG, jax.random.PRNGKey(5))["key"] == [0, 5]
     assert checkpoint.fingerprint(CONFIG, jax.random.key(5))["key"] == [0, 5]
     assert [checkpoint.default_every(n) for n in (0, 1, 10, 11, 60_000)] == [1, 1, 1, 2, 6000]
+
+
+def test_host_progress_reports_between_cached_pieces_and_saves_at_the_period(tmp_path):
+    """The command's progress bar is drawn from the host between pieces (no callback inside a
+    program, so jax's persistent cache keeps them): pieces of progress_every episodes, one
+    report each with the run's total, checkpoints only at multiples of the period."""
+    from jaxrl_pim.marl import trainer
+
+    config = dataclasses.replace(CONFIG, num_episodes=12)
+    assert checkpoint.progress_every(config, 0) == 1  # 50 steps an episode, a round every 5
+    slow = dataclasses.replace(config, num_episodes=5_000, update_every=100)
+    assert checkpoint.progress_every(slow, 0) == 100  # 5,000 / 50, a multiple of 2 episodes
+    assert checkpoint.progress_every(slow, 0, every=500) == 100  # divides the period
+    assert checkpoint.progress_every(slow, 0, every=301) == 301  # no even divisor: at saves
+    state, curve = checkpoint.starting_state(config, jax.random.PRNGKey(1))
+    seen: list[tuple[int, int, list[str]]] = []
+    trainer._PROGRAMS.clear()
+    with Checkpoints(tmp_path / "ck", keep=3,
+                     fingerprint=checkpoint.fingerprint(config, seed=1)) as ck:
+        run = checkpoint.train_segments(config, state, curve, ck, every=6,
+                                        progress=lambda e, t, m: seen.append((e, t, sorted(m))))
+        assert ck.steps() == [6, 12]  # the reports between them saved nothing
+    assert seen == [(e, 12, ["return"]) for e in range(1, 13)]
+    assert run.episode_return.shape[0] == 12
+    # every piece's program was kept by static plan, which only callback-free programs are
+    assert 1 <= len(trainer._PROGRAMS) <= 3
