@@ -237,13 +237,14 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
     import numpy as np
 
     from jaxrl_pim import report
+    from jaxrl_pim.marl import plan
     from jaxrl_pim.marl.policies import evaluate, load_policies, rollout_positions
 
     check_evaluate(args.checkpoint)  # the recorded memory plan, before any array is read
     try:
         pol = load_policies(args.checkpoint)
-        check_fits_memory("--episodes", evaluation_bytes(pol.config, len(pol.teams),
-                                                         args.episodes, pol.num_seeds),
+        check_fits_memory("--episodes", plan.evaluation_bytes(pol.config, len(pol.teams),
+                                                              args.episodes, pol.num_seeds),
                           f"evaluating {args.episodes:,} episodes of {pol.num_seeds} seed(s)")
         key = jax.random.PRNGKey(args.seed)
         if pol.num_seeds > 1:  # a group of seeds (--seeds S): every seed's greedy return
@@ -303,22 +304,8 @@ def check_evaluate(folder: str) -> None:
         except (ValueError, TypeError):
             return  # not a MARL run's checkpoint: load_policies says so
     needed = int(fingerprint.get("num_seeds") or 1) * int(one)
-    available, source = plan.available_memory()
-    usable = int(available * plan.MEMORY_FRACTION)
-    if needed > usable:
-        raise ValueError(
-            f"--checkpoint {folder}: reading the run's actors needs {plan.human_bytes(needed)} "
-            f"(its recorded memory plan) but {plan.human_bytes(usable)} "
-            f"({int(plan.MEMORY_FRACTION * 100)} % of {plan.human_bytes(available)}, {source})"
-            " is available: free memory and run marl evaluate again")
-
-
-def evaluation_bytes(config: MARLConfig, teams: int, episodes: int, seeds: int = 1) -> int:
-    """A lower bound of the bytes evaluating ``episodes`` episodes of ``seeds`` seeds holds at
-    once (they run vmapped): per episode and step its key (2 x uint32) and each team's
-    reward (float32), and the returns on the host (float64 per team). Arithmetic only."""
-    per_episode = config.episode_length * (8 + 4 * teams) + 8 + 8 * teams
-    return seeds * episodes * per_episode
+    check_fits_memory("--checkpoint", needed,
+                      f"reading the actors of {folder} (its recorded memory plan)")
 
 
 def _number_or_auto(noun: str) -> Callable[[str], int | str]:
@@ -446,16 +433,6 @@ def _config(args: argparse.Namespace, agents: int | None, prey: int | None,
         buffer_capacity=args.capacity, batch_size=args.batch_size,
         learning_starts=args.learning_starts, update_every=args.update_every,
     )
-
-
-def _state_bytes(config: MARLConfig) -> int:
-    import jax
-    import numpy as np
-
-    from jaxrl_pim.marl.trainer import make_init
-
-    shapes = jax.eval_shape(make_init(config), jax.random.PRNGKey(0))
-    return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(shapes))
 
 
 def fit_memory(args: argparse.Namespace, config: MARLConfig, seeds: int = 1,
@@ -655,7 +632,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
         lines.append(
             f"checkpoints: every {every:,} episode{'' if every == 1 else 's'} and at the end in "
             f"{args.checkpoint} "
-            f"(newest 3 kept, {plan.human_bytes(_state_bytes(config))} each)"
+            f"(newest 3 kept, {plan.human_bytes(plan.state_bytes(config))} each)"
             + (f"; resuming after episode {start:,}" if start else
                ("; no checkpoint yet: starting at episode 0" if args.resume else "")))
     for line in lines:

@@ -187,6 +187,14 @@ def evaluate_bytes(config: MARLConfig) -> int:
     return math.ceil(PEAK_STATES["resume"] * actors)
 
 
+def evaluation_bytes(config: MARLConfig, teams: int, episodes: int, seeds: int = 1) -> int:
+    """A lower bound of the bytes evaluating ``episodes`` episodes of ``seeds`` seeds holds at
+    once (they run vmapped): per episode and step its key (2 x uint32) and each team's
+    reward (float32), and the returns on the host (float64 per team). Arithmetic only."""
+    per_episode = config.episode_length * (8 + 4 * teams) + 8 + 8 * teams
+    return seeds * episodes * per_episode
+
+
 def total_memory(device: Any = None) -> tuple[int, str]:
     """``(bytes, source)``: the fixed memory ``--capacity auto`` sizes a run for, whatever is
     free at that moment: :data:`MEMORY_LIMIT_ENV` when set; else the device's ``bytes_limit``

@@ -1114,3 +1114,18 @@ def test_a_save_stopped_by_a_signal_removes_its_temporary_folder(tmp_path, monke
         np.testing.assert_array_equal(ckpt.restore({"x": jnp.zeros(3)})[0]["x"], np.ones(3))
     assert _lines(capsys.readouterr().err) == ["jaxrl-pim: stopped by SIGINT",
                                                "jaxrl-pim: stopped by SIGTERM"]
+
+
+def test_evaluate_refuses_actors_that_do_not_fit_before_reading_them(marl_copy, capsys,
+                                                                      monkeypatch):
+    """The recorded (here: computed) memory of reading the actors against the memory a run
+    may fill: one line naming --checkpoint, before any array is read."""
+    from jaxrl_pim.marl import plan, policies
+
+    monkeypatch.setattr(plan, "evaluate_bytes", lambda config: 8 << 30)
+    monkeypatch.setenv(plan.MEMORY_LIMIT_ENV, str(1 << 30))
+    monkeypatch.setattr(policies, "load_policies",
+                        lambda *a, **k: pytest.fail("the actors were read"))
+    assert main(["marl", "evaluate", "--checkpoint", str(marl_copy)]) == 2
+    line = _one_error(capsys, "marl")
+    assert "--checkpoint" in line and "reading the actors" in line and "8.0 GiB" in line, line

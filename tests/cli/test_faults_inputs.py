@@ -147,7 +147,7 @@ def test_sizes_beyond_memory_are_refused_before_allocation(tmp_path, monkeypatch
     monkeypatch.setattr(policies, "evaluate", lambda *a, **k: pytest.fail("evaluated"))
     _refused(["marl", "evaluate", "--checkpoint", str(tmp_path), "--episodes", "20000000"],
              capsys, "--episodes: evaluating 20,000,000 episodes of 1 seed(s) needs")
-    from jaxrl_pim.cli.marl import evaluation_bytes
+    from jaxrl_pim.marl.plan import evaluation_bytes
 
     assert evaluation_bytes(config, 1, 10, seeds=3) == 3 * 10 * (25 * 12 + 16)
 
