@@ -256,8 +256,10 @@ def main(args: argparse.Namespace) -> int:
     check_checkpoint_arguments(args)
     check_outputs(args, files={"--json": "json", "--save-q": "save_q"},
                   folders={"--checkpoint": "checkpoint"})
+    independent = args.agents is not None
+    flags = dict(FLAGS, num_cores="--agents" if independent else "--cores")
     if args.checkpoint is not None and args.resume:  # another run's folder, before jax
-        with flag_names(dict(FLAGS, num_cores="--cores" if args.agents is None else "--agents")):
+        with flag_names(flags):
             run_record.check_folder(args.checkpoint, "--checkpoint", "tabular",
                                     known=_known_fingerprint(args))
     import jax
@@ -272,8 +274,6 @@ def main(args: argparse.Namespace) -> int:
     procs = launch.initialize_from_args(args, PROG)  # before any jax work
     console = Console(stderr=True)
     env_name, env, env_params, model, num_states, num_actions, terminal = _mdp(args)
-    independent = args.agents is not None
-    flags = dict(FLAGS, num_cores="--agents" if independent else "--cores")
     with flag_names(flags):
         config = TabularConfig(
             num_states=num_states, num_actions=num_actions, algo=args.algo,
