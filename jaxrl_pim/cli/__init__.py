@@ -12,7 +12,8 @@ and only the module of the command being run is imported, so ``jaxrl-pim --help`
 commands without loading jax. Invalid options or data (``ValueError``) end with a one-line
 error and exit status 2, never a traceback.
 
-Every command compiles through jax's persistent compilation cache (:func:`use_compile_cache`:
+Every command compiles through jax's persistent compilation cache
+(:func:`jaxrl_pim.xla_env.use_compile_cache`:
 ``JAX_COMPILATION_CACHE_DIR``, else ``~/.cache/jaxrl_pim/xla``; ``JAXRL_PIM_COMPILE_CACHE=off``
 turns it off), so the same run again reads its programs back instead of compiling them.
 """
@@ -23,7 +24,7 @@ import argparse
 import importlib.metadata
 import os
 import sys
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 
 from jaxrl_pim.cli._common import (
     STOP_GRACE_S,
@@ -34,7 +35,7 @@ from jaxrl_pim.cli._common import (
     report_stop,
     stop_on_signals,
 )
-from jaxrl_pim.xla_env import apply_cpu_workarounds
+from jaxrl_pim.xla_env import apply_cpu_workarounds, use_compile_cache
 
 Registrar = Callable[[argparse._SubParsersAction], None]
 
@@ -121,62 +122,6 @@ def use_all_host_cores(argv: Sequence[str]) -> None:
     if argv[:1] == ["tabular"] and "xla_force_host_platform_device_count" not in flags:
         count = f"--xla_force_host_platform_device_count={os.cpu_count() or 1}"
         os.environ["XLA_FLAGS"] = f"{flags} {count}".strip()
-
-
-#: ``JAXRL_PIM_COMPILE_CACHE=off`` runs a command without jax's persistent compilation cache.
-COMPILE_CACHE_SWITCH = "JAXRL_PIM_COMPILE_CACHE"
-#: jax's own environment variables (read when jax is imported, by the command's process and by
-#: every process it starts): the cache folder, the shortest compile worth an entry, and the
-#: cache's master switch.
-JAX_CACHE_DIR = "JAX_COMPILATION_CACHE_DIR"
-JAX_CACHE_MIN_COMPILE_S = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
-JAX_CACHE_ENABLED = "JAX_ENABLE_COMPILATION_CACHE"
-#: Programs that took at least this long (seconds) to compile are written to the cache: jax's
-#: default (1 s) leaves out the MARL init and evaluation programs, and the tens of small jits
-#: of 10-100 ms each that a command compiles again; below it, the few-millisecond jits whose
-#: read costs about what their compile does.
-CACHE_MIN_COMPILE_S = "0.01"
-
-
-def compile_cache_dir(environ: Mapping[str, str] | None = None) -> str | None:
-    """The folder of jax's persistent compilation cache the commands use (``environ``:
-    default ``os.environ``): None when ``JAXRL_PIM_COMPILE_CACHE=off`` (also ``0``,
-    ``false``, ``no``); else ``JAX_COMPILATION_CACHE_DIR`` when set; else
-    ``$XDG_CACHE_HOME/jaxrl_pim/xla``, or ``~/.cache/jaxrl_pim/xla`` without it."""
-    env = os.environ if environ is None else environ
-    if env.get(COMPILE_CACHE_SWITCH, "").strip().lower() in ("off", "0", "false", "no"):
-        return None
-    if env.get(JAX_CACHE_DIR):
-        return env[JAX_CACHE_DIR]
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jaxrl_pim", "xla")
-
-
-def use_compile_cache(environ: MutableMapping[str, str] | None = None) -> str | None:
-    """Turn jax's persistent compilation cache on (or off) for this command and the processes
-    it starts (``jaxrl-pim launch``'s, the ActorQ actors): sets jax's own variables in
-    ``environ`` (default ``os.environ``), a folder and a threshold the user set kept
-    (:func:`compile_cache_dir`, :data:`CACHE_MIN_COMPILE_S`); with the cache off, jax's
-    ``JAX_ENABLE_COMPILATION_CACHE=false``. jax reads them when it is imported; when it
-    already is (``main`` called in a program that uses jax), its config is updated too
-    (effective before its first compilation). Returns the folder, or None when off. Imports
-    no jax."""
-    env = os.environ if environ is None else environ
-    folder = compile_cache_dir(env)
-    if folder is None:
-        env[JAX_CACHE_ENABLED] = "false"
-    else:
-        env[JAX_CACHE_DIR] = folder
-        env.setdefault(JAX_CACHE_MIN_COMPILE_S, CACHE_MIN_COMPILE_S)
-    jax = sys.modules.get("jax") if environ is None else None
-    if jax is not None:
-        if folder is None:
-            jax.config.update("jax_enable_compilation_cache", False)
-        else:
-            jax.config.update("jax_compilation_cache_dir", folder)
-            jax.config.update("jax_persistent_cache_min_compile_time_secs",
-                              float(env[JAX_CACHE_MIN_COMPILE_S]))
-    return folder
 
 
 def main(argv: Sequence[str] | None = None) -> int:

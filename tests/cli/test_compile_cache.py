@@ -8,13 +8,13 @@ import os
 
 import jax
 
-from jaxrl_pim.cli import (
+from jaxrl_pim.cli import main
+from jaxrl_pim.xla_env import (
     CACHE_MIN_COMPILE_S,
     JAX_CACHE_DIR,
     JAX_CACHE_ENABLED,
     JAX_CACHE_MIN_COMPILE_S,
     compile_cache_dir,
-    main,
     use_compile_cache,
 )
 
