@@ -4,7 +4,9 @@ Sections (each a list of records in ``results``; ``--sections`` runs a subset):
 
 1. ``inference``: one actor step's policy evaluation (the agent's greedy function, jitted)
    for fp32 / fp16 / int8 actors computing in their own precision (int8: ``int8 x int8 ->
-   int32`` matmuls; fp16: half matmuls), at the small benchmark networks and at the paper's
+   int32`` matmuls with per-row activation scales; ``int8_fast``: the fast int8 path the
+   actors run, static scales calibrated on the timed observations, first and last layers in
+   float32; fp16: half matmuls), at the small benchmark networks and at the paper's
    actor size (3 x 2048), batch 1 and batched; measured inside a Ray actor (one XLA
    thread, as the actors run); best of ``repeats`` timed loops after a warm-up.
 2. ``broadcast``: bytes per refresh and its cost through Ray for fp32 / fp16 / int8 policies
@@ -54,6 +56,8 @@ from benchmarks import harness
 
 SECTIONS = ("inference", "broadcast", "throughput", "time_to_reward", "playground")
 PRECISIONS = ("fp32", "fp16", "int8")
+#: the inference section's arithmetic: each precision, and int8 on the fast path
+INFERENCE = PRECISIONS + ("int8_fast",)
 PAPER_HIDDEN = (2048, 2048, 2048)
 #: the tables' cells: the layer's number format, "-" for a value not measured
 _fmt = functools.partial(harness.fmt, missing="-")
@@ -125,7 +129,7 @@ class InferenceProbe:
         import jax
 
         from jaxrl_pim.actorq.algorithms import make_agent
-        from jaxrl_pim.actorq.broadcast import actor_params
+        from jaxrl_pim.actorq.broadcast import actor_params, fast_int8_params
         from jaxrl_pim.actorq.config import default_config
         from jaxrl_pim.envs import make_with_info
         from jaxrl_pim.timing import time_per_call
@@ -134,8 +138,11 @@ class InferenceProbe:
         _, _, info = make_with_info(env_name)
         agent = make_agent(cfg, info)
         params = agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(0)))
-        held = actor_params(params, precision, "native")
         obs = jax.random.normal(jax.random.PRNGKey(1), (batch, info.obs_dim))
+        if precision == "int8_fast":
+            held = fast_int8_params(agent.greedy, actor_params(params, "int8", "native"), obs)
+        else:
+            held = actor_params(params, precision, "native")
         step = jax.jit(jax.vmap(agent.greedy, in_axes=(None, 0)))
         timed = time_per_call(step, held, obs, repeats=repeats, loop_s=loop_s)
         best, calls = timed["seconds_per_call"], timed["calls_per_loop"]
@@ -186,7 +193,7 @@ def inference_section(size: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for algo, env_name, hidden in size["networks"]:
         for batch in size["batches"]:
-            for p in PRECISIONS:
+            for p in INFERENCE:
                 r = ray.get(probe.time_policy.remote(algo, env_name, tuple(hidden), batch, p,
                                                      size["inference_repeats"],
                                                      size["inference_loop_s"]))
@@ -479,6 +486,12 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         out["int8_inference_slower"] = [k for k, v in speed.items() if v < 1 / 1.1]
         out["fp16_inference_speedup"] = {
             f"{n}/batch{b}": ms[(n, b, "fp32")] / ms[(n, b, "fp16")] for n, b in cases}
+        fast = {f"{n}/batch{b}": ms[(n, b, "fp32")] / ms[(n, b, "int8_fast")]
+                for n, b in cases if (n, b, "int8_fast") in ms}
+        if fast:
+            out["int8_fast_inference_speedup"] = fast
+            out["int8_fast_inference_faster"] = [k for k, v in fast.items() if v > 1.1]
+            out["int8_fast_inference_slower"] = [k for k, v in fast.items() if v < 1 / 1.1]
     if res.get("throughput"):
         rows = res["throughput"]
         out["env_steps_per_s_ray"] = {str(r["actors_count"]): r["env_steps_per_s"]
@@ -533,14 +546,17 @@ def render_markdown(report: dict[str, Any]) -> str:
     if res.get("inference"):
         lines += ["## Actor inference per step (one XLA thread, best of "
                   f"{report['config']['sizes']['inference_repeats']})", "",
-                  "| network | batch | fp32 ms | fp16 ms | int8 ms | int8 speed-up | "
-                  "fp16 speed-up |", "|---|---|---|---|---|---|---|"]
+                  "| network | batch | fp32 ms | fp16 ms | int8 ms | int8 fast ms | "
+                  "int8 speed-up | int8 fast speed-up | fp16 speed-up |",
+                  "|---" * 9 + "|"]
         ms = {(r["network"], r["batch"], r["precision"]): r["ms_per_call"]
               for r in res["inference"]}
         for n, b in sorted({(n, b) for n, b, _ in ms}):
             f32, f16, i8 = (ms[(n, b, p)] for p in PRECISIONS)
+            fast = ms.get((n, b, "int8_fast"))
             lines.append(f"| {n} | {b} | {_fmt(f32)} | {_fmt(f16)} | {_fmt(i8)} | "
-                         f"{_fmt(f32 / i8, '.2f')} | {_fmt(f32 / f16, '.2f')} |")
+                         f"{_fmt(fast)} | {_fmt(f32 / i8, '.2f')} | "
+                         f"{_fmt(fast and f32 / fast, '.2f')} | {_fmt(f32 / f16, '.2f')} |")
         lines.append("")
     if res.get("throughput"):
         lines += ["## System throughput (learner included)", "",

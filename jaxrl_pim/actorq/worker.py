@@ -15,16 +15,24 @@ incarnation)`` for an actor restarted after a failure (a fresh stream, not a rep
 one that died).
 
 The actor computes in ``config.actor_compute`` made concrete for its device and its
-``envs_per_actor`` rows per call (``broadcast.resolve_compute``); a broadcast carries no
-activation ranges, so int8 actors computing natively run the per-row int8 path
-(:func:`jaxrl_pim.quant.int8.int8_matmul`). Actor processes run XLA:CPU with one Eigen
-thread and YNNPACK's dot path on (``--xla_cpu_experimental_ynn_fusion_type=individual_dot``,
-where int8 products are fast) and its other fusion types off (the project's workaround,
-:mod:`jaxrl_pim.xla_env`).
+``envs_per_actor`` rows per call (``broadcast.resolve_compute``). An int8 actor computing
+natively runs the fast int8 path (:mod:`jaxrl_pim.quant.fast_int8`, as single-program actors
+do): a broadcast carries no activation ranges, so at each ``set_policy`` the actor calibrates
+the static activation scales on states it visited itself -- its environments' current
+observations and the observations of its last rollout's :data:`CALIBRATION_ROWS` most recent
+n-step transitions, the rows the learner's replay receives (single-program actors calibrate
+on replay rows); before the first rollout, the current observations repeated -- and prepares
+the kernels once; that work is timed as part of "load". Actor processes run XLA:CPU with
+one Eigen thread and YNNPACK's dot path on
+(``--xla_cpu_experimental_ynn_fusion_type=individual_dot``, where int8 products are fast)
+and its other fusion types off (the project's workaround, :mod:`jaxrl_pim.xla_env`):
+the one place the project narrows the workaround, since an actor process runs only its
+policy and its environments.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -34,13 +42,24 @@ import numpy as np
 
 from jaxrl_pim.actorq.actor import env_step, init_carry
 from jaxrl_pim.actorq.algorithms import make_agent
-from jaxrl_pim.actorq.broadcast import BroadcastMeta, Wire, deserialize, load, resolve_compute
+from jaxrl_pim.actorq.broadcast import (
+    BroadcastMeta,
+    Wire,
+    deserialize,
+    fast_int8_params,
+    load,
+    resolve_compute,
+)
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 #: Actor phases timed by every transport (seconds, summed over the actor's life).
 ACTOR_PHASES = ("inference", "send", "pull", "deserialize", "load")
+
+#: Visited observations an int8 actor keeps to calibrate the fast path at each broadcast
+#: (at most; fewer when a rollout has fewer), besides its environments' current ones.
+CALIBRATION_ROWS = 256
 
 #: Environment of an actor process: CPU only, one Eigen thread (actors share the host's
 #: cores), YNNPACK's dots on and its other fusion types off. (Every token of ``XLA_FLAGS``
@@ -73,6 +92,7 @@ class ActorWorker:
         agent = make_agent(config, info)
         n_env, period = config.envs_per_actor, config.actor_update_period
         self.compute = resolve_compute(config.actor_compute, config.precision, n_env)
+        self.fast = config.precision == "int8" and self.compute == "native"
         key = jax.random.fold_in(jax.random.PRNGKey(seed), 1000 + actor_id)
         if incarnation:
             key = jax.random.fold_in(key, incarnation)
@@ -90,6 +110,10 @@ class ActorWorker:
             return jax.lax.scan(body, carry, jax.random.split(key, period))
 
         self._rollout = jax.jit(rollout)
+        # the fast path's calibration rows: a fixed shape, so one compiled preparation
+        rows = min(CALIBRATION_ROWS, period * n_env)
+        self._seen = np.resize(np.asarray(self.carry.obs), (rows,) + self.carry.obs.shape[1:])
+        self._prepare = jax.jit(functools.partial(fast_int8_params, agent.greedy))
         self._compiled: Any = None
         self.params: Any = None
         self.version = -1
@@ -101,12 +125,16 @@ class ActorWorker:
     def set_policy(self, version: int, wire: Wire) -> None:
         """Deserialize and load broadcast ``version`` (raises ValueError on a bad checksum).
 
-        The first call also compiles the rollout (not counted in the phase times).
+        The first call also compiles the rollout (and, for an int8 actor on the fast path, its
+        preparation; neither counted in the phase times).
         """
         t0 = time.perf_counter()
         qtree = deserialize(wire, self.meta)
         t1 = time.perf_counter()
-        params = jax.block_until_ready(load(qtree, self.compute))
+        params = load(qtree, self.compute)
+        if self.fast:
+            params = self._prepare(params, jnp.concatenate([self._seen, self.carry.obs]))
+        params = jax.block_until_ready(params)
         t2 = time.perf_counter()
         if self._compiled is None:
             explore = self.config.exploration(jnp.zeros((), jnp.float32))
@@ -136,6 +164,8 @@ class ActorWorker:
         self.timing["inference"] += time.perf_counter() - t0
         n = period * n_env
         flat = lambda x: np.asarray(x).reshape((n,) + np.shape(x)[2:])
+        if self.fast:
+            self._seen = flat(out.transition.obs)[n - len(self._seen):]
         self.rollouts += 1
         self.steps += n
         return {

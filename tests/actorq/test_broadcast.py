@@ -151,3 +151,32 @@ def test_single_program_native_int8_actors_run_the_fast_path():
     np.testing.assert_array_equal(np.asarray(held.layers["Dense_1"].kernel)[:16, :16],
                                   np.asarray(codes).T)  # the broadcast's codes, (out, in)
     assert float(held.layers["Dense_1"].inv_in_scale) > 0
+
+
+def test_process_actor_calibrates_the_fast_path_on_states_it_visited():
+    """An actor process's int8 actor (``ActorWorker``) runs the fast path; its static input
+    scale of the middle layer is ``max|relu(obs W0 + b0)| / 127`` over its environments'
+    current observations and the last rollout's most recent ones (NumPy reference)."""
+    from jaxrl_pim.actorq.worker import CALIBRATION_ROWS, ActorWorker
+
+    cfg = DQNConfig(precision="int8", actor_compute="native", num_actors=1, envs_per_actor=4,
+                    actor_update_period=80, hidden_sizes=(16, 16), epsilon_decay_steps=0)
+    _, _, info = make_with_info(cfg.env_name)
+    agent = make_agent(cfg, info)
+    learner = agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(5)))
+    wire, meta = encode(learner, "int8")
+    worker = ActorWorker(cfg, 0, seed=1, meta=meta)
+    worker.set_policy(0, wire)
+    assert isinstance(worker.params, fast_int8.Prepared)
+    assert [layer.kind for layer in worker.params.layers.values()] == ["fp32", "int8", "fp32"]
+    out = worker.rollout()
+    worker.set_policy(1, wire)  # calibrated again, now on the rollout's states
+    held = dequantized(decode(wire, meta, "native"))["params"]
+    seen = np.concatenate([out["transition"][0][-CALIBRATION_ROWS:],
+                           np.asarray(worker.carry.obs)])
+    assert len(seen) == CALIBRATION_ROWS + cfg.envs_per_actor
+    hidden = np.maximum(seen @ np.asarray(held["Dense_0"]["kernel"], np.float64)
+                        + np.asarray(held["Dense_0"]["bias"]), 0.0)
+    np.testing.assert_allclose(1.0 / float(worker.params.layers["Dense_1"].inv_in_scale),
+                               np.abs(hidden).max() / 127.0, rtol=1e-5)
+    assert worker.rollout()["steps"] == 80 * 4
