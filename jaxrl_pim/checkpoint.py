@@ -1,5 +1,4 @@
-"""Checkpoints for long runs: a folder of numbered, atomic orbax checkpoints, and the one driver
-of checkpointed runs (over 400 lines: the folder and the driver that writes it stay together).
+"""Checkpoints for long runs: a folder of numbered, atomic orbax checkpoints.
 
 One :class:`Checkpoints` object manages a run's folder: ``save(step, state)`` writes the
 pytree ``state`` (any arrays: networks, optimiser moments, replay buffers, PRNG keys,
@@ -15,7 +14,7 @@ only a step whose list is present, of the right shape and matches is read at all
 truncated, deleted, added or rewritten since, a list that is missing (a save killed before
 it was written, or a version without lists) or of another shape, and a record that is not
 ``{"fingerprint": ..., "meta": {...}}`` are reported as :class:`Damaged`, in one short line
-naming the folder, the step and the file. :func:`restore_latest` then falls back to the
+naming the folder, the step and the file. :func:`restore_newest` then falls back to the
 newest older step that restores and verifies, says so in one line, and never deletes the
 damaged step (a resume, which will write that step again, renames it ``damaged-<step>`` and
 keeps it; one that cannot be renamed refuses the resume). A step that cannot be deleted when
@@ -39,32 +38,11 @@ Example::
     ...
     ckpt.save(episode, state, meta={"episodes_done": episode})
 
-The driver of checkpointed runs
--------------------------------
-
-Every trainer of the package continues from a state: ``train_from(state, n) -> (state,
-outputs)`` runs ``n`` more units of work (tabular: sync rounds; MARL: episodes; ActorQ:
-iterations of whole chunks) and is a pure function of the state, so a run cut into segments
-ends where one uninterrupted run ends. :func:`run_segments` drives such a function from the
-host: segments end at multiples of the checkpoint period ``every`` and at the run's end
-(so a run and its resumption run the same segments), and after each segment the run is
-saved as checkpoint ``<units done>`` of a :class:`~jaxrl_pim.checkpoint.Checkpoints` folder.
-:func:`restore_latest` is the other half: it refuses a folder that already holds
-checkpoints unless the run resumes, and otherwise reads the newest one that is intact.
-
 What a checkpoint must match is :func:`fingerprint` (the config as JSON values, minus the
-fields that may change on resume, plus what else identifies the run: seed, data, layout);
-how often a run is saved by default is :func:`default_every` (about a tenth of the run).
-
-Example (any trainer; here a counter)::
-
-    def train_from(state, n):
-        return state + n, {"seen": list(range(state, state + n))}
-
-    with Checkpoints(folder, fingerprint=fingerprint(config, seed=0)) as ckpt:
-        start = restore_latest(ckpt, lambda step: 0, resume=True)
-        state, done = (0, 0) if start is None else (start.tree, start.step)
-        result = run_segments(train_from, state, Plan(done, 100, every=10), ckpt)
+fields that may change on resume, plus what else identifies the run: seed, data, layout).
+:func:`restore_newest` reads the newest intact step of a folder. Driving a run over
+checkpointed segments (the period, the segments, refusing a folder that already holds a run
+unless it resumes) is :mod:`jaxrl_pim.runner`'s.
 """
 
 from __future__ import annotations
@@ -77,7 +55,6 @@ import os
 import shutil
 import stat
 import sys
-import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
@@ -413,7 +390,7 @@ class Checkpoints:
         storable = jax.tree.map(lambda x: _placeholder(x.dtype) if _is_empty(x) else x,
                                 _to_storable(state))
         if (self.directory / str(step)).exists() and jax.process_count() == 1:
-            try:  # restore_latest sets damaged steps aside first
+            try:  # a resume's restore_newest sets damaged steps aside first
                 aside = self._set_aside(step)
             except OSError as err:
                 raise ValueError(
@@ -686,18 +663,7 @@ def _json(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------
-# The driver of checkpointed runs (used by tabular, marl and actorq)
-
-
-CHECKPOINTS_PER_RUN = 10
-"""A run without an explicit period is saved about this many times (and at its end)."""
-
-
-def default_every(total: int, minimum: int = 1) -> int:
-    """Units between checkpoints when none is given: ``ceil(total / 10)``, at least
-    ``minimum`` (in the run's units: rounds, episodes, environment steps)."""
-    total = check_int("total", total, lo=0)
-    return max(check_int("minimum", minimum, lo=1), -(-total // CHECKPOINTS_PER_RUN))
+# What a run's checkpoints must match, and reading the newest intact one
 
 
 def fingerprint(config: Any, *, exclude: Sequence[str] = (), key: Any = None,
@@ -725,44 +691,8 @@ def fingerprint(config: Any, *, exclude: Sequence[str] = (), key: Any = None,
     return out
 
 
-class Plan(NamedTuple):
-    """Where a run stands and how it is cut.
-
-    Attributes:
-      start: units already done (those of the state handed to :func:`run_segments`).
-      total: units of the whole run.
-      every: checkpoint period in units; segments end at its multiples and at ``total``.
-        None: the rest of the run is one segment (a run without checkpoints).
-      report: progress period in units (None: none); segments also end at its multiples, so
-        the host can report between them (no checkpoint is saved there).
-    """
-
-    start: int
-    total: int
-    every: int | None = None
-    report: int | None = None
-
-    def segments(self) -> Iterator[tuple[int, int]]:
-        """``(start, stop)`` of each segment still to run, in order."""
-        check_int("start", self.start, lo=0)
-        check_int("total", self.total, lo=self.start)
-        periods = [check_int(name, p, lo=1) for name, p in (("every", self.every),
-                                                             ("report", self.report))
-                   if p is not None]
-        done = self.start
-        while done < self.total:
-            stop = min([self.total, *((done // p + 1) * p for p in periods)])
-            yield done, stop
-            done = stop
-
-    def saves_at(self, stop: int) -> bool:
-        """Whether the segment ending at ``stop`` ends with a checkpoint: a multiple of
-        ``every``, or the end of the run."""
-        return stop == self.total or self.every is None or stop % self.every == 0
-
-
 class Restored(NamedTuple):
-    """A checkpoint read by :func:`restore_latest`: its ``step`` (units done), the saved
+    """A checkpoint read by :func:`restore_newest`: its ``step`` (units done), the saved
     pytree and its ``meta`` record."""
 
     step: int
@@ -780,29 +710,6 @@ def _uncommitted(x: Any) -> Any:
             and len(x.sharding.device_set) == 1 and getattr(x, "committed", False)):
         return jax.numpy.asarray(np.asarray(x))
     return x
-
-
-def restore_latest(checkpoints: Any, template: Callable[[int], Any], *, resume: bool,
-                   unit: str = "step", warn: Callable[[str], None] | None = None,
-                   ) -> Restored | None:
-    """The newest checkpoint of ``checkpoints`` to resume from, or None to start afresh.
-
-    None when ``checkpoints`` is None or holds no checkpoint. A folder that holds one is
-    refused (ValueError) unless ``resume``, so a run never overwrites another's; a checkpoint
-    of another run (the folder's fingerprint) or of other shapes is refused by
-    :meth:`~jaxrl_pim.checkpoint.Checkpoints.restore`. The newest step that restores and
-    verifies is used (:func:`restore_newest`: a damaged newer one is named in one line to
-    ``warn`` and kept as ``damaged-<step>``). ``template(step)`` gives the pytree structure
-    (shapes and dtypes) of checkpoint ``step``; ``unit`` names a step in messages.
-    """
-    newest = None if checkpoints is None else checkpoints.latest()
-    if newest is None:
-        return None
-    if not resume:
-        raise ValueError(
-            f"{str(checkpoints.directory)!r} already holds checkpoints (newest after {unit} "
-            f"{newest}): resume from it (--resume) or choose an empty folder")
-    return restore_newest(checkpoints, template, warn=warn, set_aside=True)
 
 
 def _warn_stderr(line: str) -> None:
@@ -885,63 +792,3 @@ def _none_intact(damaged: list[Damaged]) -> Damaged:
     return Damaged(newest.folder, newest.step, newest.file,
                    f"{newest.reason}; no older checkpoint is intact either"
                    if len(damaged) > 1 else newest.reason)
-
-
-class Finished(NamedTuple):
-    """What :func:`run_segments` returns.
-
-    Attributes:
-      state: the state after the last segment.
-      done: units done (the plan's ``total``).
-      checkpoints_written: checkpoints saved by this call.
-      timing_s: seconds of ``train`` (the ``train_from`` calls, including any compilation
-        inside them) and ``checkpoint`` (the saves), wall clock.
-    """
-
-    state: Any
-    done: int
-    checkpoints_written: int
-    timing_s: dict[str, float]
-
-
-def _as_saved(state: Any, done: int) -> tuple[Any, dict[str, Any]]:
-    return state, {"done": done}
-
-
-def run_segments(
-    train_from: Callable[[Any, int], tuple[Any, Any]],
-    state: Any,
-    plan: Plan,
-    checkpoints: Any = None,
-    callback: Callable[[int, int, Any], None] | None = None,
-    *,
-    snapshot: Callable[[Any, int], tuple[Any, dict[str, Any]]] = _as_saved,
-) -> Finished:
-    """Run ``train_from`` over the segments of ``plan``, saving after each one.
-
-    For each segment ``(start, stop)`` of :meth:`Plan.segments`, in order:
-    ``state, outputs = train_from(state, stop - start)``; with ``checkpoints``,
-    ``tree, meta = snapshot(state, stop)`` is saved as checkpoint ``stop`` (default: the
-    state itself and ``{"done": stop}``) when :meth:`Plan.saves_at` says so (segments cut
-    for progress reports save nothing); then ``callback(stop, plan.total, outputs)``. So a
-    callback sees every segment, and a run killed at any moment resumes
-    (:func:`restore_latest`) from the last checkpoint a segment wrote.
-    ``train_from`` must return results that are ready (blocked on) for the timings to mean
-    what they say.
-    """
-    timing = {"train": 0.0, "checkpoint": 0.0}
-    saved, done = 0, plan.start
-    for start, stop in plan.segments():
-        t0 = time.perf_counter()
-        state, outputs = train_from(state, stop - start)
-        timing["train"] += time.perf_counter() - t0
-        done = stop
-        if checkpoints is not None and plan.saves_at(stop):
-            t0 = time.perf_counter()
-            tree, meta = snapshot(state, stop)
-            checkpoints.save(stop, tree, meta=meta)
-            timing["checkpoint"] += time.perf_counter() - t0
-            saved += 1
-        if callback is not None:
-            callback(stop, plan.total, outputs)
-    return Finished(state, done, saved, timing)

@@ -39,26 +39,182 @@ Example (a counter as the trainer)::
     outcome = run(Counter())                        # no checkpoints: one segment
     with open_checkpoints(Counter(), folder) as ckpt:
         outcome = run(Counter(), ckpt, every=3, resume=True)
+
+The driver under it
+-------------------
+
+Every trainer of the package continues from a state: ``train_from(state, n) -> (state,
+outputs)`` runs ``n`` more units and is a pure function of the state, so a run cut into
+segments ends where one uninterrupted run ends. :func:`run_segments` drives such a function:
+the segments of a :class:`Plan` end at multiples of the checkpoint period ``every`` and at the
+run's end (so a run and its resumption run the same segments), and after each segment the run
+is saved as checkpoint ``<units done>`` of a :class:`~jaxrl_pim.checkpoint.Checkpoints`
+folder. :func:`restore_latest` is the other half: it refuses a folder that already holds
+checkpoints unless the run resumes, and otherwise reads the newest one that is intact
+(:func:`jaxrl_pim.checkpoint.restore_newest`). How often a run is saved by default is
+:func:`default_every` (about a tenth of the run). Example (any trainer; here a counter)::
+
+    def train_from(state, n):
+        return state + n, {"seen": list(range(state, state + n))}
+
+    with Checkpoints(folder, fingerprint=fingerprint(config, seed=0)) as ckpt:
+        begun = restore_latest(ckpt, lambda step: 0, resume=True)
+        state, done = (0, 0) if begun is None else (begun.tree, begun.step)
+        result = run_segments(train_from, state, Plan(done, 100, every=10), ckpt)
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from jaxrl_pim.checkpoint import (
-    Checkpoints,
-    Plan,
-    Restored,
-    default_every,
-    restore_latest,
-    run_segments,
-)
+from jaxrl_pim.checkpoint import Checkpoints, Restored, restore_newest
 from jaxrl_pim.checks import check_int
 
-__all__ = ["Learner", "Outcome", "Start", "open_checkpoints", "run", "start"]
+__all__ = ["CHECKPOINTS_PER_RUN", "Finished", "Learner", "Outcome", "Plan", "Start",
+           "default_every", "open_checkpoints", "restore_latest", "run", "run_segments",
+           "start"]
+
+
+# --------------------------------------------------------------------------------------------
+# The driver: segments, their period, and where a run starts
+
+
+CHECKPOINTS_PER_RUN = 10
+"""A run without an explicit period is saved about this many times (and at its end)."""
+
+
+def default_every(total: int, minimum: int = 1) -> int:
+    """Units between checkpoints when none is given: ``ceil(total / 10)``, at least
+    ``minimum`` (in the run's units: rounds, episodes, environment steps)."""
+    total = check_int("total", total, lo=0)
+    return max(check_int("minimum", minimum, lo=1), -(-total // CHECKPOINTS_PER_RUN))
+
+
+class Plan(NamedTuple):
+    """Where a run stands and how it is cut.
+
+    Attributes:
+      start: units already done (those of the state handed to :func:`run_segments`).
+      total: units of the whole run.
+      every: checkpoint period in units; segments end at its multiples and at ``total``.
+        None: the rest of the run is one segment (a run without checkpoints).
+      report: progress period in units (None: none); segments also end at its multiples, so
+        the host can report between them (no checkpoint is saved there).
+    """
+
+    start: int
+    total: int
+    every: int | None = None
+    report: int | None = None
+
+    def segments(self) -> Iterator[tuple[int, int]]:
+        """``(start, stop)`` of each segment still to run, in order."""
+        check_int("start", self.start, lo=0)
+        check_int("total", self.total, lo=self.start)
+        periods = [check_int(name, p, lo=1) for name, p in (("every", self.every),
+                                                             ("report", self.report))
+                   if p is not None]
+        done = self.start
+        while done < self.total:
+            stop = min([self.total, *((done // p + 1) * p for p in periods)])
+            yield done, stop
+            done = stop
+
+    def saves_at(self, stop: int) -> bool:
+        """Whether the segment ending at ``stop`` ends with a checkpoint: a multiple of
+        ``every``, or the end of the run."""
+        return stop == self.total or self.every is None or stop % self.every == 0
+
+
+def restore_latest(checkpoints: Any, template: Callable[[int], Any], *, resume: bool,
+                   unit: str = "step", warn: Callable[[str], None] | None = None,
+                   ) -> Restored | None:
+    """The newest checkpoint of ``checkpoints`` to resume from, or None to start afresh.
+
+    None when ``checkpoints`` is None or holds no checkpoint. A folder that holds one is
+    refused (ValueError) unless ``resume``, so a run never overwrites another's; a checkpoint
+    of another run (the folder's fingerprint) or of other shapes is refused by
+    :meth:`~jaxrl_pim.checkpoint.Checkpoints.restore`. The newest step that restores and
+    verifies is used (:func:`restore_newest`: a damaged newer one is named in one line to
+    ``warn`` and kept as ``damaged-<step>``). ``template(step)`` gives the pytree structure
+    (shapes and dtypes) of checkpoint ``step``; ``unit`` names a step in messages.
+    """
+    newest = None if checkpoints is None else checkpoints.latest()
+    if newest is None:
+        return None
+    if not resume:
+        raise ValueError(
+            f"{str(checkpoints.directory)!r} already holds checkpoints (newest after {unit} "
+            f"{newest}): resume from it (--resume) or choose an empty folder")
+    return restore_newest(checkpoints, template, warn=warn, set_aside=True)
+
+
+class Finished(NamedTuple):
+    """What :func:`run_segments` returns.
+
+    Attributes:
+      state: the state after the last segment.
+      done: units done (the plan's ``total``).
+      checkpoints_written: checkpoints saved by this call.
+      timing_s: seconds of ``train`` (the ``train_from`` calls, including any compilation
+        inside them) and ``checkpoint`` (the saves), wall clock.
+    """
+
+    state: Any
+    done: int
+    checkpoints_written: int
+    timing_s: dict[str, float]
+
+
+def _as_saved(state: Any, done: int) -> tuple[Any, dict[str, Any]]:
+    return state, {"done": done}
+
+
+def run_segments(
+    train_from: Callable[[Any, int], tuple[Any, Any]],
+    state: Any,
+    plan: Plan,
+    checkpoints: Any = None,
+    callback: Callable[[int, int, Any], None] | None = None,
+    *,
+    snapshot: Callable[[Any, int], tuple[Any, dict[str, Any]]] = _as_saved,
+) -> Finished:
+    """Run ``train_from`` over the segments of ``plan``, saving after each one.
+
+    For each segment ``(start, stop)`` of :meth:`Plan.segments`, in order:
+    ``state, outputs = train_from(state, stop - start)``; with ``checkpoints``,
+    ``tree, meta = snapshot(state, stop)`` is saved as checkpoint ``stop`` (default: the
+    state itself and ``{"done": stop}``) when :meth:`Plan.saves_at` says so (segments cut
+    for progress reports save nothing); then ``callback(stop, plan.total, outputs)``. So a
+    callback sees every segment, and a run killed at any moment resumes
+    (:func:`restore_latest`) from the last checkpoint a segment wrote.
+    ``train_from`` must return results that are ready (blocked on) for the timings to mean
+    what they say.
+    """
+    timing = {"train": 0.0, "checkpoint": 0.0}
+    saved, done = 0, plan.start
+    for start, stop in plan.segments():
+        t0 = time.perf_counter()
+        state, outputs = train_from(state, stop - start)
+        timing["train"] += time.perf_counter() - t0
+        done = stop
+        if checkpoints is not None and plan.saves_at(stop):
+            t0 = time.perf_counter()
+            tree, meta = snapshot(state, stop)
+            checkpoints.save(stop, tree, meta=meta)
+            timing["checkpoint"] += time.perf_counter() - t0
+            saved += 1
+        if callback is not None:
+            callback(stop, plan.total, outputs)
+    return Finished(state, done, saved, timing)
+
+
+# --------------------------------------------------------------------------------------------
+# The Learner protocol and its host loop
+
 
 
 @runtime_checkable
@@ -178,7 +334,7 @@ def run(
 
     ``begin`` is where to start (default :func:`start` with ``checkpoints``, ``resume`` and
     ``warn``). Without ``checkpoints`` the rest of the run is one segment; with them, segments
-    end at multiples of ``every`` units (default :func:`jaxrl_pim.checkpoint.default_every` of
+    end at multiples of ``every`` units (default :func:`default_every` of
     the total, about a tenth of the run) and at the end, and ``learner.snapshot(state, done)``
     is saved as checkpoint ``done`` after each, so a run and its resumption run the same
     segments. ``report_every`` (units) cuts the segments at its multiples too, without a

@@ -1,4 +1,4 @@
-"""jaxrl_pim.checkpoint.run_segments, the one driver of checkpointed runs, against a tiny
+"""jaxrl_pim.runner.run_segments, the one driver of checkpointed runs, against a tiny
 pure-Python trainer.
 
 The trainer's state is ``{"total": sum of the units seen, "done": units done}``; unit ``i``
@@ -13,14 +13,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from jaxrl_pim.checkpoint import (
-    Checkpoints,
-    Plan,
-    default_every,
-    fingerprint,
-    restore_latest,
-    run_segments,
-)
+from jaxrl_pim.checkpoint import Checkpoints, fingerprint
+from jaxrl_pim.runner import Plan, default_every, restore_latest, run_segments
 
 
 def fresh() -> dict[str, np.ndarray]:

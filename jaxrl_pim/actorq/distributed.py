@@ -50,10 +50,10 @@ from jaxrl_pim.actorq.broadcast import actor_params, encode, resolve_compute
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.single import Curve, make_learner
 from jaxrl_pim.actorq.worker import ACTOR_PHASES, Lost
-from jaxrl_pim.checkpoint import default_every, restore_latest
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.replay import NStepTransition
+from jaxrl_pim.runner import default_every, restore_latest
 
 TRANSPORTS = ("ray", "processes")
 
@@ -91,7 +91,7 @@ class DistributedRun:
       message_timeout_s: how long to wait for each batch, in seconds (RuntimeError after
         that).
       checkpoint_every: environment steps between checkpoints (None: about 10 % of the run,
-        :func:`jaxrl_pim.checkpoint.default_every`); used with ``checkpoints``.
+        :func:`jaxrl_pim.runner.default_every`); used with ``checkpoints``.
       resume: continue from the newest checkpoint in ``checkpoints``.
     """
 

@@ -33,7 +33,7 @@ from jaxrl_pim.actorq.agent import Agent, EnvInfo
 from jaxrl_pim.actorq.broadcast import actor_params, fast_int8_params, resolve_compute
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Replay, ReplayState, make_replay
-from jaxrl_pim.checkpoint import Restored, default_every, fingerprint
+from jaxrl_pim.checkpoint import Restored, fingerprint
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.replay import NStepTransition
 
@@ -264,10 +264,10 @@ class ActorQLearner:
 
     def every(self, steps: int | None) -> int:
         """Iterations between checkpoints for ``steps`` environment steps (default
-        :func:`jaxrl_pim.checkpoint.default_every` of the run's steps), rounded up to whole
+        :func:`jaxrl_pim.runner.default_every` of the run's steps), rounded up to whole
         chunks."""
         cfg = self.config
-        steps = default_every(cfg.total_steps, cfg.steps_per_iteration) if steps is None \
+        steps = runner.default_every(cfg.total_steps, cfg.steps_per_iteration) if steps is None \
             else steps
         if not isinstance(steps, int) or steps < 1:
             raise ValueError(f"checkpoint_every must be >= 1 environment steps, got {steps!r}")
@@ -369,7 +369,7 @@ def run_timed(
     Checkpoints: with ``checkpoints`` (a :class:`jaxrl_pim.checkpoint.Checkpoints` folder) the
     whole :class:`RunState` (learner, actors' policy, environments, replay, PRNG key) and the
     curve so far are saved atomically every ``checkpoint_every`` environment steps, rounded up
-    to whole chunks (default :func:`jaxrl_pim.checkpoint.default_every` of ``total_steps``, about
+    to whole chunks (default :func:`jaxrl_pim.runner.default_every` of ``total_steps``, about
     10 % of the run), and after the last chunk; the step
     of a checkpoint is the number of iterations done. ``resume=True`` continues from the
     newest checkpoint (a finished run is returned from its final checkpoint without training

@@ -443,7 +443,7 @@ def _print_size(config: TabularConfig, dataset_rows: int, checkpoints: Any,
     line = (f"{PROG}: {config.num_cores:,} lanes x {rows:,} rows x {config.num_episodes:,} "
             f"episodes = {updates:.3g} updates in {config.num_rounds:,} sync rounds")
     if checkpoints is not None:
-        from jaxrl_pim.checkpoint import default_every
+        from jaxrl_pim.runner import default_every
 
         every = args.checkpoint_every or default_every(config.num_rounds)
         line += f"; a checkpoint every {every} rounds in {args.checkpoint}"

@@ -24,7 +24,7 @@ Q-table; the phases are timed on each process for its own part.
 
 Checkpoints (``checkpoints=``, a :class:`~jaxrl_pim.checkpoint.Checkpoints` folder): the run
 goes in segments of ``checkpoint_every`` whole sync rounds
-(:func:`jaxrl_pim.checkpoint.run_segments` over :func:`make_train_from`, one compiled segment
+(:func:`jaxrl_pim.runner.run_segments` over :func:`make_train_from`, one compiled segment
 continues from any round) and after each segment the
 :class:`~jaxrl_pim.tabular.trainer.TabularState` (tables, lane LCG states, the key as raw data,
 round counter; host arrays) and the ``q_delta`` of the rounds so far are saved as checkpoint
@@ -223,7 +223,7 @@ def run(
     same arguments but its own rows; a data error in any process stops all of them.
 
     With ``checkpoints`` the run is saved every ``checkpoint_every`` sync rounds (default
-    :func:`jaxrl_pim.checkpoint.default_every` of ``num_rounds``) and at its end (see the module
+    :func:`jaxrl_pim.runner.default_every` of ``num_rounds``) and at its end (see the module
     docstring). ``resume`` continues from the folder's newest checkpoint (from round 0 when it
     has none); without ``resume`` a folder that already holds checkpoints is refused
     (ValueError), as is a checkpoint of another configuration (the folder's fingerprint).

@@ -229,7 +229,7 @@ def test_a_checkpoint_without_its_file_list_is_damaged(marl_copy, capsys):
 
 
 def test_a_resumed_run_writes_the_damaged_step_again_and_keeps_the_old_one(tmp_path, capsys):
-    from jaxrl_pim.checkpoint import restore_latest
+    from jaxrl_pim.runner import restore_latest
 
     folder = tmp_path / "c"
     with Checkpoints(folder, keep=3) as ckpt:

@@ -152,7 +152,6 @@ def test_fingerprint_and_default_period():
     assert checkpoint.fingerprint(TAG, seed=2) != fp
     assert checkpoint.fingerprint(CONFIG, jax.random.PRNGKey(5))["key"] == [0, 5]
     assert checkpoint.fingerprint(CONFIG, jax.random.key(5))["key"] == [0, 5]
-    assert [checkpoint.default_every(n) for n in (0, 1, 10, 11, 60_000)] == [1, 1, 1, 2, 6000]
 
 
 def test_host_progress_reports_between_cached_pieces_and_saves_at_the_period(tmp_path):
