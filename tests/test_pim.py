@@ -313,6 +313,7 @@ def test_importing_the_model_and_the_configs_loads_no_jax() -> None:
              "from jaxrl_pim.tabular import TabularConfig; TabularConfig(16, 4, dtype='int32')",
              "import jaxrl_pim.marl.config",
              "from jaxrl_pim.marl import MARLConfig; MARLConfig(env='tag', num_agents=6)",
+             "MARLConfig(env='tag', num_agents=6).teams, MARLConfig().total_agents",
              "MARLConfig(env='jaxmarl:MPE_simple_spread_v3', sampler='neighbor')",
              "import jaxrl_pim.actorq.config",
              "from jaxrl_pim.actorq import DQNConfig, D4PGConfig, default_config",

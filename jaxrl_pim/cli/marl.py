@@ -603,9 +603,8 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
     import jax
     import numpy as np
 
-    from jaxrl_pim import report
+    from jaxrl_pim import report, runner
     from jaxrl_pim.marl import checkpoint, plan
-    from jaxrl_pim.marl.trainer import make_env
     from jaxrl_pim.progress import RichProgress
 
     timing: dict[str, float] = {}
@@ -628,7 +627,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
         lines.append(plan.auto_line(memory))
     every = None
     if checkpoints is not None:
-        every = args.checkpoint_every or checkpoint.default_every(config.num_episodes)
+        every = args.checkpoint_every or runner.default_every(config.num_episodes)
         lines.append(
             f"checkpoints: every {every:,} episode{'' if every == 1 else 's'} and at the end in "
             f"{args.checkpoint} "
@@ -652,7 +651,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
     returns = result.episode_return  # [episodes, teams]: the whole run, also before a resume
     total = returns.shape[0]
     tail = max(1, total // 10)
-    team_names = [t.name for t in make_env(config)[0].teams]
+    team_names = [t.name for t in config.teams]
     final = returns[-tail:].mean(axis=0) if total else np.full(len(team_names), np.nan)
     results = {
         "teams": team_names,

@@ -19,7 +19,6 @@ import jax
 from jaxrl_pim import report
 from jaxrl_pim.marl import plan, seeds
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.trainer import make_env
 
 
 def _stats_line(name: str, stats: dict[str, Any], teams: list[str]) -> str:
@@ -45,7 +44,8 @@ def run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, An
 
 def _run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, Any],
                main: bool, out: Any) -> int:
-    from jaxrl_pim.checkpoint import Checkpoints, default_every
+    from jaxrl_pim.checkpoint import Checkpoints
+    from jaxrl_pim.runner import default_every
 
     num_seeds = args.seeds
     mesh = seeds.seed_mesh(num_seeds)
@@ -77,7 +77,7 @@ def _run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, A
     returns = result.episode_return  # [S, episodes, teams]
     total = returns.shape[1]
     tail = max(1, total // 10)
-    teams = [t.name for t in make_env(config)[0].teams]
+    teams = [t.name for t in config.teams]
     final = returns[:, -tail:].mean(axis=1)  # [S, teams]
     final_stats = seeds.seed_stats(final)
     timing = dict(result.timing_s)

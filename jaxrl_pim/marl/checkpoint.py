@@ -40,12 +40,11 @@ import numpy as np
 
 import jaxrl_pim.checkpoint as driver
 from jaxrl_pim import runner
-from jaxrl_pim.checkpoint import Checkpoints, default_every
+from jaxrl_pim.checkpoint import Checkpoints
 from jaxrl_pim.marl import rules
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import (
     TrainState,
-    make_env,
     make_init,
     piece_program,
 )
@@ -53,7 +52,6 @@ from jaxrl_pim.marl.trainer import (
 __all__ = [
     "MARLLearner",
     "Run",
-    "default_every",
     "fingerprint",
     "recorded_run",
     "run",
@@ -98,7 +96,7 @@ def recorded_run(folder: str | Path) -> dict[str, Any] | None:
 
 
 def _num_teams(config: MARLConfig) -> int:
-    return len(make_env(config)[0].teams)
+    return len(config.teams)
 
 
 def template(config: MARLConfig, episodes_done: int,
@@ -210,7 +208,7 @@ def starting_state(
     ``resume`` the folder's newest checkpoint that restores and verifies (a damaged newer one
     is named in one line on stderr and kept as ``damaged-<step>``); without it a folder that
     already holds checkpoints is refused (ValueError,
-    :func:`jaxrl_pim.checkpoint.restore_latest`), so a run never silently overwrites
+    :func:`jaxrl_pim.runner.restore_latest`), so a run never silently overwrites
     another's. A checkpoint of another kind of run or another
     configuration (the folder's fingerprint), or one past ``config.num_episodes``, is refused
     too.
@@ -281,7 +279,7 @@ def train_segments(
     """Train ``state`` up to ``config.num_episodes`` episodes, saving a checkpoint after every
     segment when ``checkpoints`` is given (:func:`jaxrl_pim.runner.run` of a
     :class:`MARLLearner`: segments end at multiples of ``every``, default
-    :func:`jaxrl_pim.checkpoint.default_every`, and at the end; without checkpoints the rest is
+    :func:`jaxrl_pim.runner.default_every`, and at the end; without checkpoints the rest is
     one segment).
 
     ``episode_return`` is the curve so far (from :func:`starting_state`); ``callback(episode,
@@ -303,7 +301,7 @@ def train_segments(
                        curve=episode_return, memory=memory)
     report, report_every = None, None
     if progress is not None:
-        period = (every or default_every(total)) if checkpoints is not None else None
+        period = (every or runner.default_every(total)) if checkpoints is not None else None
         report_every = progress_every(config, start, period)
 
         def report(done: int, _total: int, returns: np.ndarray) -> None:

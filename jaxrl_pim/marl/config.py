@@ -4,7 +4,8 @@ Every field is checked exactly once, in field order, against limits shared with 
 component that uses it (``replay.check_capacity`` for the buffers and samplers,
 ``mpe.MAX_AGENTS`` for the worlds), so a config that validates builds and trains; a bad value
 raises ``ValueError`` naming the field, the value and the allowed range. Derived sizes
-(critic count, predator-prey composition, update schedule) are properties, static inside jit.
+(critic count, predator-prey composition, the teams' names and sizes, update schedule) are
+properties, static inside jit.
 The module imports no jax: ``jaxrl-pim marl`` reads the defaults before importing it.
 """
 
@@ -25,6 +26,7 @@ from jaxrl_pim.checks import (
 )
 from jaxrl_pim.choices import JAXMARL_PREFIX, JAXMARL_SUPPORTED, LAYOUTS, SAMPLERS
 from jaxrl_pim.envs.mpe import constants as mpe  # MAX_AGENTS, TAG_PRESETS
+from jaxrl_pim.envs.mpe.teams import TeamSpec, spread_teams, tag_teams
 
 # the option names live in jaxrl_pim.choices (the command checks them before importing jax)
 ALGOS = choices.MARL_ALGOS
@@ -226,16 +228,26 @@ class MARLConfig:
         return self.num_agents, self.num_prey, obstacles
 
     @property
-    def total_agents(self) -> int:
-        """Agents of every team together."""
+    def teams(self) -> tuple[TeamSpec, ...]:
+        """The world's teams, in its order (``obs[t]``, ``actions[t]``, ``rewards[t]`` and the
+        learning curves' team axis follow it): one :class:`~jaxrl_pim.envs.mpe.TeamSpec`
+        ``(name, num_agents, obs_dim, action_dim)`` per team, what ``make_env(config)[0].teams``
+        holds. spread: ``("agents",)``; tag: ``("predators", "prey")`` of :attr:`tag_sizes`;
+        both computed from the fields, without jax, by the rules the scenarios build their
+        worlds' teams with (:mod:`jaxrl_pim.envs.mpe.teams`). A JaxMARL env's teams come from
+        its agents' spaces, so that env is built (this loads jax and jaxmarl)."""
         if self.is_jaxmarl:
             from jaxrl_pim.envs.jaxmarl_adapter import from_jaxmarl
 
-            return from_jaxmarl(self.env)[0].num_agents
+            return from_jaxmarl(self.env)[0].teams
         if self.env == "spread":
-            return self.num_agents
-        predators, prey, _ = self.tag_sizes
-        return predators + prey
+            return spread_teams(self.num_agents)
+        return tag_teams(*self.tag_sizes)
+
+    @property
+    def total_agents(self) -> int:
+        """Agents of every team together."""
+        return sum(t.num_agents for t in self.teams)
 
     @property
     def first_update_step(self) -> int:

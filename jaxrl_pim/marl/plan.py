@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from jaxrl_pim import choices
 from jaxrl_pim.marl.config import MARLConfig
-from jaxrl_pim.marl.trainer import make_env, make_init, make_phases
+from jaxrl_pim.marl.trainer import make_init, make_phases
 from jaxrl_pim.replay import MAX_CAPACITY, sum_tree
 from jaxrl_pim.replay import compact_final_slots as replay_compact_finals
 from jaxrl_pim.timing import time_call
@@ -57,7 +57,7 @@ def replay_bytes(config: MARLConfig, capacity: int | None = None) -> int:
     pending observations) plus the prioritised samplers' trees (``2 P`` float32 per tree, two
     for ``info_prioritized``).
     ``capacity`` (rows per team buffer) defaults to ``config.buffer_capacity``."""
-    teams = make_env(config)[0].teams
+    teams = config.teams
     cap = config.buffer_capacity if capacity is None else capacity
     if config.layout == "compact":  # obs once, final observations, links, pending, ring pos
         e = config.num_envs

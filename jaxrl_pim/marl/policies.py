@@ -77,8 +77,7 @@ def make_act(config: MARLConfig) -> tuple[Callable[..., tuple[jax.Array, ...]],
     """``(act, greedy)`` for the actors of ``config``: ``act(params, obs, key)`` samples the
     Gumbel-softmax (temperature ``config.temperature``); ``greedy(params, obs)`` is
     ``softmax(logits / temperature)``. ``params[t]`` as in :class:`Policies`."""
-    env = make_env(config)[0]
-    actors = make_networks(config.hidden, [t.action_dim for t in env.teams], config.lr,
+    actors = make_networks(config.hidden, [t.action_dim for t in config.teams], config.lr,
                            config.grad_clip).actors
 
     def logits(params: tuple[Any, ...], obs: tuple[jax.Array, ...]) -> list[jax.Array]:
@@ -154,7 +153,7 @@ def load_policies(checkpoint_dir: str | Path, *, env: str | None = None,
         if env is not None and env != config.env:
             raise ValueError(f"{str(folder)!r} holds a checkpoint of env {config.env!r}, not "
                              f"{env!r}")
-        found.update(config=config, teams=make_env(config)[0].teams)
+        found.update(config=config, teams=config.teams)
         seeds = record["fingerprint"].get("num_seeds") if isinstance(
             record["fingerprint"], dict) else None
         found["num_seeds"] = seeds

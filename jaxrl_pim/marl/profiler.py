@@ -51,7 +51,6 @@ from jaxrl_pim.marl.rules import make_algorithm
 from jaxrl_pim.marl.trainer import (
     Phases,
     TrainState,
-    make_env,
     make_phases,
     make_sampler,
 )
@@ -83,7 +82,7 @@ def filled_state(config: MARLConfig, key: jax.Array, phases: Phases | None = Non
     cap = config.buffer_capacity
     prioritized = config.sampler in ("prioritized", "info_prioritized")
     update_priorities = make_sampler(config).update_priorities
-    teams = tuple(make_env(config)[0].teams)
+    teams = config.teams
     packed = config.layout == "packed"
     compact = config.layout == "compact"
 

@@ -59,7 +59,6 @@ from jaxrl_pim.marl import checkpoint as marl_checkpoint
 from jaxrl_pim.marl.config import MARLConfig
 from jaxrl_pim.marl.trainer import (
     TrainState,
-    make_env,
     make_init,
     make_schedule,
     make_train_from,
@@ -208,7 +207,7 @@ class SeedsRun(NamedTuple):
 
 def _template(config: MARLConfig, num_seeds: int, episodes_done: int) -> dict[str, Any]:
     state = jax.eval_shape(jax.vmap(make_init(config)), seed_keys(0, num_seeds))
-    teams = len(make_env(config)[0].teams)
+    teams = len(config.teams)
     curve = jax.ShapeDtypeStruct((num_seeds, episodes_done, teams), np.float32)
     return {"state": state, "episode_return": curve}
 
@@ -262,7 +261,7 @@ class SeedsLearner:
         self.memory = memory  # the run's memory plan, saved in each checkpoint's meta
         self.total = config.num_episodes
         self.folder = None if checkpoints is None else checkpoints.directory
-        teams = len(make_env(config)[0].teams)
+        teams = len(config.teams)
         self.curve = [np.zeros((num_seeds, 0, teams), np.float32)]
         self.compile_s = 0.0
         self._programs: dict[Any, Any] = {}

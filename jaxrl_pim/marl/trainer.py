@@ -471,7 +471,7 @@ def random_policy_return(config: MARLConfig, key: jax.Array, num_episodes: int,
     instead. Averaged over ``num_episodes`` episodes of each of the ``num_envs`` envs.
     """
     num_episodes = check_int("num_episodes", num_episodes, lo=1)
-    teams = make_env(config)[0].teams
+    teams = config.teams
     rollout = make_phases(config).rollout
 
     def step(env_state, k):

@@ -96,3 +96,28 @@ def test_update_rounds_match_the_schedule_loop(num_envs, learning_starts, update
         assert cfg.update_rounds(steps, start) == want, (start, steps)
     first = next(s for s in range(1, 10**6) if cfg.update_rounds(s) > 0)
     assert cfg.first_update_step == first
+
+
+def test_teams_without_a_world_are_the_built_worlds_teams():
+    """``config.teams`` (jax-free, from the fields) equals what the built world reports:
+    team names, sizes, observation and action lengths, for spread and tag (presets and
+    explicit compositions) at several sizes; the observation shapes are also checked against
+    the world's own ``reset`` (traced, not run), independent of the team tables."""
+    import jax
+
+    configs = [MARLConfig(env="spread", num_agents=n) for n in (1, 2, 3, 7, 24)]
+    configs += [MARLConfig(env="tag", num_agents=k) for k in mpe.TAG_PRESETS]
+    configs += [MARLConfig(env="tag", num_agents=a, num_prey=g, num_obstacles=o)
+                for a, g, o in ((1, 1, 0), (5, 3, None), (2, 7, 1), (4, 1, 9))]
+    key = jax.ShapeDtypeStruct((2,), "uint32")
+    for cfg in configs:
+        env, params = make_env(cfg)
+        teams = cfg.teams
+        assert isinstance(teams, tuple) and all(isinstance(t, mpe.TeamSpec) for t in teams)
+        assert teams == env.teams, cfg
+        assert [t.name for t in teams] == (["agents"] if cfg.env == "spread"
+                                           else ["predators", "prey"])
+        assert cfg.total_agents == env.num_agents == sum(t.num_agents for t in teams)
+        obs, _ = jax.eval_shape(env.reset, key, params)
+        assert [o.shape for o in obs] == [(t.num_agents, t.obs_dim) for t in teams], cfg
+        assert [t.action_dim for t in teams] == [mpe.ACTION_DIM] * len(teams)

@@ -22,9 +22,10 @@ always False; ``truncated`` is True on step ``params.max_steps`` (25), when ``st
 auto-resets (the last observation of the finished episode is ``info["final_observation"]``).
 
 Modules: ``world`` (parameters, state, physics, the shared ``ParticleWorld``), ``scenarios``
-(the two worlds, presets, constructors), ``rollout`` (a jitted random-action rollout). See
-``docs/mpe.md`` for every convention (reward sharing, the self-collision term, the prey
-boundary penalty).
+(the two worlds, presets, constructors), ``teams`` (``TeamSpec`` and each scenario's teams
+from its sizes; no jax), ``constants`` (size limits and presets; no jax), ``rollout`` (a
+jitted random-action rollout). See ``docs/mpe.md`` for every convention (reward sharing, the
+self-collision term, the prey boundary penalty).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from jaxrl_pim import lazy
 from jaxrl_pim.envs.mpe.constants import MAX_AGENTS, TAG_PRESETS
 
 # The worlds load jax, so they are imported on first use (PEP 562): ``import
-# jaxrl_pim.envs.mpe.constants`` (the size limits a config checks) loads no jax.
+# jaxrl_pim.envs.mpe.constants`` (the size limits a config checks) and
+# ``jaxrl_pim.envs.mpe.teams`` (the teams a config reads) load no jax.
 _LAZY = {
     **dict.fromkeys(("make_rollout",), "rollout"),
     **dict.fromkeys(("OBSTACLE_SIZE", "OCCUPIED_RADIUS", "PREDATOR_ACCEL", "PREDATOR_MAX_SPEED",
@@ -43,12 +45,12 @@ _LAZY = {
                      "REWARD_CONVENTIONS", "SPREAD_ACCEL", "SPREAD_AGENT_SIZE",
                      "SPREAD_LANDMARK_SIZE", "SPREAD_PRESETS", "TAG_REWARD", "SpreadEnv",
                      "TagEnv", "make", "make_spread", "make_tag"), "scenarios"),
-    **dict.fromkeys(("ACTION_DIM", "INTEGRATIONS", "SPLIT_PAIRS_MIN_ENTITIES", "MPEParams",
-                     "MPEState", "ParticleWorld", "TeamSpec", "contact_force", "off_diagonal"),
-                    "world"),
+    **dict.fromkeys(("ACTION_DIM", "TeamSpec", "spread_teams", "tag_teams"), "teams"),
+    **dict.fromkeys(("INTEGRATIONS", "SPLIT_PAIRS_MIN_ENTITIES", "MPEParams", "MPEState",
+                     "ParticleWorld", "contact_force", "off_diagonal"), "world"),
 }
 #: The package's modules, also given as attributes on first use (``mpe.scenarios``).
-SUBMODULES = ("constants", "rollout", "scenarios", "world")
+SUBMODULES = ("constants", "rollout", "scenarios", "teams", "world")
 __getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
 
 if TYPE_CHECKING:  # the static import graph and type checkers see every name
@@ -74,14 +76,13 @@ if TYPE_CHECKING:  # the static import graph and type checkers see every name
         make_spread,
         make_tag,
     )
+    from jaxrl_pim.envs.mpe.teams import ACTION_DIM, TeamSpec, spread_teams, tag_teams
     from jaxrl_pim.envs.mpe.world import (
-        ACTION_DIM,
         INTEGRATIONS,
         SPLIT_PAIRS_MIN_ENTITIES,
         MPEParams,
         MPEState,
         ParticleWorld,
-        TeamSpec,
         contact_force,
         off_diagonal,
     )
@@ -118,5 +119,7 @@ __all__ = [
     "make_spread",
     "make_tag",
     "off_diagonal",
+    "spread_teams",
+    "tag_teams",
 ]
 

@@ -20,13 +20,12 @@ import numpy as np
 from jaxrl_pim import choices
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.mpe import constants
+from jaxrl_pim.envs.mpe.teams import spread_teams, tag_teams
 from jaxrl_pim.envs.mpe.world import (
-    ACTION_DIM,
     INTEGRATIONS,
     MPEParams,
     MPEState,
     ParticleWorld,
-    TeamSpec,
     _distances,
     off_diagonal,
 )
@@ -89,8 +88,7 @@ class SpreadEnv(ParticleWorld):
 
     def __init__(self, num_agents: int, reward: str, integration: str) -> None:
         n = num_agents
-        team = TeamSpec("agents", n, 4 + 2 * n + 4 * (n - 1), ACTION_DIM)
-        super().__init__((team,), n, landmarks_collide=False, integration=integration)
+        super().__init__(spread_teams(n), n, landmarks_collide=False, integration=integration)
         self.reward_convention = check_choice("reward", reward, REWARD_CONVENTIONS)
 
     @property
@@ -154,12 +152,8 @@ class TagEnv(ParticleWorld):
     def __init__(self, num_predators: int, num_prey: int, num_obstacles: int,
                  integration: str) -> None:
         a, g, n_l = num_predators, num_prey, num_obstacles
-        base = 4 + 2 * n_l + 2 * (a + g - 1)
-        teams = (
-            TeamSpec("predators", a, base + 2 * g, ACTION_DIM),
-            TeamSpec("prey", g, base + 2 * (g - 1), ACTION_DIM),
-        )
-        super().__init__(teams, n_l, landmarks_collide=True, integration=integration)
+        super().__init__(tag_teams(a, g, n_l), n_l, landmarks_collide=True,
+                         integration=integration)
         self.num_predators, self.num_prey = a, g
 
     @property

@@ -11,7 +11,7 @@ The scenarios (:mod:`jaxrl_pim.envs.mpe.scenarios`) add observations and rewards
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,24 +19,13 @@ from flax import struct
 
 from jaxrl_pim.checks import check_choice
 from jaxrl_pim.envs import api, spaces
-
-ACTION_DIM = 5
-"""Length of every agent's action vector: ``[no-op, +x, -x, +y, -y]``."""
+from jaxrl_pim.envs.mpe.teams import ACTION_DIM, TeamSpec  # jax-free (a config reads them)
 
 INTEGRATIONS = ("original", "mpe2")
 #: Entities (agents + landmarks) from which the pairwise terms use separate x/y arrays.
 SPLIT_PAIRS_MIN_ENTITIES = 12
 #: The split pairwise terms pad their entity axis to a multiple of this (above it).
 PAIR_LANES = 8
-
-
-class TeamSpec(NamedTuple):
-    """One team of identical agents: its name, size and per-agent obs/action lengths."""
-
-    name: str
-    num_agents: int
-    obs_dim: int
-    action_dim: int
 
 
 @struct.dataclass
