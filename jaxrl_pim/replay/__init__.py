@@ -1,9 +1,11 @@
 """Replay as pure JAX components: buffers ``Buffer(init, add, gather)`` and index samplers
 ``Sampler(init, sample, update_priorities, on_add)``, one family for every learner.
 
-Buffers: ``make_buffer`` (multi-agent: ``per_agent``, N ring buffers as in the original
-MADDPG; ``interleaved``, one row per time step holding all agents; or ``packed``, every field
-of a time step in one ``[R]`` row, with ``gather_rows`` / ``unpack_rows``) and
+Buffers: ``make_buffer`` (multi-agent, four layouts, one module of pure functions each in
+:mod:`jaxrl_pim.replay.layouts`: ``per_agent``, N ring buffers as in the original MADDPG;
+``interleaved``, one row per time step holding all agents; ``packed``, every field of a time
+step in one ``[R]`` row, with ``gather_rows`` / ``unpack_rows``; or ``compact``,
+``interleaved`` with every observation stored once, ``next_obs`` rebuilt on ``gather``) and
 ``make_ring_buffer`` (one stream of single-agent transitions of any pytree, e.g.
 ``NStepTransition``; used by :mod:`jaxrl_pim.rl` and :mod:`jaxrl_pim.actorq`). Samplers:
 ``uniform``, ``neighbor`` (locality-aware runs), ``prioritized`` (proportional PER on a sum
