@@ -26,7 +26,7 @@ import hashlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -229,10 +229,62 @@ def _known_fingerprint(args: argparse.Namespace) -> dict[str, Any]:
     return {"config": config, "seed": args.seed, **source}
 
 
+class _Data(NamedTuple):
+    """The training rows and what the report says of them."""
+
+    transitions: Any  # data.Transitions (or one per agent with --agents)
+    num_rows: int | None  # rows of the whole dataset when this process holds only its own
+    source: str  # where the rows came from, for the report
+    dataset_rows: int  # rows of the whole dataset
+    collect_s: float  # seconds spent collecting or reading them
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the command; returns the exit status."""
-    # the cheap checks and every output path first, before jax is imported: a bad one never
-    # costs a run's results, nor the seconds of the imports
+    flags = _check_options(args)  # before jax: a bad option never costs the imports
+    import jax
+
+    from jaxrl_pim.tabular.runner import process_lanes, run_mesh
+
+    procs = launch.initialize_from_args(args, PROG)  # before any jax work
+    env_name, env, env_params, model, num_states, num_actions, terminal = _mdp(args)
+    config = _config(args, num_states, num_actions, flags)
+    _check_memory(config, args, flags["num_cores"], jax.local_device_count())
+    run_fp = _resumed_fingerprint(config, args, env_name, flags)
+    k_data, k_train, k_eval = jax.random.split(jax.random.key(args.seed), 3)
+    t0 = time.perf_counter()
+    check_ranges({"--devices": (args.devices, 1, len(jax.devices()))})
+    with flag_names(flags):
+        lanes = process_lanes(config, run_mesh(config, args.devices))
+    data = _collect(args, config, env, env_params, terminal, k_data, lanes, t0)
+    checkpoints = None
+    if args.checkpoint is not None:
+        from jaxrl_pim.checkpoint import Checkpoints
+
+        checkpoints = Checkpoints(args.checkpoint, keep=3, fingerprint=run_fp if run_fp
+                                  is not None else _fingerprint(config, args, env_name))
+    # the step a resume will use, read by every process (orbax's reads wait for all of them)
+    resume_from = _newest_intact(checkpoints) if checkpoints is not None and args.resume \
+        else None
+    if procs.is_main:
+        _print_size(config, data.dataset_rows, checkpoints, args, resume_from)
+    if procs.count > 1:
+        print(f"process {procs.index} of {procs.count}: lanes {lanes[0]}..{lanes[1] - 1} of "
+              f"{config.num_cores}; training", file=sys.stderr, flush=True)
+    result = _train(args, config, data, k_train, checkpoints, procs, flags)
+    if not procs.is_main:
+        print(f"process {procs.index} of {procs.count}: done; process 0 evaluates and writes "
+              "the results", file=sys.stderr, flush=True)
+        return 0
+    results, timing = _results(args, config, env_name, env, env_params, model, data, result,
+                               k_eval)
+    _write_outputs(args, config, data, result, results, timing)
+    return 0
+
+
+def _check_options(args: argparse.Namespace) -> dict[str, str]:
+    """The cheap checks and every output path, before jax is imported; returns the flag
+    names of the config's fields (:data:`FLAGS`, ``num_cores`` as ``--agents`` with it)."""
     if args.eval_episodes < 1:
         raise ValueError(f"--eval-episodes must be >= 1, got {args.eval_episodes}")
     for flag, count in (("--transitions", args.transitions), ("--cores", args.cores),
@@ -256,94 +308,90 @@ def main(args: argparse.Namespace) -> int:
     check_checkpoint_arguments(args)
     check_outputs(args, files={"--json": "json", "--save-q": "save_q"},
                   folders={"--checkpoint": "checkpoint"})
-    independent = args.agents is not None
-    flags = dict(FLAGS, num_cores="--agents" if independent else "--cores")
+    flags = dict(FLAGS, num_cores="--agents" if args.agents is not None else "--cores")
     if args.checkpoint is not None and args.resume:  # another run's folder, before jax
         with flag_names(flags):
             run_record.check_folder(args.checkpoint, "--checkpoint", "tabular",
                                     known=_known_fingerprint(args))
-    import jax
-    from rich.console import Console
+    return flags
 
-    from jaxrl_pim import data as data_lib
-    from jaxrl_pim.progress import RichProgress
-    from jaxrl_pim.report import atomic_save, make_report, write_json
-    from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
-    from jaxrl_pim.tabular.runner import describe, process_lanes, process_rows, run, run_mesh
 
-    procs = launch.initialize_from_args(args, PROG)  # before any jax work
-    console = Console(stderr=True)
-    env_name, env, env_params, model, num_states, num_actions, terminal = _mdp(args)
+def _config(args: argparse.Namespace, num_states: int, num_actions: int,
+            flags: dict[str, str]) -> TabularConfig:
+    """The trainer's config from the options (errors name the flags)."""
+    independent = args.agents is not None
     with flag_names(flags):
-        config = TabularConfig(
+        return TabularConfig(
             num_states=num_states, num_actions=num_actions, algo=args.algo,
             sampling=args.sampling, dtype=args.dtype,
             num_cores=args.agents if independent else args.cores,
             sync_period=args.sync_period, num_episodes=args.episodes, rng=args.rng,
             independent=independent,
         )
-    _check_memory(config, args, flags["num_cores"], jax.local_device_count())
-    run_fp = None  # the checkpoints' fingerprint, read when needed (it hashes a dataset)
-    if args.checkpoint is not None and args.resume and Path(args.checkpoint).is_dir():
-        from jaxrl_pim.checkpoint import Checkpoints
 
-        # another kind of run or configuration: refused before the data are collected
-        run_fp = _fingerprint(config, args, env_name)
-        with flag_names(flags), Checkpoints(args.checkpoint, fingerprint=run_fp) as folder:
-            folder.check_record()  # a difference named by its flag
-    key = jax.random.key(args.seed)
-    k_data, k_train, k_eval = jax.random.split(key, 3)
-    t0 = time.perf_counter()
-    check_ranges({"--devices": (args.devices, 1, len(jax.devices()))})
-    with flag_names(flags):
-        lanes = process_lanes(config, run_mesh(config, args.devices))
-    num_rows = None  # set when this process collects only its own lanes' rows
+
+def _resumed_fingerprint(config: TabularConfig, args: argparse.Namespace,
+                         env_name: str | None, flags: dict[str, str]) -> dict[str, Any] | None:
+    """With ``--resume`` into an existing folder: the run's fingerprint, checked against the
+    folder's before the data are collected (a difference named by its flag); else None (the
+    fingerprint hashes a dataset file, so it is read only when needed)."""
+    if args.checkpoint is None or not args.resume or not Path(args.checkpoint).is_dir():
+        return None
+    from jaxrl_pim.checkpoint import Checkpoints
+
+    run_fp = _fingerprint(config, args, env_name)
+    with flag_names(flags), Checkpoints(args.checkpoint, fingerprint=run_fp) as folder:
+        folder.check_record()
+    return run_fp
+
+
+def _collect(args: argparse.Namespace, config: TabularConfig, env: Any, env_params: Any,
+             terminal: np.ndarray | None, k_data: Any, lanes: tuple[int, int],
+             t0: float) -> _Data:
+    """The training rows: ``--dataset`` read, or collected by a uniform-random policy (one
+    dataset per agent with ``--agents``); this process's lanes' rows only."""
+    from jaxrl_pim import data as data_lib
+    from jaxrl_pim.tabular.runner import process_rows
+
     if args.dataset is not None:
-        if independent:
+        if config.independent:
             raise ValueError("--dataset holds one dataset; --agents collects one per agent")
-        transitions = data_lib.load(args.dataset, num_states, num_actions,
+        transitions = data_lib.load(args.dataset, config.num_states, config.num_actions,
                                     terminal_states=terminal)
-        source = str(args.dataset)
-        dataset_rows = transitions.num_rows
-    elif independent:
+        return _Data(transitions, None, str(args.dataset), transitions.num_rows,
+                     time.perf_counter() - t0)
+    if config.independent:
         n = _positive("--transitions", args.transitions)
         transitions = data_lib.collect_per_agent(env, env_params, k_data, config.num_cores, n,
                                                  agents=lanes)
-        num_rows = config.num_cores
-        source = f"collected, uniform random, {config.num_cores} x {args.transitions} rows"
-        dataset_rows = config.num_cores * n
-    else:
-        m = _positive("--transitions", args.transitions)
-        num_rows = m
-        transitions = data_lib.collect(env, env_params, k_data, m,
-                                       rows=process_rows(config, m, lanes))
-        source = f"collected, uniform random, {args.transitions} rows"
-        dataset_rows = m
-    collect_s = time.perf_counter() - t0
+        return _Data(transitions, config.num_cores,
+                     f"collected, uniform random, {config.num_cores} x {args.transitions} rows",
+                     config.num_cores * n, time.perf_counter() - t0)
+    m = _positive("--transitions", args.transitions)
+    transitions = data_lib.collect(env, env_params, k_data, m,
+                                   rows=process_rows(config, m, lanes))
+    return _Data(transitions, m, f"collected, uniform random, {args.transitions} rows", m,
+                 time.perf_counter() - t0)
 
-    checkpoints = None
-    if args.checkpoint is not None:
-        from jaxrl_pim.checkpoint import Checkpoints
 
-        checkpoints = Checkpoints(args.checkpoint, keep=3, fingerprint=run_fp if run_fp
-                                  is not None else _fingerprint(config, args, env_name))
-    # the step a resume will use, read by every process (orbax's reads wait for all of them)
-    resume_from = _newest_intact(checkpoints) if checkpoints is not None and args.resume \
-        else None
-    if procs.is_main:
-        _print_size(config, dataset_rows, checkpoints, args, resume_from)
-    if procs.count > 1:
-        print(f"process {procs.index} of {procs.count}: lanes {lanes[0]}..{lanes[1] - 1} of "
-              f"{config.num_cores}; training", file=sys.stderr, flush=True)
+def _train(args: argparse.Namespace, config: TabularConfig, data: _Data, k_train: Any,
+           checkpoints: Any, procs: Any, flags: dict[str, str]) -> Any:
+    """The lanes trained (:func:`jaxrl_pim.tabular.runner.run`), with the progress bar on
+    process 0; a lost peer of a multi-process run ends the command with one line."""
+    import jax
+
+    from jaxrl_pim.progress import RichProgress
+    from jaxrl_pim.tabular.runner import run
+
     show = show_progress(args.progress, sys.stdout, sys.stderr)
     with RichProgress("sync rounds", enabled=show and procs.is_main) as progress, \
             flag_names(flags):
         # every process runs the same program: the others pass a callback that does nothing
         callback = (progress if procs.is_main else _ignore) if show else None
         try:
-            result = run(config, transitions, k_train, args.devices, callback=callback,
-                         num_rows=num_rows, checkpoints=checkpoints,
-                         checkpoint_every=args.checkpoint_every, resume=args.resume)
+            return run(config, data.transitions, k_train, args.devices, callback=callback,
+                       num_rows=data.num_rows, checkpoints=checkpoints,
+                       checkpoint_every=args.checkpoint_every, resume=args.resume)
         except jax.errors.JaxRuntimeError as err:
             if procs.count == 1:
                 raise
@@ -351,24 +399,29 @@ def main(args: argparse.Namespace) -> int:
         finally:
             if checkpoints is not None:
                 checkpoints.close()
-    if not procs.is_main:
-        print(f"process {procs.index} of {procs.count}: done; process 0 evaluates and writes "
-              "the results", file=sys.stderr, flush=True)
-        return 0
+
+
+def _results(args: argparse.Namespace, config: TabularConfig, env_name: str | None,
+             env: Any, env_params: Any, model: Any, data: _Data, result: Any, k_eval: Any,
+             ) -> tuple[dict[str, Any], dict[str, float]]:
+    """The report's results and timings (s): the run's, and the greedy policy's evaluation
+    next to the optimal policy's where an environment is known."""
+    from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
+    from jaxrl_pim.tabular.runner import describe
 
     results: dict[str, Any] = {
         **describe(config),
         "env": env_name,
-        "dataset": source,
-        "dataset_rows": dataset_rows,
+        "dataset": data.source,
+        "dataset_rows": data.dataset_rows,
         "dropped_rows": result.dropped_rows,
         "devices": result.num_devices,
         "processes": result.num_processes,
     }
-    timing = {"collect": collect_s, **result.timing_s}
+    timing = {"collect": data.collect_s, **result.timing_s}
     if env is not None:
         t_eval = time.perf_counter()
-        q_eval = result.q_table.mean(axis=0) if independent else result.q_table
+        q_eval = result.q_table.mean(axis=0) if config.independent else result.q_table
         ev = evaluate(env, env_params, q_eval, k_eval, args.eval_episodes)
         q_star = value_iteration(model, config.gamma)
         opt = evaluate(env, env_params, q_star, k_eval, args.eval_episodes)
@@ -380,7 +433,7 @@ def main(args: argparse.Namespace) -> int:
             "optimal_success_rate": opt.success_rate,
             "optimal_value_discounted": optimal_value(model, q_star),
         })
-        if independent:
+        if config.independent:
             results["evaluated"] = "mean of the agents' Q-tables"
         timing["evaluate"] = time.perf_counter() - t_eval
     else:
@@ -392,15 +445,26 @@ def main(args: argparse.Namespace) -> int:
         "updates_per_s": result.updates_per_s,
         "q_delta_last": float(result.metrics["q_delta"][-1]),
     })
-    if checkpoints is not None:
+    if args.checkpoint is not None:
         results.update({"checkpoint_dir": str(args.checkpoint),
                         "resumed_from_round": result.start_round,
                         "checkpoints_written": result.checkpoints})
+    return results, timing
+
+
+def _write_outputs(args: argparse.Namespace, config: TabularConfig, data: _Data, result: Any,
+                   results: dict[str, Any], timing: dict[str, float]) -> None:
+    """The table, the ``--pim-estimate`` projection, ``--save-q`` and ``--json``."""
+    import jax
+    from rich.console import Console
+
+    from jaxrl_pim.report import atomic_save, make_report, write_json
+
     _print_table(config, results, timing)
     if args.pim_estimate is not None:
         measured_on = (f"JAX on {jax.default_backend()} ({jax.devices()[0].device_kind}, "
                        f"{result.num_devices} device(s))")
-        results["pim_estimate"] = _pim_estimate(config, dataset_rows, args.pim_estimate,
+        results["pim_estimate"] = _pim_estimate(config, data.dataset_rows, args.pim_estimate,
                                                 timing, measured_on)
     if args.save_q is not None:
         def save_q(tmp: str) -> None:  # to the open file: np.save would add .npy to a name
@@ -410,8 +474,7 @@ def main(args: argparse.Namespace) -> int:
         atomic_save(args.save_q, save_q)
     if args.json is not None:
         write_json(args.json, make_report(config, results, timing))
-        console.print(f"report written to {args.json}")
-    return 0
+        Console(stderr=True).print(f"report written to {args.json}")
 
 
 def _pim_estimate(config: TabularConfig, num_rows: int, name: str,
