@@ -151,33 +151,10 @@ def check_ray_address(address: str, timeout_s: float = RAY_CONNECT_TIMEOUT_S) ->
 
 def main(args: argparse.Namespace) -> int:
     """Run ``jaxrl-pim actorq`` with the parsed options; returns the exit status."""
-    # the cheap checks and every output path before jax is imported
-    check_checkpoint_arguments(args)
-    for flag, count in (("--actors", args.actors), ("--envs-per-actor", args.envs_per_actor),
-                        ("--actor-update-period", args.actor_update_period),
-                        ("--steps", args.steps), *(("--hidden", h) for h in args.hidden or ())):
-        if count < 1:
-            raise ValueError(f"{flag} must be >= 1, got {count}")
-    # int32 step counters; every output path, not inside the checkpoint folder
-    check_ranges({flag: (value, 1, INT32_MAX) for flag, value in (
-        ("--actors", args.actors), ("--envs-per-actor", args.envs_per_actor),
-        ("--actor-update-period", args.actor_update_period), ("--steps", args.steps),
-        ("--checkpoint-every", args.checkpoint_every))})
-    check_seed(args.seed)
-    check_outputs(args, files={"--json": "json"}, folders={"--checkpoint": "checkpoint"})
-    if not (args.env is None or is_playground_name(args.env)
-            or args.env in choices.GYMNAX_ENVS):
-        raise ValueError(f"--env must be an environment registered with gymnax (e.g. "
-                         f"{', '.join(choices.DQN_ENVS + choices.D4PG_ENVS)}) or "
-                         f"playground/<task>; got {args.env!r}")
-    if args.ray_address is not None and args.mode != "ray":
-        raise ValueError("--ray-address needs --mode ray")
-    if args.ray_address is not None:
-        check_ray_address(args.ray_address)
+    _check_options(args)  # before jax is imported
     from jaxrl_pim.actorq.energy import EnergyTracker
-    from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions, format_table
+    from jaxrl_pim.actorq.experiment import breakdown_table, compare_precisions
     from jaxrl_pim.progress import RichProgress
-    from jaxrl_pim.report import make_report, write_json
 
     overrides: dict[str, Any] = dict(
         actor_compute=args.actor_compute,
@@ -206,6 +183,43 @@ def main(args: argparse.Namespace) -> int:
                                     checkpoint_every=args.checkpoint_every,
                                     resume=args.resume)
     rows = breakdown_table(result)
+    _print_result(args, config, result, rows, energy.result())
+    if args.json:
+        _write_json(args, config, result, rows, energy.result(), precisions)
+    return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """The cheap checks and every output path, before jax is imported."""
+    check_checkpoint_arguments(args)
+    for flag, count in (("--actors", args.actors), ("--envs-per-actor", args.envs_per_actor),
+                        ("--actor-update-period", args.actor_update_period),
+                        ("--steps", args.steps), *(("--hidden", h) for h in args.hidden or ())):
+        if count < 1:
+            raise ValueError(f"{flag} must be >= 1, got {count}")
+    # int32 step counters; every output path, not inside the checkpoint folder
+    check_ranges({flag: (value, 1, INT32_MAX) for flag, value in (
+        ("--actors", args.actors), ("--envs-per-actor", args.envs_per_actor),
+        ("--actor-update-period", args.actor_update_period), ("--steps", args.steps),
+        ("--checkpoint-every", args.checkpoint_every))})
+    check_seed(args.seed)
+    check_outputs(args, files={"--json": "json"}, folders={"--checkpoint": "checkpoint"})
+    if not (args.env is None or is_playground_name(args.env)
+            or args.env in choices.GYMNAX_ENVS):
+        raise ValueError(f"--env must be an environment registered with gymnax (e.g. "
+                         f"{', '.join(choices.DQN_ENVS + choices.D4PG_ENVS)}) or "
+                         f"playground/<task>; got {args.env!r}")
+    if args.ray_address is not None and args.mode != "ray":
+        raise ValueError("--ray-address needs --mode ray")
+    if args.ray_address is not None:
+        check_ray_address(args.ray_address)
+
+
+def _print_result(args: argparse.Namespace, config: Any, result: dict[str, Any],
+                  rows: list, energy: dict[str, Any]) -> None:
+    """The breakdown table, each run's transfer counts, the target and the energy."""
+    from jaxrl_pim.actorq.experiment import format_table
+
     print(f"ActorQ {config.algo} on {config.env_name}, mode={args.mode}, "
           f"{config.num_actors} actors, update period {config.actor_update_period}, "
           f"{config.total_steps} steps")
@@ -221,18 +235,22 @@ def main(args: argparse.Namespace) -> int:
     ttr = result["time_to_reward"]
     if ttr is not None:
         print(f"target reward (95% of fp32 improvement): {ttr['target']:.4g}")
-    e = energy.result()
     if args.energy:
-        if e.get("available"):
-            print(f"energy: {e['energy_kwh']:.3g} kWh, {e['emissions_kg']:.3g} kg CO2eq "
-                  f"({e['note']})")
+        if energy.get("available"):
+            print(f"energy: {energy['energy_kwh']:.3g} kWh, {energy['emissions_kg']:.3g} kg "
+                  f"CO2eq ({energy['note']})")
         else:
-            print(f"energy: {e['note']}")
-    if args.json:
-        timing = {f"{p}_{k}": v for p, r in result["runs"].items()
-                  for k, v in r["timing_s"].items()}
-        results = dict(result, table=rows, energy=e, mode=args.mode, seed=args.seed,
-                       precisions=precisions, checkpoint=args.checkpoint, resumed=args.resume)
-        path = write_json(args.json, make_report(config, results, timing))
-        print(f"wrote {path}")
-    return 0
+            print(f"energy: {energy['note']}")
+
+
+def _write_json(args: argparse.Namespace, config: Any, result: dict[str, Any], rows: list,
+                energy: dict[str, Any], precisions: list[str]) -> None:
+    """``--json``: the report, one timing entry per precision and phase."""
+    from jaxrl_pim.report import make_report, write_json
+
+    timing = {f"{p}_{k}": v for p, r in result["runs"].items()
+              for k, v in r["timing_s"].items()}
+    results = dict(result, table=rows, energy=energy, mode=args.mode, seed=args.seed,
+                   precisions=precisions, checkpoint=args.checkpoint, resumed=args.resume)
+    path = write_json(args.json, make_report(config, results, timing))
+    print(f"wrote {path}")
