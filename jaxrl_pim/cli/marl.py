@@ -104,6 +104,28 @@ def register(subparsers: Any) -> None:
         epilog=f"Predator-prey presets (--env tag --agents K): {_presets()}. Any other "
                "composition: --predators A --prey G [--obstacles L].",
     )
+    _add_world(p, d)
+    _add_algorithm(p, d)
+    _add_schedule(p, d)
+    _add_output(p)
+    ckpt = p.add_argument_group(
+        "checkpoints", "save the run as it goes and continue it after a crash or a kill")
+    add_checkpoint_arguments(
+        ckpt, unit="EPISODES",
+        folder="folder of the run's checkpoints (orbax, written atomically, the newest 3 "
+        "kept; each holds the whole train state, replay buffers included) (default: none)",
+        period="episodes between checkpoints (default: about 10%% of the run, "
+        "ceil(episodes / 10))",
+        resume="continue from the newest checkpoint in --checkpoint (same options and seed "
+        "required, --episodes may grow; an empty folder starts from episode 0) (default: off)")
+    from jaxrl_pim.cli import launch
+
+    launch.add_arguments(p)  # --coordinator ...: the seeds of --seeds over several processes
+    _register_evaluate(p)
+
+
+def _add_world(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
+    """The ``world`` options: the environment and its agents."""
     world = p.add_argument_group("world")
     world.add_argument("--env", default=d.env, metavar="ENV",
                        help="spread = cooperative navigation, tag = predator-prey, or a "
@@ -120,6 +142,10 @@ def register(subparsers: Any) -> None:
                        help="tag: prey (with --predators; default: from the preset)")
     world.add_argument("--obstacles", type=int, default=None, metavar="L",
                        help="tag: obstacles (default: max(2, prey))")
+
+
+def _add_algorithm(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
+    """The ``algorithm and replay`` options."""
     algo = p.add_argument_group("algorithm and replay")
     algo.add_argument("--algo", choices=MARL_ALGOS, default=d.algo,
                       help="learner (default: %(default)s)")
@@ -132,6 +158,10 @@ def register(subparsers: Any) -> None:
     algo.add_argument("--sampling-mode", choices=SAMPLING_MODES, default=d.sampling_mode,
                       help="faithful = own indices per agent, fast = one shared index set "
                            "(default: %(default)s)")
+
+
+def _add_schedule(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
+    """The ``schedule`` options: episodes, envs, batch, replay size, seeds."""
     sched = p.add_argument_group("schedule")
     sched.add_argument("--episodes", type=int, default=d.num_episodes,
                        help="total episodes per env, 25 steps each (default: %(default)s)")
@@ -162,6 +192,10 @@ def register(subparsers: Any) -> None:
                        help="with --seeds S > 1: greedy-policy episodes per seed after "
                             "training (0: none; a single run is evaluated by marl evaluate) "
                             f"(default: {EVAL_EPISODES})")
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    """The ``output`` options: report, plot, progress bar, duration estimate."""
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="PATH", default=None,
                      help="write the run report here (default: none)")
@@ -174,20 +208,6 @@ def register(subparsers: Any) -> None:
                      help="time one env step and one update round first and print the "
                           "expected duration (default: on for runs of at least "
                           f"{LONG_RUN_TRANSITIONS:,} transitions)")
-    ckpt = p.add_argument_group(
-        "checkpoints", "save the run as it goes and continue it after a crash or a kill")
-    add_checkpoint_arguments(
-        ckpt, unit="EPISODES",
-        folder="folder of the run's checkpoints (orbax, written atomically, the newest 3 "
-        "kept; each holds the whole train state, replay buffers included) (default: none)",
-        period="episodes between checkpoints (default: about 10%% of the run, "
-        "ceil(episodes / 10))",
-        resume="continue from the newest checkpoint in --checkpoint (same options and seed "
-        "required, --episodes may grow; an empty folder starts from episode 0) (default: off)")
-    from jaxrl_pim.cli import launch
-
-    launch.add_arguments(p)  # --coordinator ...: the seeds of --seeds over several processes
-    _register_evaluate(p)
 
 
 def _register_evaluate(marl: argparse.ArgumentParser) -> None:
@@ -600,10 +620,10 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
          memory: dict[str, Any]) -> int:
+    """One seed's run: start or resume, say the plan, train, report."""
     import jax
-    import numpy as np
 
-    from jaxrl_pim import report, runner
+    from jaxrl_pim import report
     from jaxrl_pim.marl import checkpoint, plan
     from jaxrl_pim.progress import RichProgress
 
@@ -613,8 +633,34 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
                                              checkpoints, resume=args.resume)
     start = int(state.episode)
     timing["init"] = time.perf_counter() - t0
-
     the_plan = plan.plan_run(config, start)
+    every, estimate = _say_plan(args, config, the_plan, start, checkpoints, memory, timing)
+    progress = show_progress(args.progress, sys.stdout)
+    with RichProgress(f"marl {args.algo} {args.env}", enabled=progress) as cb:
+        result = checkpoint.train_segments(
+            config, state, curve, checkpoints, every=every, memory=memory,
+            progress=cb if (progress and the_plan.episodes) else None)
+    timing.update(result.timing_s)
+    if checkpoints is None:
+        timing.pop("checkpoint")
+    results = _results(args, config, result, start, every, the_plan, estimate, memory)
+    if args.json:
+        report.write_json(args.json, report.make_report(config, results, timing))
+    _print_summary(args, config, results, timing)
+    return 0
+
+
+def _say_plan(args: argparse.Namespace, config: MARLConfig, the_plan: Any, start: int,
+              checkpoints: Any, memory: dict[str, Any], timing: dict[str, float],
+              ) -> tuple[int | None, dict[str, Any] | None]:
+    """Print the run's plan (its duration estimate when asked or long, the memory line, the
+    checkpoint period); returns the period (episodes; None without checkpoints) and the
+    estimate (None when not made). The estimate's compile seconds go into ``timing``."""
+    import jax
+
+    from jaxrl_pim import runner
+    from jaxrl_pim.marl import plan
+
     estimate_on = args.estimate
     if estimate_on is None:
         estimate_on = the_plan.transitions >= plan.LONG_RUN_TRANSITIONS
@@ -636,24 +682,23 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
                ("; no checkpoint yet: starting at episode 0" if args.resume else "")))
     for line in lines:
         print(line, file=sys.stderr if line.startswith("warning") else sys.stdout, flush=True)
+    return every, estimate
 
-    progress = show_progress(args.progress, sys.stdout)
-    name = f"marl {args.algo} {args.env}"
-    with RichProgress(name, enabled=progress) as cb:
-        result = checkpoint.train_segments(
-            config, state, curve, checkpoints, every=every, memory=memory,
-            progress=cb if (progress and the_plan.episodes) else None)
+
+def _results(args: argparse.Namespace, config: MARLConfig, result: Any, start: int,
+             every: int | None, the_plan: Any, estimate: dict[str, Any] | None,
+             memory: dict[str, Any]) -> dict[str, Any]:
+    """The report's results: final returns per team (mean of the last tenth of the
+    episodes), the learning curve at every 1 %, the last losses, the checkpoints, the plan."""
+    import numpy as np
+
     state = result.state
-    timing.update(result.timing_s)
-    if checkpoints is None:
-        timing.pop("checkpoint")
-
     returns = result.episode_return  # [episodes, teams]: the whole run, also before a resume
     total = returns.shape[0]
     tail = max(1, total // 10)
     team_names = [t.name for t in config.teams]
     final = returns[-tail:].mean(axis=0) if total else np.full(len(team_names), np.nan)
-    results = {
+    return {
         "teams": team_names,
         "start_episode": start,
         "episodes_trained": total - start,
@@ -673,15 +718,18 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
         "duration_estimate": estimate,
         "memory": memory,
     }
-    if args.json:
-        report.write_json(args.json, report.make_report(config, results, timing))
+
+
+def _print_summary(args: argparse.Namespace, config: MARLConfig, results: dict[str, Any],
+                   timing: dict[str, float]) -> None:
+    """The run's one-line summary: episodes, update rounds, final returns, train seconds."""
     summary = ", ".join(f"{n} {v:.2f}" for n, v in results["final_return"].items())
     world = (f"agents={config.num_agents}" if config.env == "spread" else
              f"agents={config.total_agents}" if config.is_jaxmarl else
              "predators={} prey={} obstacles={}".format(*config.tag_sizes))
     print(
-        f"{name} {world}: episodes {start}->{int(state.episode)}"
-        f", updates {results['update_rounds']}, mean return (last {tail} eps) {summary}; "
+        f"marl {args.algo} {args.env} {world}: episodes {results['start_episode']}->"
+        f"{results['episodes_total']}, updates {results['update_rounds']}, mean return "
+        f"(last {results['final_return_window']} eps) {summary}; "
         f"train {timing['train']:.1f} s (compile {timing['compile']:.1f} s)"
     )
-    return 0

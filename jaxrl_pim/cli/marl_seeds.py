@@ -44,62 +44,82 @@ def run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, An
 
 def _run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, Any],
                main: bool, out: Any) -> int:
+    """Train the seeds (plan printed first), then report and print the summary."""
     from jaxrl_pim.checkpoint import Checkpoints
     from jaxrl_pim.runner import default_every
 
-    num_seeds = args.seeds
-    mesh = seeds.seed_mesh(num_seeds)
+    mesh = seeds.seed_mesh(args.seeds)
     checkpoints = None
     if args.checkpoint is not None:
         checkpoints = Checkpoints(args.checkpoint, keep=3,
-                                  fingerprint=seeds.fingerprint(config, args.seed, num_seeds))
+                                  fingerprint=seeds.fingerprint(config, args.seed, args.seeds))
     try:
         every = None
         if checkpoints is not None:
             every = args.checkpoint_every or default_every(config.num_episodes)
         the_plan = plan.plan_run(config)
-        lines = plan.describe(config, the_plan)
-        lines.insert(1, f"seeds: {num_seeds} ({args.seed}..{args.seed + num_seeds - 1}) in one "
-                        f"vmapped program over {mesh.devices.size} device(s)"
-                        + (f" of {jax.process_count()} processes" if jax.process_count() > 1
-                           else "") + "; train state "
-                        f"{plan.human_bytes(memory['seed_bytes'])} per seed")
-        if memory["capacity_auto"]:
-            lines.append(plan.auto_line(memory))
-        for line in lines:
-            print(line, file=sys.stderr if line.startswith("warning") and main else out,
-                  flush=True)
-        result = seeds.run_seeds(config, args.seed, num_seeds, checkpoints, every=every,
+        _say_plan(args, config, the_plan, mesh, memory, main, out)
+        result = seeds.run_seeds(config, args.seed, args.seeds, checkpoints, every=every,
                                  resume=args.resume, mesh=mesh, memory=memory)
     finally:
         if checkpoints is not None:
             checkpoints.close()
+    timing = dict(result.timing_s)
+    results = _results(args, config, result, every, the_plan, memory, timing)
+    if args.json and main:
+        report.write_json(args.json, report.make_report(config, results, timing))
+    if args.plot and main:
+        seeds.plot_curves(result.episode_return, results["teams"], args.plot,
+                          title=f"{config.algo} {config.env}, {args.seeds} seeds")
+    _print_summary(args, config, result, results, timing, out)
+    return 0
+
+
+def _say_plan(args: argparse.Namespace, config: MARLConfig, the_plan: Any, mesh: Any,
+              memory: dict[str, Any], main: bool, out: Any) -> None:
+    """Print the run's plan: the seeds, their devices and memory, the schedule."""
+    lines = plan.describe(config, the_plan)
+    lines.insert(1, f"seeds: {args.seeds} ({args.seed}..{args.seed + args.seeds - 1}) in one "
+                    f"vmapped program over {mesh.devices.size} device(s)"
+                    + (f" of {jax.process_count()} processes" if jax.process_count() > 1
+                       else "") + "; train state "
+                    f"{plan.human_bytes(memory['seed_bytes'])} per seed")
+    if memory["capacity_auto"]:
+        lines.append(plan.auto_line(memory))
+    for line in lines:
+        print(line, file=sys.stderr if line.startswith("warning") and main else out,
+              flush=True)
+
+
+def _results(args: argparse.Namespace, config: MARLConfig, result: Any, every: int | None,
+             the_plan: Any, memory: dict[str, Any], timing: dict[str, float],
+             ) -> dict[str, Any]:
+    """The report's results: every seed's final return (mean of the last tenth of the
+    episodes) and greedy return (``--eval-episodes``; its seconds go into ``timing``), their
+    statistics over seeds, the mean learning curve at every 1 %, checkpoints, plan."""
+    import time
+
     returns = result.episode_return  # [S, episodes, teams]
     total = returns.shape[1]
     tail = max(1, total // 10)
-    teams = [t.name for t in config.teams]
     final = returns[:, -tail:].mean(axis=1)  # [S, teams]
-    final_stats = seeds.seed_stats(final)
-    timing = dict(result.timing_s)
     evaluation = None
     if args.eval_episodes:
-        import time
-
         t0 = time.perf_counter()
         actors = tuple(t.actor for t in result.state.teams)
         evaluation = seeds.evaluate_seeds(config, actors, jax.random.PRNGKey(args.seed),
                                           args.eval_episodes).mean(axis=1)  # [S, teams]
         timing["evaluate"] = time.perf_counter() - t0
-    results = {
-        "teams": teams,
-        "seeds": list(range(args.seed, args.seed + num_seeds)),
+    return {
+        "teams": [t.name for t in config.teams],
+        "seeds": list(range(args.seed, args.seed + args.seeds)),
         "devices": result.devices,
         "start_episode": result.start_episode,
         "episodes_total": total,
         "update_rounds": seeds._to_host(result.state.num_updates).tolist(),
         "final_return_window": tail,
         "final_return_per_seed": final.tolist(),
-        "final_return": final_stats,
+        "final_return": seeds.seed_stats(final),
         "eval_episodes": args.eval_episodes,
         "greedy_return_per_seed": None if evaluation is None else evaluation.tolist(),
         "greedy_return": None if evaluation is None else seeds.seed_stats(evaluation),
@@ -110,23 +130,22 @@ def _run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, A
         "resumed_from_episode": result.start_episode if args.resume else None,
         "plan": the_plan._asdict(),
         "memory": memory,
+        "processes": jax.process_count(),
     }
-    results["processes"] = jax.process_count()
-    if args.json and main:
-        report.write_json(args.json, report.make_report(config, results, timing))
-    if args.plot and main:
-        seeds.plot_curves(returns, teams, args.plot,
-                          title=f"{config.algo} {config.env}, {num_seeds} seeds")
-    name = f"marl {config.algo} {config.env}"
-    print(f"{name}, {num_seeds} seeds on {result.devices} device(s): episodes "
-          f"{result.start_episode}->{total}; train {timing['train']:.1f} s (compile "
-          f"{timing['compile']:.1f} s)", file=out)
-    print(_stats_line(f"final return (last {tail} eps, mean over seeds +- standard error):",
-                      final_stats, teams), file=out)
-    if evaluation is not None:
+
+
+def _print_summary(args: argparse.Namespace, config: MARLConfig, result: Any,
+                   results: dict[str, Any], timing: dict[str, float], out: Any) -> None:
+    """The run's summary lines: episodes and seconds, final and greedy returns over seeds."""
+    print(f"marl {config.algo} {config.env}, {args.seeds} seeds on {result.devices} device(s): "
+          f"episodes {result.start_episode}->{results['episodes_total']}; train "
+          f"{timing['train']:.1f} s (compile {timing['compile']:.1f} s)", file=out)
+    print(_stats_line(f"final return (last {results['final_return_window']} eps, mean over "
+                      "seeds +- standard error):", results["final_return"], results["teams"]),
+          file=out)
+    if results["greedy_return"] is not None:
         print(_stats_line(f"greedy return ({args.eval_episodes} eps per seed):",
-                          results["greedy_return"], teams), file=out)
-    return 0
+                          results["greedy_return"], results["teams"]), file=out)
 
 
 def evaluate_group(args: argparse.Namespace, pol: Any, key: jax.Array) -> int:
