@@ -67,8 +67,7 @@ CPU only ``--smoke`` runs: the kernels are GPU / TPU kernels.
 
 from __future__ import annotations
 
-import functools
-import itertools
+import argparse
 import statistics
 import sys
 import time
@@ -83,7 +82,7 @@ from benchmarks import (
     pim_published,
 )
 from benchmarks import tabular_gpu_knobs as knobs
-from benchmarks.tabular_gpu_knobs import lowers_for_cuda, sweep_summary, sweep_table
+from benchmarks.tabular_gpu_knobs import lowers_for_cuda
 from benchmarks.tabular_gpu_model import (  # noqa: F401 - the floor model, re-exported
     DEPENDENT_LATENCY_CYCLES,
     FLOOR_CLOCK_HZ,
@@ -95,16 +94,19 @@ from benchmarks.tabular_gpu_model import (  # noqa: F401 - the floor model, re-e
     floor_estimate_ns,
     issued_ops,
 )
+from benchmarks.tabular_gpu_report import (  # the summary and the tables
+    LCG_KEYS,  # noqa: F401 - the summary's lcg keys, re-exported
+    SECTIONS,
+    VARIANTS,
+    num,
+    render_markdown,
+    summarize,
+)
 from jaxrl_pim.choices import RNGS
 
-VARIANTS = [f"{a}-{s}-{d}" for a, s, d in itertools.product(("q", "sarsa"),
-                                                             ("seq", "ran", "str"),
-                                                             ("fp32", "int32"))]
-SECTIONS = ("frozenlake", "compare", "multiagent", "taxi", "scaling", "sweep")
 #: ``--file-tag``: the GPU suite files the sweep, run last if time is left, as
 #: ``tabular_gpu_sweep.json`` (``--sections sweep --file-tag sweep``).
 FILE_TAGS = ("sweep",)
-ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
 
 #: Published PIM time for 2,000 independent agents (10,000 FrozenLake rows each, 2,000
 #: episodes): the Xeon time divided by the PIM speed-up, both as published in "SwiftRL:
@@ -112,12 +114,6 @@ ACCELERATORS = ("gpu", "cuda", "rocm", "tpu")
 #: al., ISPASS 2024); see ``pim_published.MULTI_AGENT``.
 PIM_MULTIAGENT_2000_S = pim_published.MULTI_AGENT["pim_seconds_2000_agents_derived"]
 PIM_SOURCE = pim_published.SOURCE
-
-#: Targets of the GPU run (issue 19): the worst of the 12 FrozenLake variants at 2,000 lanes
-#: within 0.1 s (goal 0.03 s), 2,000 independent agents within 1 s.
-FROZENLAKE_TARGET_S = 0.1
-FROZENLAKE_GOAL_S = 0.03
-MULTIAGENT_TARGET_S = 1.0
 
 MODES: dict[str, dict[str, Any]] = {
     "full": dict(rows=1_000_000, lanes=2000, episodes=2000, sync=50, variants=VARIANTS,
@@ -146,177 +142,6 @@ MODES: dict[str, dict[str, Any]] = {
 }
 
 
-# ------------------------------------------------------------------------------- summary
-
-
-#: the tables' cells: the layer's number format, "n/a" for a value not measured
-_num = functools.partial(harness.fmt, missing="n/a")
-
-
-def _worst(rows: list[dict], **match) -> tuple[float | None, float | None]:
-    times = [r["run_s"] for r in rows
-             if all(r.get(k) == v for k, v in match.items()) and r.get("run_s") is not None]
-    if not times:
-        return None, None
-    return max(times), statistics.median(times)
-
-
-#: Summary keys of the ``lcg`` records, in files whose config names ``rngs`` (the files
-#: written before ``--rngs`` existed hold neither the keys nor ``lcg`` records).
-LCG_KEYS = (*(f"{p}_{k}_lcg" for p in ("gpu", "tpu") for k in (
-                "frozenlake_2000_lanes_s", "frozenlake_2000_lanes_s_median", "multiagent_2000_s")),
-            *(f"gpu_frozenlake_{k}_lcg" for k in (
-                "ns_per_dependent_step_worst", "floor_estimate_ns_worst_variant",
-                "worst_over_floor_estimate")),
-            *(f"{p}_frozenlake_lcg_over_jax_{k}" for p in ("gpu", "tpu")
-              for k in ("worst", "worst_variant", "best")))
-
-
-def _rng(record: dict) -> str:
-    """A record's rng (records written before ``--rngs`` existed are ``jax`` ones)."""
-    return record.get("rng", "jax")
-
-
-def _headline(res: dict, cfg: dict, prefix: str, rng: str) -> dict[str, Any]:
-    """The headline keys of ``rng``'s records (``jax``: the keys without a suffix; else
-    suffixed ``_<rng>``); a key whose records are incomplete is left out."""
-    sfx = "" if rng == "jax" else f"_{rng}"
-    out: dict[str, Any] = {}
-    sections = res["sections"]
-    fl = [r for r in sections.get("frozenlake", []) if _rng(r) == rng]
-    worst, median = _worst(fl, kernel=res["new_kernel"])
-    n_ok = sum(1 for r in fl if r.get("run_s") is not None)
-    if worst is not None and n_ok == len(VARIANTS) and sorted(cfg["variants"]) == sorted(VARIANTS):
-        out[f"{prefix}_frozenlake_2000_lanes_s{sfx}"] = worst
-        out[f"{prefix}_frozenlake_2000_lanes_s_median{sfx}"] = median
-    ma_all = [r for r in sections.get("multiagent", []) if r["episodes"] == cfg["episodes"]]
-    ma = [r for r in ma_all if _rng(r) == rng]
-    if rng != "jax":  # a variant that draws nothing ran once, with jax: the same program
-        ma += [r for r in ma_all if _rng(r) == "jax" and not draws_random(r["variant"])
-               and r["variant"] not in {x["variant"] for x in ma}]
-    worst_ma, _ = _worst(ma, kernel=res["new_kernel"])
-    n_ma = len([r for r in ma if r.get("run_s") is not None])
-    if worst_ma is not None and n_ma == len(cfg["pair_variants"]):
-        out[f"{prefix}_multiagent_2000_s{sfx}"] = worst_ma
-    steps = [r for r in fl if r.get("ns_per_dependent_step") is not None]
-    if steps and prefix == "gpu":
-        worst_step = max(steps, key=lambda r: r["ns_per_dependent_step"])
-        out[f"gpu_frozenlake_ns_per_dependent_step_worst{sfx}"] = worst_step[
-            "ns_per_dependent_step"]
-        out[f"gpu_frozenlake_floor_estimate_ns_worst_variant{sfx}"] = worst_step[
-            "floor_estimate_ns_per_step"]
-        out[f"gpu_frozenlake_worst_over_floor_estimate{sfx}"] = max(
-            r["over_floor_estimate"] for r in steps)
-    return out
-
-
-def _lcg_over_jax(res: dict, prefix: str) -> dict[str, Any]:
-    """Per variant, its frozenlake ``lcg`` time over its ``jax`` time: the largest (and its
-    variant) and the smallest ratio."""
-    times = {(_rng(r), r["variant"]): r["run_s"] for r in res["sections"].get("frozenlake", [])
-             if r.get("kernel") == res["new_kernel"] and r.get("run_s") is not None}
-    ratios = {v: times[("lcg", v)] / times[("jax", v)] for v in VARIANTS
-              if ("lcg", v) in times and ("jax", v) in times}
-    if len(ratios) != len(VARIANTS):
-        return {}
-    worst = max(ratios, key=ratios.get)
-    return {f"{prefix}_frozenlake_lcg_over_jax_worst": ratios[worst],
-            f"{prefix}_frozenlake_lcg_over_jax_worst_variant": worst,
-            f"{prefix}_frozenlake_lcg_over_jax_best": min(ratios.values())}
-
-
-def summarize(report: dict[str, Any]) -> dict[str, Any]:
-    """Headline numbers from the stored records (see the module docstring)."""
-    res, cfg = report["results"], report["config"]
-    backend = res["backend"]
-    lcg = "lcg" in cfg.get("rngs", ())
-    out: dict[str, Any] = {
-        "device": res["device"], "mode": cfg["mode"], "new_kernel": res["new_kernel"],
-        "gpu_frozenlake_2000_lanes_s": None, "gpu_frozenlake_2000_lanes_s_median": None,
-        "gpu_multiagent_2000_s": None, "gpu_vs_pim_multiagent_speedup": None,
-        "tpu_frozenlake_2000_lanes_s": None, "tpu_frozenlake_2000_lanes_s_median": None,
-        "tpu_multiagent_2000_s": None, "tpu_vs_pim_multiagent_speedup": None,
-        "gpu_frozenlake_ns_per_dependent_step_worst": None,
-        "gpu_frozenlake_floor_estimate_ns_worst_variant": None,
-        "gpu_frozenlake_worst_over_floor_estimate": None,
-        "gpu_frozenlake_2000_lanes_target_s": FROZENLAKE_TARGET_S,
-        "gpu_frozenlake_2000_lanes_goal_s": FROZENLAKE_GOAL_S,
-        "gpu_frozenlake_2000_lanes_target_met": None,
-        "gpu_multiagent_2000_target_s": MULTIAGENT_TARGET_S,
-        "gpu_multiagent_2000_target_met": None,
-        **({k: None for k in LCG_KEYS} if "rngs" in cfg else {}),
-        **{k: None for k in sweep_summary([])},
-        "pim_multiagent_2000_s": res["pim_multiagent_2000_s"], "pim_source": res["pim_source"],
-        "note": None,
-    }
-    if backend not in ACCELERATORS:
-        out["note"] = ("measured on a CPU host (kernels in Pallas interpret mode): the GPU and "
-                       "TPU figures are not measured")
-        return out
-    if cfg["mode"] != "full":
-        out["note"] = f"{cfg['mode']} sizes: the headline keys need the full sizes"
-        return out
-    prefix = "tpu" if backend == "tpu" else "gpu"
-    out.update(_headline(res, cfg, prefix, "jax"))
-    worst_ma = out[f"{prefix}_multiagent_2000_s"]
-    if worst_ma is not None:
-        out[f"{prefix}_vs_pim_multiagent_speedup"] = res["pim_multiagent_2000_s"] / worst_ma
-    if prefix == "gpu" and out["gpu_frozenlake_2000_lanes_s"] is not None:
-        out["gpu_frozenlake_2000_lanes_target_met"] = (out["gpu_frozenlake_2000_lanes_s"]
-                                                       <= FROZENLAKE_TARGET_S)
-    if prefix == "gpu" and out["gpu_multiagent_2000_s"] is not None:
-        out["gpu_multiagent_2000_target_met"] = out["gpu_multiagent_2000_s"] <= MULTIAGENT_TARGET_S
-    headline = [f"{prefix}_frozenlake_2000_lanes_s", f"{prefix}_multiagent_2000_s"]
-    if lcg:
-        out.update(_headline(res, cfg, prefix, "lcg"))
-        if None not in (out[f"{prefix}_frozenlake_2000_lanes_s{s}"] for s in ("", "_lcg")):
-            out.update(_lcg_over_jax(res, prefix))
-        headline += [f"{k}_lcg" for k in headline]
-    out.update(sweep_summary(res["sections"].get("sweep", [])))
-    missing = [k for k in headline if out[k] is None]
-    if missing:
-        out["note"] = f"not measured (section not run or a run failed): {', '.join(missing)}"
-    return out
-
-
-def render_markdown(report: dict[str, Any]) -> str:
-    """Tables of a stored report: one per section, then the summary."""
-    res, cfg = report["results"], report["config"]
-    summary = summarize(report)
-    lines = [f"Device: {res['device']} ({cfg['mode']} sizes); new kernel "
-             f"`{res['new_kernel']}`. Run time is the median of the timed calls after the "
-             "compiling call; ns/step = run time / (rows per lane x episodes); the floor is an "
-             "estimate (see the script's docstring).", ""]
-    rng_col = "rngs" in cfg  # files written before --rngs existed: jax only, no column
-    head = ("| section | env | variant | " + ("rng | " if rng_col else "") + "kernel | lanes | "
-            "rows/lane | episodes | compile s | run s | ns/step | floor ns (est.) | vs scan |")
-    for name in SECTIONS:
-        rows = res["sections"].get(name)
-        if not rows:
-            continue
-        if name == "sweep":
-            lines += sweep_table(rows)
-            continue
-        lines += [f"### {name}", "", head, "|" + "---|" * (12 + rng_col)]
-        for r in rows:
-            cells = (f"| {name} | {r['env']} | {r['variant']} | "
-                     + (f"{_rng(r)} | " if rng_col else "")
-                     + f"{r['kernel']} | {r['lanes']} | {r['rows_per_lane']} | {r['episodes']} | ")
-            if r.get("error"):
-                lines.append(cells + f"failed: {r['error'][:80]} | | | | |")
-                continue
-            diff = r.get("max_abs_diff_vs_scan")
-            vs = "" if diff is None else ("identical" if diff == 0 else f"{diff:.1e}")
-            lines.append(
-                cells + f"{r['compile_s']:.1f} | {r['run_s']:.4g} | "
-                f"{r['ns_per_dependent_step']:.1f} | "
-                f"{_num(r['floor_estimate_ns_per_step'], '.1f')} | {vs} |")
-        lines.append("")
-    for name, why in res.get("skipped_sections", {}).items():
-        lines += [f"Section `{name}` not run in full: {why}.", ""]
-    lines += ["### summary", "", "| key | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in summary.items()]
-    return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -332,7 +157,8 @@ def _split(variant: str) -> dict[str, str]:
 COMPILER_OPTIONS: dict[str, Any] = {}
 
 
-def timed_run(cfg, chunks, repeats: int, reference=None) -> tuple[dict[str, Any], Any]:
+def timed_run(cfg: Any, chunks: Any, repeats: int,
+              reference: Any = None) -> tuple[dict[str, Any], Any]:
     """Compile and time ``make_train(cfg)`` on ``chunks``: ``(record, table)``."""
     import jax
     import numpy as np
@@ -358,8 +184,8 @@ def timed_run(cfg, chunks, repeats: int, reference=None) -> tuple[dict[str, Any]
     return rec, q
 
 
-def measure(section: str, env: str, variant: str, kernel: str, cfg_kwargs: dict, chunks,
-            repeats: int, reference=None) -> tuple[dict[str, Any], Any]:
+def measure(section: str, env: str, variant: str, kernel: str, cfg_kwargs: dict, chunks: Any,
+            repeats: int, reference: Any = None) -> tuple[dict[str, Any], Any]:
     """One record (or an ``error`` record when the kernel fails on this backend). The floor
     estimate is a GPU one (None on a TPU)."""
     import jax
@@ -398,13 +224,14 @@ def measure(section: str, env: str, variant: str, kernel: str, cfg_kwargs: dict,
     rec["over_floor_estimate"] = None if floor is None else rec["ns_per_dependent_step"] / floor
     print(f"[{section}] {env} {variant} rng={cfg.rng} {kernel} lanes={cfg.num_cores} m={m} "
           f"E={cfg.num_episodes}: compile {rec['compile_s']:.1f} s, run {rec['run_s']:.4g} s, "
-          f"{rec['ns_per_dependent_step']:.1f} ns/step (floor est. {_num(floor, '.1f')})"
+          f"{rec['ns_per_dependent_step']:.1f} ns/step (floor est. {num(floor, '.1f')})"
           + ("" if reference is None else f", vs scan {rec['max_abs_diff_vs_scan']:.2g}"),
           flush=True)
     return rec, q
 
 
-def side_by_side(section, env, variant, kernels, cfg_kwargs, chunks, repeats) -> list[dict]:
+def side_by_side(section: str, env: str, variant: str, kernels: list[str], cfg_kwargs: dict,
+                 chunks: Any, repeats: int) -> list[dict]:
     """Every kernel on the same inputs; tables compared with the scan path's."""
     out, ref = [], None
     for kernel in kernels:
@@ -416,14 +243,15 @@ def side_by_side(section, env, variant, kernels, cfg_kwargs, chunks, repeats) ->
     return out
 
 
-def sweep(m: dict, chunks, episodes: int, repeats: int,
+def sweep(m: dict, chunks: Any, episodes: int, repeats: int,
           stop: Callable[[int, int], bool] | None = None) -> list[dict]:
     """The ``sweep`` section (:func:`tabular_gpu_knobs.sweep`) with :func:`measure`."""
     return knobs.sweep(m, chunks, episodes, repeats, stop, measure=measure,
                        lowers=lowers_for_cuda)
 
 
-def frozenlake_data(rows: int, cache: dict):
+def frozenlake_data(rows: int, cache: dict) -> Any:
+    """``rows`` uniform-random FrozenLake transitions, collected once per size."""
     if ("frozenlake", rows) not in cache:
         import jax
 
@@ -449,7 +277,7 @@ def run_order(sections: list[str], rngs: list[str]) -> list[tuple[str, str | Non
     return [(n, r) for n, r in order if n in sections]
 
 
-def run_sections(args, m: dict, new_kernel: str, kernels: list[str]
+def run_sections(args: argparse.Namespace, m: dict, new_kernel: str, kernels: list[str]
                  ) -> tuple[dict[str, list], dict[str, str]]:
     """Run the chosen sections in :data:`RUN_ORDER`: ``(records per section, skipped
     sections with the reason)``. A section is not started once ``--budget-s`` is spent."""
@@ -596,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     from jaxrl_pim.checks import check_int
     m = MODES[mode]
     backend = jax.default_backend()
-    if backend not in ACCELERATORS and mode != "smoke":
+    if backend not in harness.ACCELERATORS and mode != "smoke":
         print("tabular_gpu measures GPU / TPU kernels; on a CPU host only --smoke runs "
               "(the kernels in Pallas interpret mode)", file=sys.stderr)
         return 2

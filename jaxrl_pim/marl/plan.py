@@ -114,6 +114,27 @@ def state_bytes(config: MARLConfig, capacity: int | None = None) -> int:
     return total - replay_bytes(config) + replay_bytes(config, capacity)
 
 
+def host_meminfo() -> dict[str, int]:
+    """The host's ``/proc/meminfo`` as ``{field: value}``: ``MemTotal``, ``MemAvailable``, ...
+    in bytes (the file's kB times 1024), a count without a unit (``HugePages_Total``) as
+    written; empty where the file cannot be read (not Linux). The one reader of that file:
+    :func:`available_memory`, :func:`total_memory` and the benchmarks' buffer capacities
+    read the host's memory through it."""
+    try:
+        with open("/proc/meminfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return {}
+    out: dict[str, int] = {}
+    for line in lines:
+        field, _, rest = line.partition(":")
+        words = rest.split()
+        if not words or not words[0].isdigit():
+            continue
+        out[field.strip()] = int(words[0]) * (1024 if words[1:] == ["kB"] else 1)
+    return out
+
+
 def available_memory(device: Any = None) -> tuple[int, str]:
     """``(bytes, source)``: memory a run may fill on ``device`` (default: the first local
     device). :data:`MEMORY_LIMIT_ENV` when set; else ``bytes_limit - bytes_in_use`` of
@@ -133,13 +154,9 @@ def available_memory(device: Any = None) -> tuple[int, str]:
     if stats and "bytes_limit" in stats:
         return (int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)),
                 f"{device.platform} memory_stats")
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024, "host MemAvailable"
-    except OSError:
-        pass
+    free = host_meminfo().get("MemAvailable")
+    if free is not None:
+        return free, "host MemAvailable"
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "host free pages"
 
 
@@ -208,13 +225,9 @@ def total_memory(device: Any = None) -> tuple[int, str]:
     stats = device.memory_stats() if hasattr(device, "memory_stats") else None
     if stats and "bytes_limit" in stats:
         return int(stats["bytes_limit"]), f"{device.platform} bytes_limit"
-    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    try:
-        with open("/proc/meminfo") as f:
-            total = next(int(line.split()[1]) * 1024 for line in f
-                         if line.startswith("MemTotal:"))
-    except (OSError, StopIteration):
-        pass
+    total = host_meminfo().get("MemTotal")
+    if total is None:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     share = f"{int(AUTO_HOST_FRACTION * 100)} %"
     return int(total * AUTO_HOST_FRACTION), f"host {share} of MemTotal"
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import make_docs
+from benchmarks import tabular_gpu_knobs as knobs
 from tests.support import bench, script_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -492,7 +493,7 @@ def test_tabular_sweep_stops_between_whole_points_defaults_first(monkeypatch) ->
     assert rows[0]["is_default"] and rows[1]["is_default"] and not rows[2]["is_default"]
     # a point that only some variants reached is out of the best-point choice
     cut = rows + [{"lanes_per_block": 99, "prefetch": 1, "run_s": 1e-9, "variant": "x"}]
-    s = tab.sweep_summary(cut)
+    s = knobs.sweep_summary(cut)
     assert s["sweep_best_lanes_per_block"] != 99
     assert s["sweep_default_run_s_sum"] == rows[0]["run_s"] + rows[1]["run_s"]
 

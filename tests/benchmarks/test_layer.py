@@ -1,6 +1,7 @@
 """The benchmarks' measurement layer (``benchmarks/harness.py``): its pieces against hand
-computations, and a check that no benchmark script writes its own mode switch, ``--budget-s``
-clock, best-of timer, copy-bandwidth probe or number formatter."""
+computations, and a check that no benchmark script (nor any other module of the benchmarks,
+such as a script's parts) writes its own mode switch, ``--budget-s`` clock, best-of timer,
+copy-bandwidth probe or number formatter."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ from benchmarks import harness, make_docs
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py")
                  if p.name not in make_docs.NOT_BENCHMARKS)
+#: every other module of the benchmarks (the scripts' parts beside them and in their packages,
+#: the docs tool) but the layer itself and the opponents' runners (``peers/``: they run in the
+#: opponents' own environments, without it)
+MODULES = sorted(p for p in (ROOT / "benchmarks").rglob("*.py")
+                 if p not in SCRIPTS and p.name != "harness.py"
+                 and "peers" not in p.relative_to(ROOT / "benchmarks").parts)
 #: names of what the layer provides; a script defining one writes its own
 LAYER_NAMES = {"Budget", "best_of", "best_seconds", "_timed", "seconds", "copy_bandwidth",
                "_f", "_fmt", "fmt", "_ms", "_num", "mode_of", "md_table"}
@@ -43,7 +50,8 @@ def _own_pieces(tree: ast.AST) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("script", SCRIPTS + MODULES, ids=lambda p: p.relative_to(
+    ROOT / "benchmarks").with_suffix("").as_posix())
 def test_scripts_use_the_layer(script: Path) -> None:
     assert _own_pieces(ast.parse(script.read_text())) == []
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.sampling import summary
+
 ROOT = Path(__file__).resolve().parents[2]
 E2E = ROOT / "benchmarks" / "results" / "cpu" / "marl_e2e.json"
 
@@ -18,7 +20,7 @@ def test_fast_mode_return_is_read_from_the_e2e_results_file(monkeypatch) -> None
     script = vars(importlib.import_module("benchmarks.marl_sampling"))
     e2e = script["read_e2e"](E2E)
     assert "note" not in e2e, e2e.get("note")
-    got = script["_fast_mode_return"](e2e, "fast_mode_return_delta_se_paired")
+    got = summary._fast_mode_return(e2e, "fast_mode_return_delta_se_paired")
     published = json.loads(E2E.read_text())["summary"]
     # the same paired statistic computed by the other script from the same records
     assert got["fast_mode_return_seeds"] == published["fast_mode_seeds"] >= 4
@@ -31,7 +33,7 @@ def test_a_file_without_a_fast_mode_section_says_so(tmp_path: Path, monkeypatch)
     script = vars(importlib.import_module("benchmarks.marl_sampling"))
     path = tmp_path / "e2e.json"
     path.write_text(json.dumps({"results": {"timing": {}}}))
-    out = script["_fast_mode_return"](script["read_e2e"](path), "se")
+    out = summary._fast_mode_return(script["read_e2e"](path), "se")
     assert out["fast_mode_return_delta"] is None
     assert "no fast-mode section" in out["fast_mode_return_note"]
 

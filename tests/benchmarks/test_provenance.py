@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks import make_docs
+from benchmarks.docs import blocks, prose
+from benchmarks.docs import results as docs_results
 from jaxrl_pim import report
 from tests.support import bench, script_env
 
@@ -291,7 +293,7 @@ def _break(root: Path, how: str) -> None:
     elif how == "no render_markdown":
         script = root / "benchmarks" / "fake.py"
         script.write_text(FAKE_SCRIPT.split("\n\ndef render_markdown")[0] + "\n")
-        make_docs._MODULES.pop(script.resolve(), None)
+        docs_results._MODULES.pop(script.resolve(), None)
     elif how == "missing results file":
         (results / "fake.json").unlink()
         (results / "fake.md").unlink()
@@ -369,7 +371,7 @@ def test_fill_regenerates_stale_content(fake_root: Path) -> None:
     _break(fake_root, "stale block")
     _break(fake_root, "stale value")
     page = fake_root / "docs" / "page.md"
-    new, problems = make_docs.fill(page.read_text(), page, fake_root)
+    new, problems = blocks.fill(page.read_text(), page, fake_root)
     assert problems == [] and "| 2 | 4.50 |" in new and "-->7.5<!--" in new
 
 
@@ -389,13 +391,13 @@ def test_prose_numbers_flags_measurements_only_outside_markers() -> None:
         "<!-- generated: cpu/x.md -->", "| a | 1.5 s |", "took 9.9 s", "<!-- end generated -->",
         "<!-- a comment: 7.7 s -->", "Another 2 s here.",                           # 15
     ])
-    assert make_docs.prose_numbers(text) == [(1, "6.55 ms"), (1, "28.9 %"), (1, "1.09x"),
-                                             (15, "2 s")]
+    assert prose.prose_numbers(text) == [(1, "6.55 ms"), (1, "28.9 %"), (1, "1.09x"),
+                                         (15, "2 s")]
 
 
 def test_prose_unchecked_pages_exist() -> None:
     # the pages left unchecked are real pages (a renamed page must not silently escape)
-    for page in make_docs.PROSE_UNCHECKED:
+    for page in prose.PROSE_UNCHECKED:
         assert (ROOT / page).is_file(), page
 
 
@@ -414,7 +416,7 @@ def test_prose_unchecked_pages_exist() -> None:
     ("<!-- value: cpu/x.json k -->0.5<!-- end value -->", "text"),
 ])
 def test_cell_kind(cell: str, kind: str) -> None:
-    assert make_docs.cell_kind(cell) == kind
+    assert prose.cell_kind(cell) == kind
 
 
 @pytest.mark.parametrize("table,flagged", [
@@ -427,7 +429,7 @@ def test_cell_kind(cell: str, kind: str) -> None:
     ("| a | b |\n|---|---|\n| x | y |", False),
 ])
 def test_is_benchmark_table(table: str, flagged: bool) -> None:
-    assert make_docs.is_benchmark_table(table) is flagged
+    assert prose.is_benchmark_table(table) is flagged
 
 
 def test_benchmark_tables_respects_markers_blocks_and_fences() -> None:
@@ -439,28 +441,28 @@ def test_benchmark_tables_respects_markers_blocks_and_fences() -> None:
         "```", measured, "```", "",                                   # an example
         "  " + measured.replace("\n", "\n  "),                        # line 25: indented
     ])
-    assert make_docs.benchmark_tables(text) == [3, 25]
+    assert prose.benchmark_tables(text) == [3, 25]
 
 
 def test_markdown_tables_and_selection() -> None:
     text = "intro\n\n| a |\n|---|\n| 1 |\n\ntext\n\n| b | c |\n|:--|--:|\n| 2 | 3 |\n"
-    assert make_docs.markdown_tables(text) == ["| a |\n|---|\n| 1 |",
-                                               "| b | c |\n|:--|--:|\n| 2 | 3 |"]
+    assert blocks.markdown_tables(text) == ["| a |\n|---|\n| 1 |",
+                                            "| b | c |\n|:--|--:|\n| 2 | 3 |"]
 
 
 def test_plot_owner() -> None:
     stems = ["quant_ptq", "quant_ptq_quick"]
-    assert make_docs.owner_of_plot("quant_ptq_bits", stems) == "quant_ptq"
-    assert make_docs.owner_of_plot("quant_ptq_quick_bits", stems) == "quant_ptq_quick"
-    assert make_docs.owner_of_plot("marl_e2e", stems) is None
+    assert docs_results.owner_of_plot("quant_ptq_bits", stems) == "quant_ptq"
+    assert docs_results.owner_of_plot("quant_ptq_quick_bits", stems) == "quant_ptq_quick"
+    assert docs_results.owner_of_plot("marl_e2e", stems) is None
 
 
 def test_fmt_value() -> None:
-    assert make_docs.fmt_value(None) == "not measured"
-    assert make_docs.fmt_value(1234567) == "1,234,567"
-    assert make_docs.fmt_value(0.123456) == "0.1235"
-    assert make_docs.fmt_value(0.1234, ".1%") == "12.3%"
-    assert make_docs.fmt_value({"a": 1}) == '{"a": 1}'
+    assert blocks.fmt_value(None) == "not measured"
+    assert blocks.fmt_value(1234567) == "1,234,567"
+    assert blocks.fmt_value(0.123456) == "0.1235"
+    assert blocks.fmt_value(0.1234, ".1%") == "12.3%"
+    assert blocks.fmt_value({"a": 1}) == '{"a": 1}'
 
 
 def test_make_docs_help_prints_help_and_writes_nothing(capsys: pytest.CaptureFixture) -> None:

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from benchmarks.sampling import opponents
 from jaxrl_pim.replay import BufferState, Transition, make_buffer
 from tests.support import bench
 
@@ -74,7 +75,7 @@ def test_packed_row_rounds_return_whole_rows(script: dict) -> None:
     want = buffer.gather(state, jnp.asarray(idx), time_major=True)
     np.testing.assert_array_equal(got, np.concatenate(
         [np.asarray(getattr(want, f)).reshape(N, B, -1) for f in Transition._fields], axis=2))
-    fn = script["packed_round"](N, B)
+    fn = opponents.packed_round(N, B)
     packed = BufferState(jnp.asarray(rows), jnp.int32(0), jnp.int32(C))
     out = fn(packed, jax.random.key(5), jnp.zeros((N, B, rows.shape[1])))
     drawn = np.asarray(out[:, :, 0]).astype(int)  # the library's own draws
@@ -85,8 +86,8 @@ def test_packed_row_rounds_return_whole_rows(script: dict) -> None:
 def test_flashbax_uniform_rounds_return_the_library_rows(script: dict) -> None:
     state = _labelled_state(script)
     data = jax.tree.map(jnp.copy, state.data)  # donated to the flashbax buffer
-    buf, fstate = script["flashbax_state"](data, B)
-    batch = script["flashbax_round"](buf, N, False)(fstate, jax.random.key(0))
+    buf, fstate = opponents.flashbax_state(data, B)
+    batch = opponents.flashbax_round(buf, N, False)(fstate, jax.random.key(0))
     assert batch["obs"].shape == (N, B, N, script["obs_dim"](N))
     idx = np.asarray(batch["obs"][:, :, 0, 0]).astype(int)
     assert len({tuple(row) for row in idx}) == N  # N independent index sets
@@ -96,9 +97,9 @@ def test_flashbax_uniform_rounds_return_the_library_rows(script: dict) -> None:
 def test_flashbax_prioritized_round_weights_rows_and_update(script: dict) -> None:
     state = _labelled_state(script)
     prio = jnp.linspace(0.1, 5.0, C)
-    buf, fstate = script["flashbax_state"](jax.tree.map(jnp.copy, state.data), B, prio)
+    buf, fstate = opponents.flashbax_state(jax.tree.map(jnp.copy, state.data), B, prio)
     nodes0 = np.asarray(fstate.sum_tree_state.nodes).copy()
-    exp, w, new = script["flashbax_round"](buf, N, True)(fstate, jax.random.key(1))
+    exp, w, new = opponents.flashbax_round(buf, N, True)(fstate, jax.random.key(1))
     idx = np.asarray(exp["obs"][:, :, 0, 0]).astype(int)
     _same_as_library(script, state, exp, idx)
     w = np.asarray(w)
@@ -117,7 +118,7 @@ def test_library_prioritized_round_updates_the_drawn_rows(script: dict) -> None:
     sampler = script["make_sampler"]("prioritized", C)
     sstate = state_from_priorities(jnp.full((C,), 4.0), alpha=0.6)
     total0 = float(sstate.sum_tree[1])
-    fn = script["library_prio_round"](buffer, sampler, "interleaved_faithful", N, B)
+    fn = opponents.library_prio_round(buffer, sampler, "interleaved_faithful", N, B)
     batch, w, new = fn(state, sstate, jax.random.key(2), None)
     idx = np.asarray(batch.obs[:, :, 0, 0]).astype(int)
     _same_as_library(script, state, batch._asdict(), idx)
