@@ -69,7 +69,7 @@ accelerator folders, and ``--smoke`` files are never filed. It uses only
 ``jax.default_backend``, ``jax.devices`` and ``Device.memory_stats`` (jax 0.10 and 0.11).
 Provenance does not need ``git`` on the device: the commit and the changed paths are passed
 in (``JAXRL_PIM_SOURCE_COMMIT``, ``JAXRL_PIM_SOURCE_DIRTY``;
-:func:`jaxrl_pim.report.passed_in_source_state`).
+:func:`jaxrl_pim.provenance.passed_in_source_state`).
 """
 
 from __future__ import annotations
@@ -364,9 +364,9 @@ def _unpack_main(archive: Path) -> int:
 
 def _freshness_main(path: Path, names: list[str], mode: str) -> int:
     """``--freshness``: which parts are fresh on each accelerator folder, into ``path``."""
-    from jaxrl_pim import report
+    from jaxrl_pim import provenance
 
-    data = {"commit": report.git_state(harness.ROOT)["commit"],
+    data = {"commit": provenance.git_state(harness.ROOT)["commit"],
             **freshness_report(names, mode)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
@@ -396,9 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     names = [p.name for p in PARTS if p.name in args.parts]
     if args.freshness is not None:
         return _freshness_main(args.freshness, names, mode)
-    from jaxrl_pim import report
+    from jaxrl_pim import provenance
 
-    run = report.RunRecord(None if argv is None else [__file__, *argv])
+    run = provenance.RunRecord(None if argv is None else [__file__, *argv])
     if args.smoke and args.publish:
         print("--smoke results are never published", file=sys.stderr)
         return 2

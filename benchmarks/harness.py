@@ -17,7 +17,7 @@ Each script in ``benchmarks/`` is run as ``python benchmarks/<name>.py [--quick]
 
 A script defines ``summarize(report) -> dict`` at module level (no side effects on import)
 so ``benchmarks/make_docs.py --check`` can recompute every committed summary, and writes its
-file with :func:`write` (``jaxrl_pim.report.write_results`` under the hood). When its
+file with :func:`write` (``jaxrl_pim.results_file.write_results`` under the hood). When its
 Markdown table is a function of the stored report, it defines ``render_markdown(report) ->
 str`` too and passes it as ``markdown=``: ``--check`` then also regenerates the ``.md`` from
 the JSON file. Scripts import this module as ``harness`` (the script's folder is first on
@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxrl_pim import report
+from jaxrl_pim import provenance, results_file
 
 ROOT = Path(__file__).resolve().parents[1]
 #: ``jax.default_backend()`` names of accelerators (anything else is a CPU host).
@@ -144,7 +144,7 @@ def output_path(args: argparse.Namespace, name: str) -> Path:
             raise ValueError("--smoke results are never published; use --out DIR")
     if getattr(args, "publish", False):
         folder = RESULTS / device_dir()
-        state = report.git_state(ROOT / "benchmarks")
+        state = provenance.git_state(ROOT / "benchmarks")
         if state["dirty"] or state["commit"] is None:
             print("warning: publishing from "
                   + ("outside a git checkout" if state["commit"] is None else
@@ -167,20 +167,21 @@ def output_path(args: argparse.Namespace, name: str) -> Path:
 def write(
     path: Path,
     *,
-    run: report.RunRecord,
+    run: provenance.RunRecord,
     config: Any,
     results: dict[str, Any],
     timing_s: dict[str, Any],
-    summarize: report.Summarize,
+    summarize: results_file.Summarize,
     markdown: str | Callable[[dict[str, Any]], str] | None = None,
     show: bool = False,
 ) -> dict[str, Any]:
-    """Write the results file whole (``jaxrl_pim.report.write_results``) and say where.
+    """Write the results file whole (``jaxrl_pim.results_file.write_results``) and say where.
 
     ``markdown`` is the ``.md`` table's text, or a function of the stored report (the
     script's ``render_markdown``) that makes it; with ``show`` that table is also printed."""
-    out = report.write_results(path, run=run, config=config, results=results,
-                               timing_s=timing_s, summarize=summarize, markdown=markdown)
+    out = results_file.write_results(path, run=run, config=config, results=results,
+                                     timing_s=timing_s, summarize=summarize,
+                                     markdown=markdown)
     print(f"wrote {path}" + (" and its .md table" if markdown is not None else ""))
     if show and callable(markdown):
         print(markdown(out))
@@ -250,7 +251,7 @@ def wait_until_idle(limit: float | None = None, wait_s: float = IDLE_WAIT_S,
 
 
 def start(p: argparse.ArgumentParser, argv: list[str] | None, script: str,
-          cpu_workarounds: bool = True) -> tuple[argparse.Namespace, report.RunRecord, str]:
+          cpu_workarounds: bool = True) -> tuple[argparse.Namespace, provenance.RunRecord, str]:
     """The opening of a script's ``main``: parse the options, apply the XLA:CPU workarounds
     (:func:`jaxrl_pim.xla_env.apply_cpu_workarounds`, before anything compiles; unless
     ``cpu_workarounds`` is false), with ``--publish`` wait for an idle machine
@@ -265,13 +266,13 @@ def start(p: argparse.ArgumentParser, argv: list[str] | None, script: str,
     return args, record(args, None if argv is None else [script, *argv]), mode_of(args)
 
 
-def record(args: argparse.Namespace, command: list[str] | None = None) -> report.RunRecord:
+def record(args: argparse.Namespace, command: list[str] | None = None) -> provenance.RunRecord:
     """The run's provenance record (``command``: the script and its options when called with
     ``argv``, else ``sys.argv``), started after :func:`wait_until_idle` when the run
     publishes, so the load it records at its start is the idle machine's."""
     if getattr(args, "publish", False):
         wait_until_idle()
-    return report.RunRecord(command)
+    return provenance.RunRecord(command)
 
 
 def mode_of(args: argparse.Namespace) -> str:

@@ -39,9 +39,9 @@ A table of published paper figures or of options and defaults is marked by the l
 
 * results files (every ``*.json`` under ``benchmarks/results/``): not in a device folder
   named for the device it ran on; a report key or a provenance field missing (see
-  ``jaxrl_pim.report.provenance_problems``: command, script, commit, start and end time, load
-  averages, machine, device kind and count, package versions); written from uncommitted code
-  or by an uncommitted script; a ``_smoke`` file; a summary that the writing script's
+  ``jaxrl_pim.results_file.provenance_problems``: command, script, commit, start and end time,
+  load averages, machine, device kind and count, package versions); written from uncommitted
+  code or by an uncommitted script; a ``_smoke`` file; a summary that the writing script's
   ``summarize(report)`` (the script named in ``system.script``, loaded from its path) does
   not reproduce exactly, key by key; a ``.md`` that the script's ``render_markdown(report)``
   does not reproduce, or a script without ``render_markdown``;

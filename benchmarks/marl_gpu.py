@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     args, run, mode = harness.start(p, argv, __file__)
     import jax
 
-    from jaxrl_pim import report
+    from jaxrl_pim import provenance
     size = SIZES[mode]
     agents = args.agents or size["agents"]
     envs = (args.schedule_envs or size["schedule_envs"]) if "schedule" in args.parts else []
@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
               "agents": agents, "layouts": layouts, "sampling_modes": modes,
               "budget_s": args.budget_s, "capacity": args.capacity, "no_cut": args.no_cut,
               "memory_fraction": args.memory_fraction, "device_memory_bytes": limit}
-    results = {"device": report.device_label(), "schedule": schedule, "scaling": scaling}
+    results = {"device": provenance.device_label(), "schedule": schedule, "scaling": scaling}
     harness.write(path, run=run, config=config, results=results, timing_s=timing,
                   summarize=summarize, markdown=render_markdown, show=True)
     return 0

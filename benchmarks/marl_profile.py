@@ -66,7 +66,7 @@ import jax
 import jax.numpy as jnp
 
 from benchmarks import harness
-from jaxrl_pim import report
+from jaxrl_pim import results_file
 from jaxrl_pim.marl import MARLConfig, make_init
 from jaxrl_pim.marl.learner import Learner
 from jaxrl_pim.marl.profiler import (
@@ -436,10 +436,11 @@ def main(argv: list[str] | None = None) -> int:
                       " s)", flush=True)
                 rows.append(row)
                 # what is measured so far survives a run cut short (time-limited hosts)
-                report.write_results(partial, run=copy.copy(run), config=config,
-                                     results={"rows": rows, "complete": False},
-                                     timing_s={"total": time.perf_counter() - time_left.start},
-                                     summarize=summarize, markdown=render_markdown)
+                results_file.write_results(
+                    partial, run=copy.copy(run), config=config,
+                    results={"rows": rows, "complete": False},
+                    timing_s={"total": time.perf_counter() - time_left.start},
+                    summarize=summarize, markdown=render_markdown)
     results: dict[str, Any] = {"rows": rows, "complete": not skipped}
     if skipped:
         print(f"--budget-s {args.budget_s:g} spent; not run: {', '.join(skipped)}", flush=True)

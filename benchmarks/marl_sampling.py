@@ -137,7 +137,7 @@ from benchmarks.sampling.rounds import (
 )
 from benchmarks.sampling.summary import E2E_NAME, SUMMARY_SCHEMA, read_e2e, summarize
 from benchmarks.sampling.tables import plot, render_markdown
-from jaxrl_pim import report
+from jaxrl_pim import provenance
 from jaxrl_pim.replay import SAMPLERS, Transition, make_buffer, state_from_priorities
 from jaxrl_pim.testing import maddpg_numpy_sampler as np_ref
 from jaxrl_pim.timing import PhaseTimer
@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     e2e_path = args.e2e_results or harness.RESULTS / harness.device_dir() / E2E_NAME
     py_bytes = max(r["python_bytes_per_agent_row"] for r in rows) * PY_BYTES_MARGIN
     results = {
-        "device": report.device_label(), "per_agents": rows, "copy_bandwidth": copy,
+        "device": provenance.device_label(), "per_agents": rows, "copy_bandwidth": copy,
         "memory_model": memory_model(args.batch, py_bytes, args.capacity),
         "fast_mode_return": read_e2e(Path(e2e_path).resolve()),
     }

@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trace-archive", type=Path, default=None, metavar="PATH",
                    help="pack the raw trace folders into this .tar.gz (default: none)")
     args, run, mode = harness.start(p, argv, __file__)
-    from jaxrl_pim import report
+    from jaxrl_pim import provenance
 
     size = SIZES[mode]
     path = harness.output_path(args, "marl_trace")
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         archive = pack(Path(tmp), args.trace_archive) if args.trace_archive else None
     config = {"mode": mode, "sizes": size, "agents": args.agents or size["agents"],
               "budget_s": args.budget_s}
-    results = {"device": report.device_label(), "runs": runs, "trace_archive": archive}
+    results = {"device": provenance.device_label(), "runs": runs, "trace_archive": archive}
     harness.write(path, run=run, config=config, results=results,
                   timing_s={"total": time.perf_counter() - t0}, summarize=summarize,
                   markdown=render_markdown, show=True)

@@ -452,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
                         "int8 dots on (a child process)")
     p.add_argument("--child-rows", type=Path, default=None, help=argparse.SUPPRESS)
     args, run, mode = harness.start(p, argv, __file__)
-    from jaxrl_pim import report
+    from jaxrl_pim import provenance
     size = SIZES[mode]
     if args.batches:
         if min(args.batches) < 1:
@@ -485,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     timing["broadcast"] = time.perf_counter() - t0
     config = {"mode": mode, "precisions": precisions, "batches": size["batches"],
               "sizes": size, "variant": variant}
-    results = {"device": report.device_label(), "inference": rows, "broadcast": bc,
+    results = {"device": provenance.device_label(), "inference": rows, "broadcast": bc,
                "copy": copy}
     harness.write(path, run=run, config=config, results=results, timing_s=timing,
                   summarize=summarize, markdown=render_markdown, show=True)

@@ -420,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     args, run, mode = harness.start(p, argv, __file__)
     import jax
 
-    from jaxrl_pim import report
+    from jaxrl_pim import provenance
     from jaxrl_pim.checks import check_int
     m = MODES[mode]
     backend = jax.default_backend()
@@ -450,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "dependent_latency_cycles": DEPENDENT_LATENCY_CYCLES,
                                   "issue_per_cycle": ISSUE_PER_CYCLE, "sms": GPU_SMS,
                                   "schedulers_per_sm": SCHEDULERS_PER_SM}}
-    results = {"device": report.device_label(), "backend": backend, "new_kernel": new_kernel,
+    results = {"device": provenance.device_label(), "backend": backend, "new_kernel": new_kernel,
                "sections": sections, "skipped_sections": skipped,
                "pim_multiagent_2000_s": PIM_MULTIAGENT_2000_S,
                "pim_source": PIM_SOURCE}

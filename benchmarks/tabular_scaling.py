@@ -76,7 +76,7 @@ from benchmarks.tabular_scaling_runs import (  # the timed runs the sections are
     selected_variants,
     variant_name,
 )
-from jaxrl_pim import report
+from jaxrl_pim import provenance
 from jaxrl_pim.xla_env import CPU_WORKAROUND_FLAGS, with_flags
 
 SECTIONS = ("numba", "forms", "strong", "weak", "multiagent", "roofline")
@@ -464,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         sections["roofline"] = section_roofline(args, sections["numba"]["rows"])
     timing["total"] = time.perf_counter() - t0
 
-    device = report.device_label()
+    device = provenance.device_label()
     results = {"device": device, "devices_used": args.n_dev, "sections": sections,
                "published": pim_published.PUBLISHED}
     config = {"mode": mode, "sections": wanted, "rounds": args.rounds,

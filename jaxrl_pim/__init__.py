@@ -5,7 +5,8 @@ Sub-packages, imported on first use (``import jaxrl_pim`` itself loads no jax):
 (SwiftRL on vmapped lanes), ``replay`` (buffers and samplers), ``marl`` (multi-agent
 actor-critics), ``rl`` (single-process learners and networks), ``quant`` (quantizers),
 ``actorq`` (actor-learner RL with quantized actors), ``studies`` (PTQ / QAT studies), plus
-``report``, ``timing`` and ``testing``. ``jaxrl_pim.rl.dqn`` style imports work as usual.
+``report``, ``provenance``, ``results_file``, ``timing`` and ``testing``. ``jaxrl_pim.rl.dqn``
+style imports work as usual.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ __version__ = "0.1.0"
 
 #: The sub-packages and modules ``jaxrl_pim.<name>`` gives lazily.
 SUBMODULES: tuple[str, ...] = (
-    "actorq", "data", "envs", "marl", "pim", "quant", "replay", "report", "rl", "studies",
-    "tabular", "testing", "timing",
+    "actorq", "data", "envs", "marl", "pim", "provenance", "quant", "replay", "report",
+    "results_file", "rl", "studies", "tabular", "testing", "timing",
 )
 
 if TYPE_CHECKING:  # the static import graph sees every sub-package
@@ -28,9 +29,11 @@ if TYPE_CHECKING:  # the static import graph sees every sub-package
         envs,
         marl,
         pim,
+        provenance,
         quant,
         replay,
         report,
+        results_file,
         rl,
         studies,
         tabular,

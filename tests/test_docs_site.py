@@ -20,7 +20,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 #: The public modules that have a page in the API reference (``docs/api/<name>.md``).
 API_MODULES = ("envs", "data", "tabular", "replay", "marl", "rl", "quant", "actorq",
-               "studies", "checkpoint", "distributed", "cli", "report")
+               "studies", "checkpoint", "distributed", "cli", "report", "provenance")
 
 
 def _env() -> dict[str, str]:

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from benchmarks import gpu_plan, harness
-from jaxrl_pim import report as report_lib
+from jaxrl_pim import results_file
 
 #: The repository root (results paths and scripts are relative to it).
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,7 +116,7 @@ def check_results_file(path: Path, root: Path = ROOT, *, committed: bool = True)
         return [f"{where}:1: not a readable JSON results file ({err})"]
     if not isinstance(data, dict):
         return [f"{where}:1: not a results report (a JSON object)"]
-    out = [f"{where}:1: {p}" for p in report_lib.provenance_problems(data, committed=committed)]
+    out = [f"{where}:1: {p}" for p in results_file.provenance_problems(data, committed=committed)]
     system = data.get("system") if isinstance(data.get("system"), dict) else {}
     if committed:
         if path.stem.endswith("_smoke"):
@@ -150,7 +150,7 @@ def check_results_file(path: Path, root: Path = ROOT, *, committed: bool = True)
     if not callable(summarize):
         return out + [f"{where}:1: {script_name} defines no summarize(report)"]
     try:
-        mismatches = report_lib.summary_mismatches(data, summarize)
+        mismatches = results_file.summary_mismatches(data, summarize)
     except Exception as err:  # noqa: BLE001
         return out + [f"{where}:1: {script_name}.summarize() fails on this file: "
                       f"{type(err).__name__}: {err}"]

@@ -92,7 +92,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _write(path: str, config: Any, results: dict[str, Any], timing: dict[str, Any],
            summarize: Any) -> None:
-    from jaxrl_pim.report import RunRecord, write_results
+    from jaxrl_pim.provenance import RunRecord
+    from jaxrl_pim.results_file import write_results
 
     write_results(path, run=RunRecord(), config=config, results=results, timing_s=timing,
                   summarize=summarize)

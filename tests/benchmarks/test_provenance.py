@@ -22,7 +22,7 @@ import pytest
 from benchmarks import make_docs
 from benchmarks.docs import blocks, prose
 from benchmarks.docs import results as docs_results
-from jaxrl_pim import report
+from jaxrl_pim import provenance, report, results_file
 from tests.support import bench, script_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,7 +170,7 @@ def _write_results(root: Path, values: list[float], name: str = "fake", folder: 
     module = make_docs.load_script(root / "benchmarks" / "fake.py")
     data = {"system": _system(**system), "config": {"mode": "full"},
             "results": {"values": values}, "timing_s": {"total": 1.0}}
-    data["summary"] = report.compute_summary(data, module.summarize)
+    data["summary"] = results_file.compute_summary(data, module.summarize)
     path = root / "benchmarks" / "results" / folder / f"{name}.json"
     report.write_json(path, data)
     path.with_suffix(".md").write_text(module.render_markdown(json.loads(path.read_text())))
@@ -476,22 +476,22 @@ def test_make_docs_help_prints_help_and_writes_nothing(capsys: pytest.CaptureFix
 
 
 # ---------------------------------------------------------------------------------------------
-# jaxrl_pim.report: the provenance fields.
+# jaxrl_pim.results_file and jaxrl_pim.provenance: the provenance fields, the source state.
 
 
 def test_provenance_problems() -> None:
     good = {"system": _system(), "config": {}, "results": {}, "timing_s": {},
             "summary": {"x": 1}}
-    assert report.provenance_problems(good) == []
+    assert results_file.provenance_problems(good) == []
     bad = copy.deepcopy(good)
     del bad["system"]["packages"]
     bad["system"]["git_commit"] = None
     bad["summary"] = {}
-    assert report.provenance_problems(bad, committed=False) == [
+    assert results_file.provenance_problems(bad, committed=False) == [
         "system.packages: missing (no provenance record)",
         "summary: empty (summarize() must give the headline numbers)"]
     assert "system.git_commit: None is not a commit (run from a git checkout)" in \
-        report.provenance_problems(bad)
+        results_file.provenance_problems(bad)
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -507,11 +507,11 @@ def test_git_state_counts_code_not_results_or_docs(tmp_path: Path) -> None:
     _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
     for name in ("docs/x.md", "benchmarks/results/cpu/r.json", "README.md"):
         (tmp_path / name).write_text("2\n")
-    state = report.git_state(tmp_path / "a.py")
+    state = provenance.git_state(tmp_path / "a.py")
     assert len(state["commit"]) == 40 and state["dirty"] is False
     assert state["path_committed"] is True
     (tmp_path / "a.py").write_text("2\n")
-    state = report.git_state(tmp_path / "a.py")
+    state = provenance.git_state(tmp_path / "a.py")
     assert state["dirty"] is True and state["dirty_paths"] == ["a.py"]
     assert state["path_committed"] is False
 
@@ -525,16 +525,16 @@ def test_source_state_passed_in_where_git_is_not_asked(tmp_path: Path,
     script.parent.mkdir()
     script.write_text("1\n")
     commit = "0123456789abcdef0123456789abcdef01234567"
-    monkeypatch.setenv(report.SOURCE_COMMIT_ENV, commit)
-    monkeypatch.setenv(report.SOURCE_DIRTY_ENV, "docs/x.md,benchmarks/results/cpu/r.json")
-    run = report.RunRecord([str(script), "--smoke"]).as_dict()
+    monkeypatch.setenv(provenance.SOURCE_COMMIT_ENV, commit)
+    monkeypatch.setenv(provenance.SOURCE_DIRTY_ENV, "docs/x.md,benchmarks/results/cpu/r.json")
+    run = provenance.RunRecord([str(script), "--smoke"]).as_dict()
     assert (run["git_commit"], run["git_dirty"], run["script_committed"]) == (commit, False, True)
     assert run["git_state_source"] == "passed in"
     assert run["script"] == "benchmarks/b.py" and run["command"] == "python benchmarks/b.py --smoke"
-    monkeypatch.setenv(report.SOURCE_DIRTY_ENV, "benchmarks/b.py")
-    state = report.git_state(script)
+    monkeypatch.setenv(provenance.SOURCE_DIRTY_ENV, "benchmarks/b.py")
+    state = provenance.git_state(script)
     assert state["dirty"] is True and state["dirty_paths"] == ["benchmarks/b.py"]
     assert state["path_committed"] is False
-    monkeypatch.setenv(report.SOURCE_COMMIT_ENV, "HEAD")
+    monkeypatch.setenv(provenance.SOURCE_COMMIT_ENV, "HEAD")
     with pytest.raises(ValueError, match="not a 40-hex-digit commit"):
-        report.git_state(script)
+        provenance.git_state(script)
