@@ -5,10 +5,14 @@ trainer through :func:`run`: the trainer is wrapped in a small adapter object th
 :class:`Learner` (one adapter object per run), and the host loop does the rest -- it starts
 afresh or restores the newest intact checkpoint (:func:`start`), cuts the run into segments
 that end at multiples of the checkpoint period and at the run's end, saves a checkpoint after
-each segment, times the phases and asks the adapter for its report fields. A new learner needs
-a config, a ``make_train`` (contract 1) and an adapter of a few dozen lines.
+each segment, times the phases and asks the adapter for its report fields, returned as one
+:class:`Outcome` whatever the command. The package's adapters are built on
+:class:`SegmentedLearner`, which keeps what they share (compiled programs, the compile/train
+timing split, the learning curve across segments and restores, the bounds checks). A new
+learner needs a config, a ``make_train`` (contract 1) and an adapter of a few dozen lines.
 
-The protocol, in the run's units (tabular: sync rounds; MARL: episodes; ActorQ: iterations):
+The protocol, in the run's units (tabular: sync rounds; MARL: episodes; ActorQ: iterations,
+or environment steps with distributed actors):
 
 * ``unit`` (a word for messages) and ``total`` (units of the whole run);
 * ``fingerprint()``: what a checkpoint of the run must match, as JSON values
@@ -21,7 +25,9 @@ The protocol, in the run's units (tabular: sync rounds; MARL: episodes; ActorQ: 
 * ``train_segment(state, n)``: ``n`` more units, ``-> (state, outputs)``, blocked until the
   device is done (so the timings mean what they say);
 * ``snapshot(state, done)``: ``-> (tree, meta)``, what checkpoint ``done`` holds;
-* ``report(outcome)``: the run's result fields (a dict) from the :class:`Outcome`.
+* ``report(outcome)``: the run's result fields (a dict) from the :class:`Outcome`; its
+  entries ``curve`` and ``timing_s``, when present, become the outcome's fields of those
+  names (the learner's learning curve and its own timing breakdown).
 
 Example (a counter as the trainer)::
 
@@ -37,6 +43,7 @@ Example (a counter as the trainer)::
         def report(self, outcome): return {"count": int(outcome.state)}
 
     outcome = run(Counter())                        # no checkpoints: one segment
+    outcome.count                                   # 10: a report field, as an attribute
     with open_checkpoints(Counter(), folder) as ckpt:
         outcome = run(Counter(), ckpt, every=3, resume=True)
 
@@ -67,15 +74,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
 
 from jaxrl_pim.checkpoint import Checkpoints, Restored, restore_newest
 from jaxrl_pim.checks import check_int
 
-__all__ = ["CHECKPOINTS_PER_RUN", "Finished", "Learner", "Outcome", "Plan", "Start",
-           "default_every", "open_checkpoints", "restore_latest", "run", "run_segments",
-           "start"]
+__all__ = ["CHECKPOINTS_PER_RUN", "Finished", "Learner", "Outcome", "Plan",
+           "SegmentedLearner", "Start", "default_every", "open_checkpoints", "restore_latest",
+           "run", "run_segments", "start"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -216,7 +225,6 @@ def run_segments(
 # The Learner protocol and its host loop
 
 
-
 @runtime_checkable
 class Learner(Protocol):
     """What :func:`run` drives: one run of one trainer (see the module docstring)."""
@@ -249,7 +257,7 @@ class Learner(Protocol):
         ...
 
     def report(self, outcome: Outcome) -> dict[str, Any]:
-        """The run's result fields."""
+        """The run's result fields (``curve`` and ``timing_s`` become the outcome's)."""
         ...
 
 
@@ -265,17 +273,23 @@ class Start(NamedTuple):
 
 
 class Outcome(NamedTuple):
-    """What :func:`run` returns.
+    """What :func:`run` returns, and every command's result (tabular, MARL, a group of seeds,
+    ActorQ single-program and distributed).
 
     Attributes:
       state: the state after the last segment.
       start: units done before this call (restored from a checkpoint, or given).
       done: units done at the end (the learner's ``total``).
       checkpoints_written: checkpoints saved by this call.
-      timing_s: wall-clock seconds of ``start`` (building or restoring the first state),
-        ``train`` (the ``train_segment`` calls, compilation inside them included) and
-        ``checkpoint`` (the saves).
-      report: the learner's ``report(outcome)`` fields (empty in the outcome it is given).
+      timing_s: seconds per phase, wall clock: the learner's breakdown when its report gives
+        one, else :func:`run`'s ``start`` (building or restoring the first state), ``train``
+        (the ``train_segment`` calls, compilation inside them included) and ``checkpoint``
+        (the saves).
+      curve: the whole run's learning curve, the units before a resume included, in the
+        learner's form (None when its report gives none).
+      report: the learner's own result fields (empty in the outcome ``report`` is given);
+        each is also readable as an attribute (``outcome.q_table`` is
+        ``outcome.report["q_table"]``).
     """
 
     state: Any
@@ -283,7 +297,23 @@ class Outcome(NamedTuple):
     done: int
     checkpoints_written: int
     timing_s: dict[str, float]
+    curve: Any
     report: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        """A report field as an attribute (only names that are not fields reach here)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self.report[name]
+        except KeyError:
+            raise AttributeError(f"Outcome has no field or report entry {name!r}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field but ``state`` and ``report``, then the report's fields, in one dict."""
+        fields = self._asdict()
+        del fields["state"], fields["report"]
+        return {**fields, **self.report}
 
 
 def open_checkpoints(learner: Learner, folder: str | os.PathLike[str],
@@ -340,7 +370,8 @@ def run(
     segments. ``report_every`` (units) cuts the segments at its multiples too, without a
     checkpoint there, for a host-drawn progress display. ``callback(done, total, outputs)``
     follows each segment (and its checkpoint).
-    Returns the :class:`Outcome` with the learner's report fields.
+    Returns the :class:`Outcome` with the learner's report fields (its ``curve`` and
+    ``timing_s`` entries as the outcome's fields of those names).
     """
     total = check_int("total", learner.total, lo=0)
     if begin is None:
@@ -357,5 +388,131 @@ def run(
                             snapshot=learner.snapshot)
     timing = {"start": begin.seconds, **finished.timing_s}
     outcome = Outcome(finished.state, begin.step, finished.done, finished.checkpoints_written,
-                      timing, {})
-    return outcome._replace(report=dict(learner.report(outcome)))
+                      timing, None, {})
+    report = dict(learner.report(outcome))
+    common = {name: report.pop(name) for name in ("curve", "timing_s") if name in report}
+    return outcome._replace(report=report, **common)
+
+
+# --------------------------------------------------------------------------------------------
+# The base of the package's learners: segments as compiled programs
+
+
+class SegmentedLearner:
+    """What the package's :class:`Learner` adapters share; a subclass adds its trainer.
+
+    It owns the units done (``done``: 0, the restored checkpoint's step, or :meth:`begin`'s
+    start), the run's compiled programs (one per :meth:`program_key`, built by
+    :meth:`compile` on first use; their seconds summed in ``compile_s``, which
+    :meth:`timing` takes out of the train time), the learning curve (the part before the
+    start state, restored or given, then one piece per segment, joined by :meth:`join`), and
+    the bounds checks (a checkpoint past the total, a state whose count is not its
+    checkpoint's step, a given start past the total or not its curve's length).
+
+    A subclass sets ``unit`` and ``total_name`` (the setting that holds the total, named in
+    messages), calls ``__init__`` with the total and the empty curve, and supplies
+    ``fingerprint()``, ``init()``, ``template(step)``, ``snapshot(state, done)``, and:
+
+    * ``load(restored) -> (state, curve)``: the state and the curve so far of a checkpoint
+      (the subclass's own checks; its host-side records taken back);
+    * ``compile(state, start, n)``: the program that runs a segment of ``n`` units from
+      ``start`` (compiled, ready to call);
+    * ``execute(program, state, start, n) -> (state, piece, outputs)``: the segment run
+      and blocked on, with its piece of the curve;
+    * ``report(outcome)``: its fields added to this class's ``curve`` and ``timing_s``.
+    """
+
+    unit = "unit"
+    total_name = "total"
+    curve_axis = 0  # the units' axis of an array curve (see join)
+
+    def __init__(self, total: int, curve: Any, *, folder: Any = None) -> None:
+        self.total = check_int("total", total, lo=0)
+        self.done = 0
+        self.folder = folder  # the checkpoint folder, named in messages
+        self.compile_s = 0.0
+        self._programs: dict[Hashable, Any] = {}
+        self._curve: list[Any] = [curve]
+
+    @property
+    def where(self) -> str:
+        """The checkpoint folder in messages."""
+        return "the checkpoint folder" if self.folder is None else repr(str(self.folder))
+
+    def begin(self, start: int, curve: Any) -> None:
+        """Continue from a state ``start`` units in whose curve so far is ``curve`` (an array
+        with ``start`` units along :attr:`curve_axis`), instead of ``init`` or ``restore``."""
+        if start > self.total:
+            raise ValueError(f"{self.total_name} ({self.total}) is below the state's "
+                             f"{self.unit} count ({start})")
+        if np.shape(curve)[self.curve_axis] != start:
+            raise ValueError(f"the curve holds {np.shape(curve)[self.curve_axis]} "
+                             f"{self.unit}s, the state {start}")
+        self._curve, self.done = [curve], start
+
+    def restore(self, restored: Restored) -> Any:
+        """The state of checkpoint ``restored`` (:meth:`load`), refused past the total."""
+        if restored.step > self.total:
+            raise ValueError(
+                f"{self.total_name} ({self.total}) is below the checkpoint's {self.unit} "
+                f"count ({restored.step}) in {self.where}; pass a larger total")
+        state, curve = self.load(restored)
+        self._curve, self.done = [curve], restored.step
+        return state
+
+    def check_count(self, restored: Restored, count: int) -> None:
+        """Refuse a checkpoint whose state counts ``count`` units, not its step."""
+        if count != restored.step:
+            raise ValueError(f"checkpoint {restored.step} of {self.where} holds {self.unit} "
+                             f"{count}")
+
+    def program_key(self, start: int, n: int) -> Hashable:
+        """What identifies the program of ``n`` units from ``start`` (default: ``n``)."""
+        return n
+
+    def train_segment(self, state: Any, n: int) -> tuple[Any, Any]:
+        """``n`` more units from ``done``: the program compiled on first use, then run."""
+        start = self.done
+        if not 0 < n <= self.total - start:
+            raise ValueError(f"a segment of {n} {self.unit}s from {start} passes "
+                             f"{self.total_name} ({self.total})")
+        key = self.program_key(start, n)
+        if key not in self._programs:
+            t0 = time.perf_counter()
+            self._programs[key] = self.compile(state, start, n)
+            self.compile_s += time.perf_counter() - t0
+        state, piece, outputs = self.execute(self._programs[key], state, start, n)
+        self._curve.append(piece)
+        self.done = start + n
+        return state, outputs
+
+    def join(self, pieces: list[Any]) -> Any:
+        """The curve of consecutive ``pieces``: concatenated along :attr:`curve_axis`."""
+        return np.concatenate(pieces, axis=self.curve_axis)
+
+    def curve(self) -> Any:
+        """The learning curve so far (the units before the start state included)."""
+        if len(self._curve) > 1:
+            self._curve = [self.join(self._curve)]
+        return self._curve[0]
+
+    def timing(self, outcome: Outcome) -> dict[str, float]:
+        """Seconds of ``compile`` (the programs built), ``train`` (the segments less their
+        compilation) and ``checkpoint`` (the saves)."""
+        return {"compile": self.compile_s,
+                "train": outcome.timing_s["train"] - self.compile_s,
+                "checkpoint": outcome.timing_s["checkpoint"]}
+
+    def report(self, outcome: Outcome) -> dict[str, Any]:
+        """``curve`` (:meth:`curve`) and ``timing_s`` (:meth:`timing`)."""
+        return {"curve": self.curve(), "timing_s": self.timing(outcome)}
+
+    # what a subclass supplies (see the class docstring)
+    def load(self, restored: Restored) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def compile(self, state: Any, start: int, n: int) -> Any:
+        raise NotImplementedError
+
+    def execute(self, program: Any, state: Any, start: int, n: int) -> tuple[Any, Any, Any]:
+        raise NotImplementedError

@@ -9,6 +9,7 @@ end with the plain loop's state and curve.
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import numpy as np
 import pytest
@@ -82,7 +83,8 @@ def test_run_without_checkpoints_is_one_segment_and_matches_a_plain_loop():
     seen = []
     out = runner.run(learner, callback=lambda done, total, units: seen.append((done, total)))
     want_total, want_curve = plain_loop(11)
-    assert out.report == {"total": want_total, "curve": want_curve}
+    assert out.report == {"total": want_total} and out.curve == want_curve
+    assert out.total == want_total  # a report field, also an attribute
     assert (out.start, out.done, out.checkpoints_written) == (0, 11, 0)
     assert learner.segments == [(0, 11)] and seen == [(11, 11)]
     assert set(out.timing_s) == {"start", "train", "checkpoint"}
@@ -103,7 +105,7 @@ def test_killed_and_resumed_run_ends_as_the_plain_loop(tmp_path, every, kill_aft
         resumed = Squares(cfg)
         out = runner.run(resumed, ckpt, every=every, resume=True)
     want_total, want_curve = plain_loop(cfg.total)
-    assert out.report == {"total": want_total, "curve": want_curve}
+    assert out.report == {"total": want_total} and out.curve == want_curve
     assert out.start == saved[-1] and out.done == cfg.total
     # the resumed run's segments end where an uninterrupted run's do
     ends = [stop for _, stop in resumed.segments]
@@ -125,7 +127,7 @@ def test_resume_checks_the_fingerprint_and_the_total(tmp_path):
             runner.start(Squares(Config(total=5)), ckpt, resume=True)
         longer = Squares(Config(total=14))
         out = runner.run(longer, ckpt, every=4, resume=True)
-    assert out.start == 11 and out.report["curve"] == plain_loop(14)[1]
+    assert out.start == 11 and out.curve == plain_loop(14)[1]
 
 
 def test_a_finished_run_resumed_trains_nothing(tmp_path):
@@ -138,49 +140,63 @@ def test_a_finished_run_resumed_trains_nothing(tmp_path):
 
 
 class _Reached(Exception):
-    """Raised by the spy in place of the runner's start: the command got that far."""
+    """Raised by the spy in place of the runner's loop: the command got that far."""
+
+
+#: The MARL flags of the command paths below (a tiny run; nothing is trained).
+MARL = ["marl", "--agents", "2", "--episodes", "2", "--num-envs", "2", "--capacity", "100",
+        "--batch-size", "8", "--learning-starts", "8", "--no-progress"]
+#: The ActorQ flags of the command paths below.
+ACTORQ = ["actorq", "--actors", "2", "--steps", "200", "--hidden", "8", "--precision", "int8",
+          "--no-progress"]
+#: Every command path that trains, and the adapter (module, class) it drives.
+COMMANDS = [
+    (["tabular", "--transitions", "200", "--cores", "2", "--episodes", "2", "--no-progress"],
+     ("jaxrl_pim.tabular.runner", "TabularLearner")),
+    ([*MARL, "--no-estimate"], ("jaxrl_pim.marl.checkpoint", "MARLLearner")),
+    ([*MARL, "--seeds", "2"], ("jaxrl_pim.marl.seeds", "SeedsLearner")),
+    ([*ACTORQ, "--mode", "single"], ("jaxrl_pim.actorq.single", "ActorQLearner")),
+    ([*ACTORQ, "--mode", "ray"], ("jaxrl_pim.actorq.distributed", "DistributedLearner")),
+    ([*ACTORQ, "--mode", "processes"], ("jaxrl_pim.actorq.distributed", "DistributedLearner")),
+]
 
 
 @pytest.fixture
-def spy_start(monkeypatch):
-    """``jaxrl_pim.runner.start`` replaced by a spy that records the learner and stops."""
+def spy_run(monkeypatch):
+    """``jaxrl_pim.runner.run`` replaced by a spy that records the learner and stops the
+    command before any training; ``runner.start`` (which a MARL run calls first, to print
+    where it starts) hands over a placeholder state at episode 0 without building one."""
     seen: list[object] = []
 
-    def spy(learner, checkpoints=None, **kwargs):
+    def run(learner, checkpoints=None, **kwargs):
         seen.append(learner)
         raise _Reached
 
-    monkeypatch.setattr(runner, "start", spy)
+    monkeypatch.setattr(runner, "run", run)
+    monkeypatch.setattr(runner, "start", lambda learner, checkpoints=None, **kwargs:
+                        runner.Start(types.SimpleNamespace(episode=0), 0))
     return seen
 
 
-def test_the_three_commands_drive_their_trainers_through_the_runner(spy_start):
-    """tabular, marl (one seed and a group of seeds) and actorq (single program) reach the
-    runner's start with their adapter, before any training."""
-    from jaxrl_pim.actorq.single import ActorQLearner
-    from jaxrl_pim.cli import main
-    from jaxrl_pim.marl.checkpoint import MARLLearner
-    from jaxrl_pim.marl.seeds import SeedsLearner
-    from jaxrl_pim.tabular.runner import TabularLearner
+def test_every_command_drives_its_learner_through_the_runner(spy_run):
+    """tabular, marl (one seed and a group of seeds) and actorq (single program, Ray actors,
+    local processes) each hand their adapter, a runner.Learner on the runner's segmented
+    base, to runner.run; the distributed ones with the transport asked for."""
+    import importlib
 
-    commands = [
-        (["tabular", "--transitions", "200", "--cores", "2", "--episodes", "2",
-          "--no-progress"], TabularLearner),
-        (["marl", "--agents", "2", "--episodes", "2", "--num-envs", "2", "--capacity", "100",
-          "--batch-size", "8", "--learning-starts", "8", "--no-progress", "--no-estimate"],
-         MARLLearner),
-        (["marl", "--agents", "2", "--episodes", "2", "--num-envs", "2", "--capacity", "100",
-          "--batch-size", "8", "--learning-starts", "8", "--no-progress", "--seeds", "2"],
-         SeedsLearner),
-        (["actorq", "--mode", "single", "--actors", "2", "--steps", "200", "--hidden", "8",
-          "--precision", "int8", "--no-progress"], ActorQLearner),
-    ]
-    for argv, kind in commands:
+    from jaxrl_pim.cli import main
+
+    for argv, (module, name) in COMMANDS:
         with pytest.raises(_Reached):
             main(argv)
-        learner = spy_start[-1]
-        assert type(learner) is kind and isinstance(learner, runner.Learner), argv[0]
-    assert len(spy_start) == len(commands)
+        learner = spy_run[-1]
+        kind = getattr(importlib.import_module(module), name)
+        assert type(learner) is kind, argv
+        assert isinstance(learner, runner.Learner), argv
+        assert isinstance(learner, runner.SegmentedLearner), argv
+        if "--mode" in argv and argv[-1] != "single":
+            assert learner.pool.name == argv[-1]
+    assert len(spy_run) == len(COMMANDS)
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "int32"])
@@ -203,6 +219,6 @@ def test_tabular_run_without_checkpoints_equals_make_train_bit_for_bit(dtype):
     q, metrics = jax.jit(make_train(cfg))(key, chunk(cfg, d))
     result = run(cfg, d, key, num_devices=1)
     np.testing.assert_array_equal(result.q_table, np.asarray(q))
-    np.testing.assert_array_equal(result.metrics["q_delta"], np.asarray(metrics["q_delta"]))
-    assert (result.start_round, result.checkpoints, result.updates) == (0, 0, 4 * 25 * 5)
+    np.testing.assert_array_equal(result.curve, np.asarray(metrics["q_delta"]))
+    assert (result.start, result.checkpoints_written, result.updates) == (0, 0, 4 * 25 * 5)
     assert "checkpoint" not in result.timing_s and result.timing_s["compute"] >= 0

@@ -39,8 +39,7 @@ from jaxrl_pim.actorq.config import ActorQConfig, D4PGConfig, DQNConfig, default
 # Everything else loads jax, so it is imported on first use (PEP 562): ``import
 # jaxrl_pim.actorq.config`` and ``from jaxrl_pim.actorq import DQNConfig`` load no jax.
 _LAZY = {
-    **dict.fromkeys(("DistributedResult", "DistributedRun", "run_distributed"),
-                    "distributed"),
+    **dict.fromkeys(("DistributedRun", "run_distributed"), "distributed"),
     "EnergyTracker": "energy",
     **dict.fromkeys(("compare_precisions", "run_one"), "experiment"),
     **dict.fromkeys(("speedups", "time_to_reward"), "metrics"),
@@ -53,11 +52,7 @@ SUBMODULES = ("actor", "agent", "algorithms", "broadcast", "config", "d4pg", "di
 __getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
 
 if TYPE_CHECKING:  # the static import graph and type checkers see every name
-    from jaxrl_pim.actorq.distributed import (
-        DistributedResult,
-        DistributedRun,
-        run_distributed,
-    )
+    from jaxrl_pim.actorq.distributed import DistributedRun, run_distributed
     from jaxrl_pim.actorq.energy import EnergyTracker
     from jaxrl_pim.actorq.experiment import compare_precisions, run_one
     from jaxrl_pim.actorq.metrics import speedups, time_to_reward
@@ -67,7 +62,6 @@ __all__ = [
     "ActorQConfig",
     "D4PGConfig",
     "DQNConfig",
-    "DistributedResult",
     "DistributedRun",
     "EnergyTracker",
     "compare_precisions",

@@ -26,12 +26,19 @@ Counting: the report gives ``transitions_requested`` (asked of the actors),
 actor that failed: at most ``in_flight`` batches per failure) and ``transitions_unused``
 (still in flight when the run ended); requested = received + lost + unused.
 
+The learner is a :class:`DistributedLearner` driven by :func:`jaxrl_pim.runner.run` like
+every other trainer: its units are environment steps, a segment drives the actor pool until
+the segment's environment steps have arrived (every batch holds ``actor_update_period *
+envs_per_actor`` of them, so the run ends after the first whole batch at or past
+``total_steps``), and the pool, started for the first segment, stays alive across segments.
+
 Checkpoints (``checkpoints=``, a :class:`jaxrl_pim.checkpoint.Checkpoints` folder): the
 learner's state, its replay and its counters are saved every ``checkpoint_every``
-environment steps and at the end; with ``resume`` (both in :class:`DistributedRun`) the run
-continues from the newest one with fresh actors (their environments restart; the learner's
-updates continue where they stopped). Unlike single-program mode the continuation is not
-bit-identical to an uninterrupted run: arrival order depends on timing.
+environment steps (rounded up to whole batches) and at the end; with ``resume`` (both in
+:class:`DistributedRun`) the run continues from the newest one with fresh actors (their
+environments restart; the learner's updates continue where they stopped). Unlike
+single-program mode the continuation is not bit-identical to an uninterrupted run: arrival
+order depends on timing.
 """
 
 from __future__ import annotations
@@ -45,20 +52,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl_pim import runner
 from jaxrl_pim.actorq.actor import evaluate
 from jaxrl_pim.actorq.broadcast import actor_params, encode, resolve_compute
 from jaxrl_pim.actorq.config import ActorQConfig
-from jaxrl_pim.actorq.single import Curve, make_learner
+from jaxrl_pim.actorq.single import (
+    Curve,
+    checkpoint_fingerprint,
+    curve_meta,
+    curve_points,
+    join_curves,
+    make_learner,
+)
 from jaxrl_pim.actorq.worker import ACTOR_PHASES, Lost
+from jaxrl_pim.checkpoint import Restored
 from jaxrl_pim.checks import check_choice, check_float, check_int
 from jaxrl_pim.envs.factory import make_with_info
 from jaxrl_pim.replay import NStepTransition
-from jaxrl_pim.runner import default_every, restore_latest
 
 TRANSPORTS = ("ray", "processes")
 
-__all__ = ["ACTOR_PHASES", "TRANSPORTS", "DistributedResult", "DistributedRun",
-           "actor_breakdown", "make_pool", "run_distributed"]
+__all__ = ["ACTOR_PHASES", "REPORT_FIELDS", "TRANSPORTS", "DistributedLearner",
+           "DistributedRun", "LearnerState", "actor_breakdown", "make_pool", "run_distributed"]
 
 
 def make_pool(transport: str, ray_address: str | None = None, **kwargs: Any) -> Any:
@@ -90,8 +105,9 @@ class DistributedRun:
         after that).
       message_timeout_s: how long to wait for each batch, in seconds (RuntimeError after
         that).
-      checkpoint_every: environment steps between checkpoints (None: about 10 % of the run,
-        :func:`jaxrl_pim.runner.default_every`); used with ``checkpoints``.
+      checkpoint_every: environment steps between checkpoints, rounded up to whole batches
+        (None: about 10 % of the run, :func:`jaxrl_pim.runner.default_every`); used with
+        ``checkpoints``.
       resume: continue from the newest checkpoint in ``checkpoints``.
     """
 
@@ -115,64 +131,285 @@ class DistributedRun:
             check_int("checkpoint_every", self.checkpoint_every, 1)
 
 
-class DistributedResult(NamedTuple):
-    """What :func:`run_distributed` returns (``_asdict()`` gives the JSON-ready report
-    fields, less ``final_state`` and with ``curve`` to convert).
+#: The report fields of a distributed run's :class:`jaxrl_pim.runner.Outcome` (also readable
+#: as its attributes), besides its ``curve`` (one :class:`~jaxrl_pim.actorq.single.Curve`
+#: point per ingested batch: its arrival time in seconds of training, compile excluded,
+#: continued across a resume; the environment steps so far; the mean of the last
+#: ``return_window`` completed episodes, nan: none yet) and ``timing_s`` (learner phases in
+#: seconds: startup, wait, ingest, learn, publish, checkpoint, eval, train):
+#:
+#: ``transport`` (the pool's name), ``episode_returns`` (float64 ``[E]``, every completed
+#: episode's return in arrival order), ``final_eval_return`` (mean return of the greedy
+#: quantized policy over ``eval_episodes`` episodes; None without ``final_eval``),
+#: ``env_steps`` (ingested, counted across a resume), ``learner_updates``, ``broadcasts``
+#: (policies published, the initial one included), ``broadcast_bytes`` (one encoded policy),
+#: ``experience_bytes`` (transitions received), ``replay_size`` (at the end), this call's
+#: ``transitions_requested`` / ``transitions_received`` / ``transitions_lost`` (in flight on
+#: a failed actor) / ``transitions_unused`` (in flight at the end), ``batches_lost``,
+#: ``actor_failures``, ``actors_dropped`` (restarts used up or not answering),
+#: ``transitions_lost_total`` (including the runs before a resume), ``actors`` (per-actor
+#: reports ``{actor_id: {"timing_s": {phase: s}, "refreshes", "rollouts", ...}}``),
+#: ``actor_breakdown_ms`` (:func:`actor_breakdown`) and ``resumed_from`` (environment steps
+#: restored, None: a fresh run). The learner's final state is ``outcome.state.learner``.
+REPORT_FIELDS = (
+    "transport", "episode_returns", "final_eval_return", "env_steps", "learner_updates",
+    "broadcasts", "broadcast_bytes", "experience_bytes", "replay_size",
+    "transitions_requested", "transitions_received", "transitions_lost", "transitions_unused",
+    "batches_lost", "actor_failures", "actors_dropped", "transitions_lost_total", "actors",
+    "actor_breakdown_ms", "resumed_from")
 
-    Attributes:
-      transport: the pool's name (``"ray"`` or ``"processes"``).
-      curve: one point per ingested batch: its arrival time (seconds of training, compile
-        excluded, continued across a resume), the environment steps so far and the mean of
-        the last ``return_window`` completed episodes (nan: none yet).
-      episode_returns: float64 ``[E]``, every completed episode's return in arrival order.
-      final_eval_return: mean return of the greedy quantized policy over ``eval_episodes``
-        episodes (None without ``final_eval``).
-      env_steps: environment steps ingested (counted across a resume).
-      learner_updates: learner updates done.
-      broadcasts: policies published to the actors (the initial one included).
-      broadcast_bytes: bytes of one broadcast (the encoded policy).
-      experience_bytes: bytes of transitions received from the actors.
-      replay_size: transitions held in replay at the end.
-      transitions_requested: environment steps asked of the actors (this call).
-      transitions_received: environment steps received and added to replay (this call).
-      transitions_lost: environment steps in batches in flight on a failed actor (this call).
-      transitions_unused: environment steps still in flight at the end (this call).
-      batches_lost: batches lost with failed actors (this call).
-      actor_failures: actor failures seen (this call).
-      actors_dropped: actors given up on (restarts used up or not answering).
-      transitions_lost_total: ``transitions_lost`` including the runs before a resume.
-      actors: per-actor reports ``{actor_id: {"timing_s": {phase: s}, "refreshes",
-        "rollouts", ...}}``.
-      actor_breakdown_ms: :func:`actor_breakdown` of ``actors`` (milliseconds, fractions).
-      timing_s: learner phases in seconds: startup, wait, ingest, learn, publish,
-        checkpoint, eval, train.
-      resumed_from: environment steps restored from a checkpoint (None: a fresh run).
-      final_state: the learner's final state (DQNState / D4PGState).
+#: The learner's phases timed over the segments (seconds).
+_PHASES = ("wait", "ingest", "learn", "publish")
+
+
+class LearnerState(NamedTuple):
+    """A distributed run's state between segments (:class:`DistributedLearner`)."""
+
+    learner: Any  # the learner's state (DQNState / D4PGState)
+    replay: Any  # its replay (ReplayState)
+    env_steps: int  # environment steps ingested
+    updates: int  # learner updates done
+    broadcasts: int  # policies published, the initial one included
+    experience_bytes: int  # bytes of transitions received
+
+
+class _Programs(NamedTuple):
+    """What the segments run on: the learner's compiled replay insert and update."""
+
+    add: Any  # (replay, batch [n_msg], valid [n_msg]) -> replay
+    learn: Any  # (learner, replay, key) -> (learner, replay, loss)
+
+
+class DistributedLearner(runner.SegmentedLearner):
+    """Distributed ActorQ as a :class:`jaxrl_pim.runner.Learner` (one object per run, what
+    :func:`run_distributed` drives): units are environment steps, the state a
+    :class:`LearnerState`, a checkpoint the learner's state and its replay with the counters,
+    the curve so far, the returns and the training clock in the meta record.
+
+    The first segment starts the pool (the actors compile their rollouts) and compiles the
+    learner's replay insert and update (warmed up on throwaway copies): the startup, off
+    the clock. A segment then ingests batches in arrival order until its environment steps
+    have arrived, performing the updates owed and publishing a broadcast after every round
+    of them; ``on_batch(pool, summary)`` and ``callback(env_steps, total_steps, {"return":
+    ...})`` follow every batch (those of a segment's last batch after its checkpoint, through
+    the runner's callback: :meth:`after_batch`). :meth:`report` stops the pool
+    (:meth:`close`, also called by :func:`run_distributed` when a run fails) and evaluates.
     """
 
-    transport: str
-    curve: Curve
-    episode_returns: np.ndarray
-    final_eval_return: float | None
-    env_steps: int
-    learner_updates: int
-    broadcasts: int
-    broadcast_bytes: int
-    experience_bytes: int
-    replay_size: int
-    transitions_requested: int
-    transitions_received: int
-    transitions_lost: int
-    transitions_unused: int
-    batches_lost: int
-    actor_failures: int
-    actors_dropped: int
-    transitions_lost_total: int
-    actors: dict[int, dict[str, Any]]
-    actor_breakdown_ms: dict[str, float | None]
-    timing_s: dict[str, float]
-    resumed_from: int | None
-    final_state: Any
+    unit = "environment step"
+    total_name = "total_steps"
+
+    def __init__(self, config: ActorQConfig, spec: DistributedRun, pool: Any = None,
+                 callback: Callable[..., None] | None = None,
+                 on_batch: Callable[[Any, dict[str, Any]], None] | None = None) -> None:
+        self.batch = config.actor_update_period * config.envs_per_actor  # steps per batch
+        super().__init__(self.batch * -(-config.total_steps // self.batch),
+                         curve_points([], [], []))
+        self.config, self.spec, self.callback, self.on_batch = config, spec, callback, on_batch
+        self.pool = make_pool(spec.transport, spec.ray_address) if pool is None else pool
+        self.env, self.env_params, self.info = make_with_info(config.env_name)
+        self.agent, self.replay, self.learn = make_learner(config, self.info)
+        self.k_learn, self.k_run, self.k_eval = jax.random.split(jax.random.PRNGKey(spec.seed),
+                                                                 3)
+        self.timing = dict.fromkeys(_PHASES, 0.0)
+        self.returns: list[float] = []
+        self.train_offset = self.train_s = 0.0  # the clock before this call, and now
+        self.lost_before = 0  # transitions lost in the runs before a resume
+        self.resumed_from: int | None = None
+        self._t_start: float | None = None  # when the clock started (the pool went)
+        self._started = False  # the pool was asked to start
+        self.actors: dict[int, dict[str, Any]] = {}
+
+    def every(self, steps: int | None) -> int:
+        """Environment steps between checkpoints for ``steps`` (default
+        :func:`jaxrl_pim.runner.default_every` of ``total_steps``), rounded up to whole
+        batches."""
+        cfg = self.config
+        if steps is None:
+            steps = runner.default_every(cfg.total_steps, cfg.steps_per_iteration)
+        return self.batch * max(1, -(-check_int("checkpoint_every", steps, 1) // self.batch))
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The config, the seed and the transport (:func:`checkpoint_fingerprint`, no
+        chunks); what the folder handed to :func:`run_distributed` is checked against is its
+        own fingerprint."""
+        return checkpoint_fingerprint(self.config, self.spec.seed, 0, self.pool.name)
+
+    def init(self) -> LearnerState:
+        return LearnerState(jax.jit(self.agent.init)(self.k_learn), self.replay.init(), 0, 0, 1,
+                            0)
+
+    def template(self, step: int) -> dict[str, Any]:
+        del step
+        return {"learner": jax.eval_shape(self.agent.init, self.k_learn),
+                "replay": jax.eval_shape(self.replay.init)}
+
+    def load(self, restored: Restored) -> tuple[LearnerState, Curve]:
+        meta = restored.meta
+        state = LearnerState(restored.tree["learner"], restored.tree["replay"],
+                             int(meta["env_steps"]), int(meta["updates"]),
+                             int(meta["broadcasts"]), int(meta["experience_bytes"]))
+        self.check_count(restored, state.env_steps)
+        self.returns = list(meta["returns"])
+        self.train_offset = self.train_s = float(meta["train_s"])
+        self.lost_before = int(meta.get("transitions_lost", 0))
+        self.resumed_from = state.env_steps
+        return state, curve_points(meta["times"], meta["steps"], meta["avgs"])
+
+    def program_key(self, start: int, n: int) -> str:
+        return "ingest"  # one pool and one pair of programs for every segment
+
+    def compile(self, state: LearnerState, start: int, n: int) -> _Programs:
+        """Start the pool with the learner's policy; compile the replay insert and the update
+        (the actors compile at the same time) and warm them up on throwaway copies, so
+        first-execution costs stay off the clock."""
+        cfg, learner, rstate = self.config, state.learner, state.replay
+        wire, meta = encode(self.agent.policy_params(learner), cfg.precision)
+        self._started = True
+        self.pool.start(cfg, self.spec.seed, wire, meta, self.spec.start_timeout_s)
+        n_msg = cfg.actor_update_period * cfg.envs_per_actor
+        example = jax.tree.map(lambda x: x[0], rstate.buffer.data)
+        batch = jax.tree.map(lambda x: jnp.zeros((n_msg,) + x.shape, x.dtype), example)
+        add = jax.jit(self.replay.add, donate_argnums=0).lower(
+            rstate, batch, jnp.zeros((n_msg,), bool)).compile()
+        learn = jax.jit(self.learn, donate_argnums=(0, 1)).lower(learner, rstate,
+                                                                  self.k_run).compile()
+        copy = lambda t: jax.tree.map(jnp.copy, t)
+        jax.block_until_ready(add(copy(rstate), batch, jnp.ones((n_msg,), bool)))
+        jax.block_until_ready(learn(copy(learner), copy(rstate), self.k_run))
+        return _Programs(add, learn)
+
+    def execute(self, programs: _Programs, state: LearnerState, start: int, n: int,
+                ) -> tuple[LearnerState, Curve, dict[str, Any] | None]:
+        """Batches until ``start + n`` environment steps have arrived, each followed by
+        :meth:`after_batch` but the last (whose summary is returned for the runner's callback,
+        after the segment's checkpoint); the piece of the curve, a point per batch."""
+        if self._t_start is None:
+            self.pool.go()
+            self._t_start = time.perf_counter()
+        times: list[float] = []
+        steps: list[int] = []
+        avgs: list[float] = []
+        summary = None
+        while state.env_steps < start + n:
+            t0 = time.perf_counter()
+            msg = self.pool.next(self.spec.message_timeout_s)
+            t1 = time.perf_counter()
+            self.timing["wait"] += t1 - t0
+            if isinstance(msg, Lost):
+                continue
+            state = self._ingest(programs, state, msg)
+            t2 = time.perf_counter()
+            self.timing["ingest"] += t2 - t1
+            self.train_s = self.train_offset + t2 - self._t_start
+            window = self.returns[-self.config.return_window:]
+            times.append(self.train_s)
+            steps.append(state.env_steps)
+            avgs.append(float(np.mean(window)) if window else float("nan"))
+            state = self._update(programs, state)
+            summary = {"env_steps": state.env_steps, "updates": state.updates,
+                       "return": avgs[-1]}
+            if state.env_steps < start + n:
+                self.after_batch(summary)
+        return state, curve_points(times, steps, avgs), summary
+
+    def _ingest(self, programs: _Programs, state: LearnerState, msg: dict[str, Any],
+                ) -> LearnerState:
+        """``msg``'s transitions added to replay, its returns recorded, the counters moved."""
+        batch = NStepTransition(*(jnp.asarray(x) for x in msg["transition"]))
+        rstate = programs.add(state.replay, batch, jnp.asarray(msg["valid"]))
+        received = sum(x.nbytes for x in msg["transition"]) + msg["valid"].nbytes
+        self.returns.extend(np.asarray(msg["returns"], np.float64).tolist())
+        return state._replace(replay=rstate, env_steps=state.env_steps + msg["steps"],
+                              experience_bytes=state.experience_bytes + received)
+
+    def _update(self, programs: _Programs, state: LearnerState) -> LearnerState:
+        """The updates owed at the single-program update-to-data ratio (one per ``train_every
+        * steps_per_iteration`` environment steps from the first update on), then a
+        broadcast of the new policy when there were any."""
+        cfg = self.config
+        first = (max(cfg.learning_starts, cfg.batch_size)
+                 + (cfg.n_step - 1) * cfg.steps_per_iteration)
+        owed = ((state.env_steps - first) // (cfg.steps_per_iteration * cfg.train_every) + 1
+                if state.env_steps >= first else 0)
+        if owed <= state.updates:
+            return state
+        t2 = time.perf_counter()
+        learner, rstate, updates, loss = state.learner, state.replay, state.updates, None
+        while updates < owed:
+            learner, rstate, loss = programs.learn(learner, rstate,
+                                                   jax.random.fold_in(self.k_run, updates))
+            updates += 1
+        jax.block_until_ready(loss)
+        t3 = time.perf_counter()
+        self.timing["learn"] += t3 - t2
+        self.pool.publish(encode(self.agent.policy_params(learner), cfg.precision)[0])
+        self.timing["publish"] += time.perf_counter() - t3
+        return state._replace(learner=learner, replay=rstate, updates=updates,
+                              broadcasts=state.broadcasts + 1)
+
+    def after_batch(self, summary: dict[str, Any] | None) -> None:
+        """``on_batch(pool, {"env_steps", "updates"})``, then ``callback(env_steps,
+        total_steps, {"return": ...})``, for one ingested batch."""
+        if summary is None:
+            return
+        if self.on_batch is not None:
+            self.on_batch(self.pool, {"env_steps": summary["env_steps"],
+                                      "updates": summary["updates"]})
+        if self.callback is not None:
+            total = self.config.total_steps
+            self.callback(min(summary["env_steps"], total), total, {"return": summary["return"]})
+
+    def join(self, pieces: list[Curve]) -> Curve:
+        return join_curves(pieces)
+
+    def snapshot(self, state: LearnerState, done: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        curve = curve_meta(self.curve())
+        return {"learner": state.learner, "replay": state.replay}, {
+            "env_steps": state.env_steps, "updates": state.updates,
+            "broadcasts": state.broadcasts, "experience_bytes": state.experience_bytes,
+            "returns": self.returns, "times": curve["times"], "steps": curve["steps"],
+            "avgs": curve["avgs"], "train_s": self.train_s,
+            "transitions_lost": self.lost_before + self.pool.counters["transitions_lost"]}
+
+    def close(self) -> dict[int, dict[str, Any]]:
+        """Stop the pool once if it was started; the actors' reports (none if not)."""
+        if self._started:
+            self._started = False
+            self.actors = self.pool.stop()
+        return self.actors
+
+    def report(self, outcome: runner.Outcome) -> dict[str, Any]:
+        """The pool stopped, the final policy evaluated; the fields of :data:`REPORT_FIELDS`
+        with the curve and the learner's ``timing_s``."""
+        actors = self.close()
+        state, cfg = outcome.state, self.config
+        t5 = time.perf_counter()
+        final_return = self._evaluate(state.learner) if self.spec.final_eval else None
+        timing = {"startup": outcome.timing_s["start"] + self.compile_s, **self.timing,
+                  "checkpoint": outcome.timing_s["checkpoint"],
+                  "eval": time.perf_counter() - t5, "train": self.train_s}
+        counters = dict(self.pool.counters)
+        counters["transitions_lost_total"] = self.lost_before + counters["transitions_lost"]
+        wire, _ = encode(self.agent.policy_params(state.learner), cfg.precision)
+        return {"transport": self.pool.name, "curve": self.curve(),
+                "episode_returns": np.asarray(self.returns), "final_eval_return": final_return,
+                "env_steps": state.env_steps, "learner_updates": state.updates,
+                "broadcasts": state.broadcasts, "broadcast_bytes": wire.nbytes,
+                "experience_bytes": state.experience_bytes,
+                "replay_size": int(state.replay.size), **counters, "actors": actors,
+                "actor_breakdown_ms": actor_breakdown(actors), "timing_s": timing,
+                "resumed_from": self.resumed_from}
+
+    def _evaluate(self, learner: Any) -> float:
+        """Mean return of the greedy quantized policy of ``learner``."""
+        cfg = self.config
+        params = actor_params(self.agent.policy_params(learner), cfg.precision,
+                              resolve_compute(cfg.actor_compute, cfg.precision,
+                                              cfg.eval_episodes))
+        return float(jax.jit(lambda p, k: evaluate(
+            self.env, self.env_params, self.agent, self.info, p, k, cfg.eval_episodes))(
+                params, self.k_eval))
 
 
 def run_distributed(
@@ -183,8 +420,9 @@ def run_distributed(
     checkpoints: Any = None,
     callback: Callable[..., None] | None = None,
     on_batch: Callable[[Any, dict[str, Any]], None] | None = None,
-) -> DistributedResult:
-    """Train with ``config.num_actors`` distributed actors; returns results and timings.
+) -> runner.Outcome:
+    """Train with ``config.num_actors`` distributed actors (:func:`jaxrl_pim.runner.run` of a
+    :class:`DistributedLearner`); returns results and timings.
 
     Args:
       config: the run (``num_actors`` actors of ``envs_per_actor`` environments each).
@@ -197,154 +435,20 @@ def run_distributed(
       callback: ``callback(env_steps, total_steps, {"return": ...})`` after every batch.
       on_batch: ``on_batch(pool, summary)`` after every ingested batch (tests use it to
         stop an actor mid-run).
+
+    Returns:
+      A :class:`jaxrl_pim.runner.Outcome`: ``state`` (a :class:`LearnerState`), ``start`` and
+      ``done`` (environment steps), ``checkpoints_written``, ``curve``, ``timing_s`` and the
+      report fields of :data:`REPORT_FIELDS`.
     """
     spec = DistributedRun() if spec is None else spec
-    seed, resume = spec.seed, spec.resume
-    env, env_params, info = make_with_info(config.env_name)
-    agent, replay, learn = make_learner(config, info)
-    key = jax.random.PRNGKey(seed)
-    k_learn, k_run, k_eval = jax.random.split(key, 3)
-    timing: dict[str, float] = {"startup": 0.0, "wait": 0.0, "ingest": 0.0, "learn": 0.0,
-                                "publish": 0.0, "checkpoint": 0.0, "eval": 0.0}
-    t_boot = time.perf_counter()
-    learner = jax.jit(agent.init)(k_learn)
-    rstate = replay.init()
-
-    every = None
-    if checkpoints is not None:
-        every = (default_every(config.total_steps, config.steps_per_iteration)
-                 if spec.checkpoint_every is None else spec.checkpoint_every)
-    env_steps = updates = 0
-    broadcasts = 1
-    exp_bytes = 0
-    returns: list[float] = []
-    times: list[float] = []
-    steps: list[int] = []
-    avgs: list[float] = []
-    train_offset = 0.0
-    lost_before = 0
-    resumed_from = None
-    restored = restore_latest(checkpoints, lambda _: {"learner": learner, "replay": rstate},
-                              resume=resume, unit="environment step")
-    if restored is not None:
-        meta = restored.meta
-        learner, rstate = restored.tree["learner"], restored.tree["replay"]
-        env_steps, updates = int(meta["env_steps"]), int(meta["updates"])
-        broadcasts, exp_bytes = int(meta["broadcasts"]), int(meta["experience_bytes"])
-        returns, times, steps = list(meta["returns"]), list(meta["times"]), list(meta["steps"])
-        avgs = [float("nan") if v is None else v for v in meta["avgs"]]
-        train_offset = float(meta["train_s"])
-        lost_before = int(meta.get("transitions_lost", 0))
-        resumed_from = env_steps
-
-    if pool is None:
-        pool = make_pool(spec.transport, spec.ray_address)
-    example = jax.tree.map(lambda x: x[0], rstate.buffer.data)
-    wire, meta_b = encode(agent.policy_params(learner), config.precision)
+    learner = DistributedLearner(config, spec, pool, callback, on_batch)
+    every = None if checkpoints is None else learner.every(spec.checkpoint_every)
     try:
-        pool.start(config, seed, wire, meta_b, spec.start_timeout_s)
-        # Compile (the actors compile at the same time), before the clock starts.
-        n_msg = config.actor_update_period * config.envs_per_actor
-        msg_batch = jax.tree.map(lambda x: jnp.zeros((n_msg,) + x.shape, x.dtype), example)
-        add_c = jax.jit(replay.add, donate_argnums=0).lower(
-            rstate, msg_batch, jnp.zeros((n_msg,), bool)).compile()
-        learn_c = jax.jit(learn, donate_argnums=(0, 1)).lower(learner, rstate, k_run).compile()
-        # warm-up calls on throwaway copies keep first-execution costs off the clock
-        copy = lambda t: jax.tree.map(jnp.copy, t)
-        jax.block_until_ready(add_c(copy(rstate), msg_batch, jnp.ones((n_msg,), bool)))
-        jax.block_until_ready(learn_c(copy(learner), copy(rstate), k_run))
-        timing["startup"] = time.perf_counter() - t_boot
-
-        steps_per_update = config.steps_per_iteration * config.train_every
-        first_update = (max(config.learning_starts, config.batch_size)
-                        + (config.n_step - 1) * config.steps_per_iteration)
-        last_saved = env_steps
-        train_s = train_offset
-        pool.go()
-        t_start = time.perf_counter()
-        while env_steps < config.total_steps:
-            t0 = time.perf_counter()
-            msg = pool.next(spec.message_timeout_s)
-            t1 = time.perf_counter()
-            timing["wait"] += t1 - t0
-            if isinstance(msg, Lost):
-                continue
-            batch = NStepTransition(*(jnp.asarray(x) for x in msg["transition"]))
-            rstate = add_c(rstate, batch, jnp.asarray(msg["valid"]))
-            exp_bytes += sum(x.nbytes for x in msg["transition"]) + msg["valid"].nbytes
-            env_steps += msg["steps"]
-            returns.extend(np.asarray(msg["returns"], np.float64).tolist())
-            t2 = time.perf_counter()
-            timing["ingest"] += t2 - t1
-            train_s = train_offset + t2 - t_start
-            times.append(train_s)
-            steps.append(env_steps)
-            avgs.append(float(np.mean(returns[-config.return_window:])) if returns
-                        else float("nan"))
-            owed = ((env_steps - first_update) // steps_per_update + 1
-                    if env_steps >= first_update else 0)
-            if owed > updates:
-                loss = None
-                while updates < owed:
-                    learner, rstate, loss = learn_c(learner, rstate,
-                                                    jax.random.fold_in(k_run, updates))
-                    updates += 1
-                jax.block_until_ready(loss)
-                t3 = time.perf_counter()
-                timing["learn"] += t3 - t2
-                wire, _ = encode(agent.policy_params(learner), config.precision)
-                pool.publish(wire)
-                broadcasts += 1
-                timing["publish"] += time.perf_counter() - t3
-            done = env_steps >= config.total_steps
-            if every is not None and (env_steps - last_saved >= every or done):
-                t4 = time.perf_counter()
-                checkpoints.save(env_steps, {"learner": learner, "replay": rstate}, meta={
-                    "env_steps": env_steps, "updates": updates, "broadcasts": broadcasts,
-                    "experience_bytes": exp_bytes, "returns": returns, "times": times,
-                    "steps": steps, "avgs": [None if not np.isfinite(v) else v for v in avgs],
-                    "train_s": train_s,
-                    "transitions_lost": lost_before + pool.counters["transitions_lost"]})
-                last_saved = env_steps
-                timing["checkpoint"] += time.perf_counter() - t4
-            if on_batch is not None:
-                on_batch(pool, {"env_steps": env_steps, "updates": updates})
-            if callback is not None:
-                callback(min(env_steps, config.total_steps), config.total_steps,
-                         {"return": avgs[-1]})
-        timing["train"] = train_s
+        return runner.run(learner, checkpoints, every=every, resume=spec.resume,
+                          callback=lambda _done, _total, summary: learner.after_batch(summary))
     finally:
-        actors = pool.stop()
-
-    t5 = time.perf_counter()
-    final_return = None
-    if spec.final_eval:
-        final_params = actor_params(agent.policy_params(learner), config.precision,
-                                    resolve_compute(config.actor_compute, config.precision,
-                                                    config.eval_episodes))
-        final_return = float(jax.jit(lambda p, k: evaluate(
-            env, env_params, agent, info, p, k, config.eval_episodes))(final_params, k_eval))
-    timing["eval"] = time.perf_counter() - t5
-    counters = dict(pool.counters)
-    counters["transitions_lost_total"] = lost_before + counters["transitions_lost"]
-    return DistributedResult(
-        transport=pool.name,
-        curve=Curve(np.asarray(times), np.asarray(steps), np.asarray(avgs)),
-        episode_returns=np.asarray(returns),
-        final_eval_return=final_return,
-        env_steps=env_steps,
-        learner_updates=updates,
-        broadcasts=broadcasts,
-        broadcast_bytes=wire.nbytes,
-        experience_bytes=exp_bytes,
-        replay_size=int(rstate.size),
-        **counters,
-        actors=actors,
-        actor_breakdown_ms=actor_breakdown(actors),
-        timing_s=timing,
-        resumed_from=resumed_from,
-        final_state=learner,
-    )
+        learner.close()
 
 
 def actor_breakdown(actors: dict[int, dict[str, Any]]) -> dict[str, float | None]:

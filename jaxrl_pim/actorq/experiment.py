@@ -55,23 +55,23 @@ def run_one(
 
         if ray_address is not None:
             raise ValueError("ray_address needs mode='ray'")
-        out = run_timed(config, jax.random.PRNGKey(seed), num_chunks=num_chunks,
-                        callback=callback, checkpoints=checkpoints,
-                        checkpoint_every=checkpoint_every, resume=resume)
-        state = out.pop("final_state")
-        out["learner_updates"] = int(state.learner.step)
-        out["env_steps"] = int(out["curve"].env_steps[-1]) if out["curve"].env_steps.size else 0
-        out["broadcasts"] = 1 + int(state.iteration) // config.actor_update_period
-        out["replay_size"] = int(state.replay.size)
+        outcome = run_timed(config, jax.random.PRNGKey(seed), num_chunks=num_chunks,
+                            callback=callback, checkpoints=checkpoints,
+                            checkpoint_every=checkpoint_every, resume=resume)
+        state, curve = outcome.state, outcome.curve
+        out = {**outcome.report, "timing_s": outcome.timing_s,
+               "learner_updates": int(state.learner.step),
+               "env_steps": int(curve.env_steps[-1]) if curve.env_steps.size else 0,
+               "broadcasts": 1 + int(state.iteration) // config.actor_update_period,
+               "replay_size": int(state.replay.size)}
     else:
         from jaxrl_pim.actorq.distributed import DistributedRun, run_distributed
 
         spec = DistributedRun(seed, transport=mode, ray_address=ray_address,
                               checkpoint_every=checkpoint_every, resume=resume)
-        out = run_distributed(config, spec, checkpoints=checkpoints,
-                              callback=callback)._asdict()
-        out.pop("final_state")
-    curve = out.pop("curve")
+        outcome = run_distributed(config, spec, checkpoints=checkpoints, callback=callback)
+        curve = outcome.curve
+        out = {**outcome.report, "timing_s": outcome.timing_s}
     out["curve"] = {
         "time_s": curve.time_s.tolist(),
         "env_steps": curve.env_steps.tolist(),

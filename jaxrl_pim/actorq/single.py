@@ -224,35 +224,50 @@ def _nan_to_none(values: list[float]) -> list[float | None]:
     return [None if not np.isfinite(v) else float(v) for v in values]
 
 
-class ActorQLearner:
+def curve_points(times: list[float], steps: list[int], avgs: list[float | None]) -> Curve:
+    """A :class:`Curve` of points as a checkpoint's meta record holds them (None: nan)."""
+    return Curve(np.asarray(times, np.float64), np.asarray(steps, np.int64),
+                 np.asarray([float("nan") if v is None else v for v in avgs], np.float64))
+
+
+def join_curves(pieces: list[Curve]) -> Curve:
+    """The :class:`Curve` of consecutive pieces."""
+    return Curve(*(np.concatenate(parts) for parts in zip(*pieces, strict=True)))
+
+
+def curve_meta(curve: Curve) -> dict[str, list[Any]]:
+    """``times``, ``steps`` and ``avgs`` (nan as None) of ``curve``, for a meta record."""
+    return {"times": curve.time_s.tolist(), "steps": curve.env_steps.tolist(),
+            "avgs": _nan_to_none(curve.avg_return.tolist())}
+
+
+class ActorQLearner(runner.SegmentedLearner):
     """Single-program ActorQ as a :class:`jaxrl_pim.runner.Learner` (one object per run):
     units are iterations, run in jitted chunks of ``chunk`` iterations (segments are whole
     chunks), the state a :class:`RunState`; a checkpoint holds the state and, in its meta
-    record, the curve so far and the training clock. ``callback(chunks done, num_chunks,
-    {"return": ...})`` follows every chunk.
+    record, the curve so far (one :class:`Curve` point per chunk), the completed episodes'
+    returns and the training clock. ``callback(chunks done, num_chunks, {"return": ...})``
+    follows every chunk.
 
     The chunk program is compiled on the first segment, followed by one throwaway chunk (so
     first-execution costs stay off the clock); ``compile_s`` and ``train_s`` (the chunks
-    alone) are kept apart.
+    alone, continued across a resume) are kept apart.
     """
 
     unit = "iteration"
+    total_name = "num_iterations"
 
     def __init__(self, config: ActorQConfig, key: jax.Array, num_chunks: int = 20,
                  callback: Callable[..., None] | None = None, *, seed: Any = None,
                  mode: str = "single") -> None:
+        self.chunk = max(1, config.num_iterations // num_chunks)
+        self.n_chunks = config.num_iterations // self.chunk
+        super().__init__(self.n_chunks * self.chunk, curve_points([], [], []))
         self.config, self.key, self.callback = config, key, callback
         self.seed, self.mode, self.num_chunks = seed, mode, num_chunks
         self.system = make_system(config)
-        self.chunk = max(1, config.num_iterations // num_chunks)
-        self.n_chunks = config.num_iterations // self.chunk
-        self.total = self.n_chunks * self.chunk
         self._init = jax.jit(self.system.init)
-        self._program: Any = None
-        self.compile_s = self.train_s = 0.0
-        self.times: list[float] = []
-        self.steps: list[int] = []
-        self.avgs: list[float] = []
+        self.train_s = 0.0
         self.returns: list[float] = []
         self.resumed_from: int | None = None
         self.checkpointed = False  # the report times the saves of a run with checkpoints
@@ -280,17 +295,14 @@ class ActorQLearner:
         del step
         return jax.eval_shape(self.system.init, self.key)
 
-    def restore(self, restored: Restored) -> RunState:
+    def load(self, restored: Restored) -> tuple[RunState, Curve]:
         meta = restored.meta
         self.train_s = float(meta["train_s"])
-        self.times, self.steps = list(meta["times"]), list(meta["steps"])
-        self.avgs = [float("nan") if v is None else v for v in meta["avgs"]]
         self.returns = list(meta["returns"])
         self.resumed_from = int(meta["chunks_done"]) * self.chunk
-        return restored.tree
+        return restored.tree, curve_points(meta["times"], meta["steps"], meta["avgs"])
 
-    def _compile(self, state: RunState) -> Any:
-        t0 = time.perf_counter()
+    def compile(self, state: RunState, start: int, n: int) -> Any:
         system, chunk = self.system, self.chunk
 
         def run_chunk(state):
@@ -300,53 +312,53 @@ class ActorQLearner:
         # one throwaway chunk: first-execution costs (allocations, thread pools) stay off the
         # clock, so the first of several runs in a process is not penalised
         jax.block_until_ready(program(self._init(jax.random.fold_in(self.key, 2))))
-        self.compile_s += time.perf_counter() - t0
         return program
 
-    def train_segment(self, state: RunState, iterations: int) -> tuple[RunState, None]:
-        if self._program is None:
-            self._program = self._compile(state)
-        window, per_chunk = self.config.return_window, self.chunk * \
-            self.config.steps_per_iteration
+    def program_key(self, start: int, n: int) -> int:
+        return self.chunk  # one chunk program runs every segment
+
+    def execute(self, program: Any, state: RunState, start: int, iterations: int,
+                ) -> tuple[RunState, Curve, None]:
+        window = self.config.return_window
+        per_chunk = self.chunk * self.config.steps_per_iteration
+        times: list[float] = []
+        avgs: list[float] = []
         for _ in range(iterations // self.chunk):
             t1 = time.perf_counter()
-            state, m = self._program(state)
+            state, m = program(state)
             m = jax.block_until_ready(m)
             self.train_s += time.perf_counter() - t1
             self.returns.extend(episode_returns(m).tolist())
-            self.times.append(self.train_s)
-            self.steps.append(len(self.times) * per_chunk)
-            self.avgs.append(float(np.mean(self.returns[-window:])) if self.returns
-                             else float("nan"))
+            times.append(self.train_s)
+            avgs.append(float(np.mean(self.returns[-window:])) if self.returns
+                        else float("nan"))
             if self.callback is not None:
-                self.callback(len(self.times), self.n_chunks, {"return": self.avgs[-1]})
-        return state, None
+                done = start // self.chunk + len(times)
+                self.callback(done, self.n_chunks, {"return": avgs[-1]})
+        first = start // self.chunk + 1
+        steps = [c * per_chunk for c in range(first, first + len(times))]
+        return state, curve_points(times, steps, avgs), None
+
+    def join(self, pieces: list[Curve]) -> Curve:
+        return join_curves(pieces)
 
     def snapshot(self, state: RunState, iterations: int) -> tuple[RunState, dict[str, Any]]:
         return state, {"chunks_done": iterations // self.chunk, "train_s": self.train_s,
-                       "times": self.times, "steps": self.steps,
-                       "avgs": _nan_to_none(self.avgs), "returns": self.returns}
+                       **curve_meta(self.curve()), "returns": self.returns}
 
-    def report(self, outcome: Any) -> dict[str, Any]:
+    def report(self, outcome: runner.Outcome) -> dict[str, Any]:
         """The :func:`run_timed` fields; evaluates the final greedy quantized policy."""
-        state = outcome.state
         t2 = time.perf_counter()
-        final_eval = float(jax.jit(self.system.evaluate)(state.actor_params,
+        final_eval = float(jax.jit(self.system.evaluate)(outcome.state.actor_params,
                                                          jax.random.fold_in(self.key, 1)))
         eval_s = time.perf_counter() - t2
         timing = {"compile": outcome.timing_s["start"] + self.compile_s,
                   "train": self.train_s, "eval": eval_s}
         if self.checkpointed:
             timing["checkpoint"] = outcome.timing_s["checkpoint"]
-        return {
-            "curve": Curve(np.asarray(self.times), np.asarray(self.steps),
-                           np.asarray(self.avgs)),
-            "episode_returns": np.asarray(self.returns),
-            "final_eval_return": final_eval,
-            "timing_s": timing,
-            "final_state": state,
-            "resumed_from": self.resumed_from,
-        }
+        return {"curve": self.curve(), "timing_s": timing,
+                "episode_returns": np.asarray(self.returns),
+                "final_eval_return": final_eval, "resumed_from": self.resumed_from}
 
 
 def run_timed(
@@ -358,13 +370,16 @@ def run_timed(
     checkpoints: Any = None,
     checkpoint_every: int | None = None,
     resume: bool = False,
-) -> dict[str, Any]:
+) -> runner.Outcome:
     """Run single-program ActorQ from the host in ``num_chunks`` jitted chunks, timing each
     (:func:`jaxrl_pim.runner.run` of an :class:`ActorQLearner`).
 
-    Returns a dict with ``curve`` (:class:`Curve`), ``episode_returns`` (all completed
-    episodes), ``final_eval_return`` (greedy quantized policy), ``timing_s`` (compile,
-    train, eval), ``final_state`` and ``resumed_from`` (iterations restored, or None).
+    Returns a :class:`jaxrl_pim.runner.Outcome`: the final ``state`` (:class:`RunState`),
+    ``start`` and ``done`` (iterations), ``checkpoints_written``, ``curve`` (:class:`Curve`,
+    one point per chunk, the chunks before a resume included), ``timing_s`` (``compile``,
+    ``train``, ``eval``, and ``checkpoint`` with checkpoints) and the report fields
+    ``episode_returns`` (float64 ``[E]``, every completed episode), ``final_eval_return``
+    (greedy quantized policy) and ``resumed_from`` (iterations restored, or None).
 
     Checkpoints: with ``checkpoints`` (a :class:`jaxrl_pim.checkpoint.Checkpoints` folder) the
     whole :class:`RunState` (learner, actors' policy, environments, replay, PRNG key) and the
@@ -381,4 +396,4 @@ def run_timed(
     learner = ActorQLearner(config, key, num_chunks, callback)
     learner.checkpointed = checkpoints is not None
     every = None if checkpoints is None else learner.every(checkpoint_every)
-    return runner.run(learner, checkpoints, every=every, resume=resume).report
+    return runner.run(learner, checkpoints, every=every, resume=resume)

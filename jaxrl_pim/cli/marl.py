@@ -693,7 +693,7 @@ def _results(args: argparse.Namespace, config: MARLConfig, result: Any, start: i
     import numpy as np
 
     state = result.state
-    returns = result.episode_return  # [episodes, teams]: the whole run, also before a resume
+    returns = result.curve  # episode_return [episodes, teams]: the whole run, also before a resume
     total = returns.shape[0]
     tail = max(1, total // 10)
     team_names = [t.name for t in config.teams]

@@ -69,7 +69,7 @@ def _run_seeds(args: argparse.Namespace, config: MARLConfig, memory: dict[str, A
     if args.json and main:
         report.write_json(args.json, report.make_report(config, results, timing))
     if args.plot and main:
-        seeds.plot_curves(result.episode_return, results["teams"], args.plot,
+        seeds.plot_curves(result.curve, results["teams"], args.plot,
                           title=f"{config.algo} {config.env}, {args.seeds} seeds")
     _print_summary(args, config, result, results, timing, out)
     return 0
@@ -99,7 +99,7 @@ def _results(args: argparse.Namespace, config: MARLConfig, result: Any, every: i
     statistics over seeds, the mean learning curve at every 1 %, checkpoints, plan."""
     import time
 
-    returns = result.episode_return  # [S, episodes, teams]
+    returns = result.curve  # episode_return [S, episodes, teams]
     total = returns.shape[1]
     tail = max(1, total // 10)
     final = returns[:, -tail:].mean(axis=1)  # [S, teams]
@@ -114,7 +114,7 @@ def _results(args: argparse.Namespace, config: MARLConfig, result: Any, every: i
         "teams": [t.name for t in config.teams],
         "seeds": list(range(args.seed, args.seed + args.seeds)),
         "devices": result.devices,
-        "start_episode": result.start_episode,
+        "start_episode": result.start,
         "episodes_total": total,
         "update_rounds": seeds._to_host(result.state.num_updates).tolist(),
         "final_return_window": tail,
@@ -127,7 +127,7 @@ def _results(args: argparse.Namespace, config: MARLConfig, result: Any, every: i
         "checkpoint_dir": args.checkpoint,
         "checkpoint_every": every,
         "checkpoints_written": result.checkpoints_written,
-        "resumed_from_episode": result.start_episode if args.resume else None,
+        "resumed_from_episode": result.start if args.resume else None,
         "plan": the_plan._asdict(),
         "memory": memory,
         "processes": jax.process_count(),
@@ -138,7 +138,7 @@ def _print_summary(args: argparse.Namespace, config: MARLConfig, result: Any,
                    results: dict[str, Any], timing: dict[str, float], out: Any) -> None:
     """The run's summary lines: episodes and seconds, final and greedy returns over seeds."""
     print(f"marl {config.algo} {config.env}, {args.seeds} seeds on {result.devices} device(s): "
-          f"episodes {result.start_episode}->{results['episodes_total']}; train "
+          f"episodes {result.start}->{results['episodes_total']}; train "
           f"{timing['train']:.1f} s (compile {timing['compile']:.1f} s)", file=out)
     print(_stats_line(f"final return (last {results['final_return_window']} eps, mean over "
                       "seeds +- standard error):", results["final_return"], results["teams"]),

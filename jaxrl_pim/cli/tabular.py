@@ -443,12 +443,12 @@ def _results(args: argparse.Namespace, config: TabularConfig, env_name: str | No
     results.update({
         "updates": result.updates,
         "updates_per_s": result.updates_per_s,
-        "q_delta_last": float(result.metrics["q_delta"][-1]),
+        "q_delta_last": float(result.curve[-1]),
     })
     if args.checkpoint is not None:
         results.update({"checkpoint_dir": str(args.checkpoint),
-                        "resumed_from_round": result.start_round,
-                        "checkpoints_written": result.checkpoints})
+                        "resumed_from_round": result.start,
+                        "checkpoints_written": result.checkpoints_written})
     return results, timing
 
 

@@ -23,17 +23,16 @@ Example::
 
     folder = Checkpoints("runs/spread3", fingerprint=checkpoint.fingerprint(config, seed=0))
     result = checkpoint.run(config, jax.random.PRNGKey(0), folder, every=100, resume=True)
-    result.state, result.episode_return      # the final state, the whole learning curve
+    result.state, result.curve      # the final state, the whole learning curve (episode_return)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import numpy as np
@@ -51,7 +50,6 @@ from jaxrl_pim.marl.trainer import (
 
 __all__ = [
     "MARLLearner",
-    "Run",
     "fingerprint",
     "recorded_run",
     "run",
@@ -108,38 +106,35 @@ def template(config: MARLConfig, episodes_done: int,
     return {"state": state, "episode_return": curve}
 
 
-class MARLLearner:
+class MARLLearner(runner.SegmentedLearner):
     """The MARL trainer as a :class:`jaxrl_pim.runner.Learner` (one object per run): units are
     episodes, the state a :class:`~jaxrl_pim.marl.trainer.TrainState`, a checkpoint
-    :func:`template` (the state and the learning curve so far); segments are
-    ``make_train_from(config, n, start_episode=done)`` programs, compiled once per static plan
-    (and kept per process).
+    :func:`template` (the state and the learning curve so far, ``episode_return [episodes
+    done, num_teams]`` float32); segments are ``make_train_from(config, n,
+    start_episode=done)`` programs (:func:`~jaxrl_pim.marl.trainer.piece_program`, kept per
+    process by static plan), one per segment start and length.
 
-    ``curve`` is the learning curve before the start state (``[episodes done, num_teams]``;
-    default: none); ``callback(episode, total, metrics)`` is called about 200 times per
-    segment with the run's total; ``memory`` the run's memory plan (JSON values, e.g.
-    ``jaxrl-pim marl``'s :func:`~jaxrl_pim.cli.marl.fit_memory` record), saved in every
-    checkpoint's meta record (``meta["memory"]``) for a resume or an evaluation to check
-    before it loads anything.
+    ``callback(episode, total, metrics)`` is called about 200 times per segment with the run's
+    total; ``memory`` the run's memory plan (JSON values, e.g. ``jaxrl-pim marl``'s
+    :func:`~jaxrl_pim.cli.marl.fit_memory` record), saved in every checkpoint's meta record
+    (``meta["memory"]``) for a resume or an evaluation to check before it loads anything.
+    ``folder``: the checkpoint folder, named in messages.
     """
 
     unit = "episode"
+    total_name = "num_episodes"
 
     def __init__(self, config: MARLConfig, key: jax.Array | None = None, *,
                  seed: int | None = None, algorithm: rules.Algorithm | None = None,
                  callback: Callable[..., Any] | None = None,
-                 curve: np.ndarray | None = None,
-                 memory: dict[str, Any] | None = None) -> None:
+                 memory: dict[str, Any] | None = None, folder: Any = None) -> None:
+        super().__init__(config.num_episodes, np.zeros((0, _num_teams(config)), np.float32),
+                         folder=folder)
         self.config, self.key, self.seed, self.algorithm = config, key, seed, algorithm
         self.memory = memory
-        self.total = config.num_episodes
         total = self.total
         self._report = (None if callback is None else
                         (lambda done, _seg_total, m: callback(done, total, m)))
-        self.compile_s = 0.0
-        self._curve = [np.zeros((0, _num_teams(config)), np.float32) if curve is None
-                       else np.asarray(curve, np.float32)]
-        self._checkpoints: Checkpoints | None = None
 
     def fingerprint(self) -> dict[str, Any]:
         return fingerprint(self.config, self.key, seed=self.seed)
@@ -152,49 +147,29 @@ class MARLLearner:
     def template(self, step: int) -> dict[str, Any]:
         return template(self.config, step, self.algorithm)
 
-    def restore(self, restored: driver.Restored) -> TrainState:
-        where = "the checkpoint folder"
-        if self._checkpoints is not None:
-            where = repr(str(self._checkpoints.directory))
-        if restored.step > self.config.num_episodes:
-            raise ValueError(
-                f"num_episodes ({self.config.num_episodes}) is below the checkpoint's episode "
-                f"count ({restored.step}) in {where}; pass a larger total")
+    def load(self, restored: driver.Restored) -> tuple[TrainState, np.ndarray]:
         state = restored.tree["state"]
-        if int(state.episode) != restored.step:
-            raise ValueError(f"checkpoint {restored.step} of {where} holds episode "
-                             f"{int(state.episode)}")
-        self._curve = [np.asarray(restored.tree["episode_return"], np.float32)]
-        return state
+        self.check_count(restored, int(state.episode))
+        return state, np.asarray(restored.tree["episode_return"], np.float32)
 
-    def curve(self) -> np.ndarray:
-        """The learning curve so far, ``[episodes done, num_teams]`` float32."""
-        if len(self._curve) > 1:
-            self._curve = [np.concatenate(self._curve)]
-        return self._curve[0]
+    def program_key(self, start: int, n: int) -> tuple[int, int]:
+        return start, n  # the static schedule (and a callback's episodes) start at start
 
-    def train_segment(self, state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
-        t0 = time.perf_counter()
-        start = self.curve().shape[0]  # episodes done: the segment's static schedule
-        program = piece_program(self.config, n, state, start_episode=start,
-                                callback=self._report, algorithm=self.algorithm)
-        self.compile_s += time.perf_counter() - t0
+    def compile(self, state: TrainState, start: int, n: int) -> Any:
+        return piece_program(self.config, n, state, start_episode=start,
+                             callback=self._report, algorithm=self.algorithm)
+
+    def execute(self, program: Any, state: TrainState, start: int, n: int,
+                ) -> tuple[TrainState, np.ndarray, np.ndarray]:
         state, metrics = program(state)
         returns = np.asarray(metrics["episode_return"])  # waits for the segment
-        self._curve.append(returns)
-        return state, returns
+        return state, returns, returns
 
     def snapshot(self, state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, Any]]:
         meta: dict[str, Any] = {"episodes_done": episode, "num_episodes": self.total}
         if self.memory is not None:
             meta["memory"] = self.memory
         return {"state": state, "episode_return": self.curve()}, meta
-
-    def report(self, outcome: runner.Outcome) -> dict[str, Any]:
-        timing = {"compile": self.compile_s,
-                  "train": outcome.timing_s["train"] - self.compile_s,
-                  "checkpoint": outcome.timing_s["checkpoint"]}
-        return {"episode_return": self.curve(), "timing_s": timing}
 
 
 def starting_state(
@@ -213,38 +188,13 @@ def starting_state(
     configuration (the folder's fingerprint), or one past ``config.num_episodes``, is refused
     too.
     """
-    learner = _learner(config, key, checkpoints, algorithm=algorithm)
+    learner = MARLLearner(config, key, algorithm=algorithm, folder=_folder(checkpoints))
     begin = runner.start(learner, checkpoints, resume=resume)
     return begin.state, learner.curve()
 
 
-def _learner(config: MARLConfig, key: jax.Array | None, checkpoints: Checkpoints | None,
-             **kwargs: Any) -> MARLLearner:
-    learner = MARLLearner(config, key, **kwargs)
-    learner._checkpoints = checkpoints
-    return learner
-
-
-class Run(NamedTuple):
-    """What :func:`run` / :func:`train_segments` return.
-
-    ``state``: the final :class:`~jaxrl_pim.marl.trainer.TrainState`; ``episode_return``
-    float32 ``[num_episodes, num_teams]``: the whole run's learning curve (also the episodes
-    before a resume); ``start_episode``: episodes restored from a checkpoint (0 for a fresh
-    run); ``checkpoints_written``; ``timing_s``: ``compile``, ``train`` and ``checkpoint``
-    seconds of this call.
-    """
-
-    state: TrainState
-    episode_return: np.ndarray
-    start_episode: int
-    checkpoints_written: int
-    timing_s: dict[str, float]
-
-
-def _as_run(outcome: runner.Outcome) -> Run:
-    return Run(outcome.state, outcome.report["episode_return"], outcome.start,
-               outcome.checkpoints_written, outcome.report["timing_s"])
+def _folder(checkpoints: Checkpoints | None) -> Any:
+    return None if checkpoints is None else checkpoints.directory
 
 
 #: About this many progress reports over a run drawn from the host (:func:`progress_every`).
@@ -275,7 +225,7 @@ def train_segments(
     callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
     memory: dict[str, Any] | None = None,
     progress: Callable[[int, int, dict[str, float]], Any] | None = None,
-) -> Run:
+) -> runner.Outcome:
     """Train ``state`` up to ``config.num_episodes`` episodes, saving a checkpoint after every
     segment when ``checkpoints`` is given (:func:`jaxrl_pim.runner.run` of a
     :class:`MARLLearner`: segments end at multiples of ``every``, default
@@ -289,16 +239,17 @@ def train_segments(
     between pieces of :func:`progress_every` episodes (the last piece's mean episode return),
     whose programs hold no callback and are cached; ``memory`` the run's memory plan, recorded
     in every checkpoint (:class:`MARLLearner`).
+
+    Returns a :class:`jaxrl_pim.runner.Outcome`: the final ``state``
+    (:class:`~jaxrl_pim.marl.trainer.TrainState`), ``start`` (episodes before this call),
+    ``done``, ``checkpoints_written``, ``curve`` (float32 ``[num_episodes, num_teams]``, the
+    whole run's ``episode_return``, also the episodes before a resume) and ``timing_s``
+    (``compile``, ``train`` and ``checkpoint`` seconds of this call).
     """
-    total = config.num_episodes
-    start = int(state.episode)
-    if start > total:
-        raise ValueError(f"num_episodes ({total}) is below the state's episode count ({start})")
-    if episode_return.shape[0] != start:
-        raise ValueError(f"episode_return holds {episode_return.shape[0]} episodes, the state "
-                         f"{start}")
-    learner = _learner(config, None, checkpoints, callback=callback, algorithm=algorithm,
-                       curve=episode_return, memory=memory)
+    total, start = config.num_episodes, int(state.episode)
+    learner = MARLLearner(config, callback=callback, algorithm=algorithm, memory=memory,
+                          folder=_folder(checkpoints))
+    learner.begin(start, np.asarray(episode_return, np.float32))
     report, report_every = None, None
     if progress is not None:
         period = (every or runner.default_every(total)) if checkpoints is not None else None
@@ -307,18 +258,21 @@ def train_segments(
         def report(done: int, _total: int, returns: np.ndarray) -> None:
             progress(done, total, {"return": float(returns[-1].mean())} if len(returns) else {})
 
-    return _as_run(runner.run(learner, checkpoints, every=every, callback=report,
-                              begin=runner.Start(state, start), report_every=report_every))
+    return runner.run(learner, checkpoints, every=every, callback=report,
+                      begin=runner.Start(state, start), report_every=report_every)
 
 
 def run(
     config: MARLConfig, key: jax.Array, checkpoints: Checkpoints | None = None, *,
     every: int | None = None, resume: bool = False,
     callback: Callable[..., Any] | None = None, algorithm: rules.Algorithm | None = None,
-) -> Run:
+) -> runner.Outcome:
     """A whole run from ``key`` (or, with ``resume``, from the newest checkpoint of
     ``checkpoints``) to ``config.num_episodes``: :func:`jaxrl_pim.runner.run` of a
     :class:`MARLLearner`. ``algorithm`` replaces the rules named by ``config.algo`` (it is
-    not part of the fingerprint: resume with the same one)."""
-    learner = _learner(config, key, checkpoints, callback=callback, algorithm=algorithm)
-    return _as_run(runner.run(learner, checkpoints, every=every, resume=resume))
+    not part of the fingerprint: resume with the same one). Returns the
+    :class:`jaxrl_pim.runner.Outcome` of :func:`train_segments` (``start``: episodes restored
+    from a checkpoint, 0 for a fresh run)."""
+    learner = MARLLearner(config, key, callback=callback, algorithm=algorithm,
+                          folder=_folder(checkpoints))
+    return runner.run(learner, checkpoints, every=every, resume=resume)

@@ -34,16 +34,15 @@ Example::
     config = MARLConfig(num_agents=3, num_episodes=200, buffer_capacity=20_000,
                         batch_size=256, learning_starts=2_560)
     run = seeds.run_seeds(config, seed=0, num_seeds=16)
-    run.episode_return.shape                         # [16, 200, num_teams]
-    seeds.seed_stats(run.episode_return[:, -20:].mean(axis=1))
+    run.curve.shape                         # [16, 200, num_teams]: episode_return
+    seeds.seed_stats(run.curve[:, -20:].mean(axis=1))
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -66,7 +65,7 @@ from jaxrl_pim.marl.trainer import (
 
 __all__ = [
     "SEED_AXIS",
-    "SeedsRun",
+    "SeedsLearner",
     "evaluate_seeds",
     "fingerprint",
     "make_init_seeds",
@@ -187,24 +186,6 @@ def fingerprint(config: MARLConfig, seed: int, num_seeds: int) -> dict[str, Any]
     return {**marl_checkpoint.fingerprint(config, seed=seed), "num_seeds": int(num_seeds)}
 
 
-class SeedsRun(NamedTuple):
-    """What :func:`run_seeds` returns.
-
-    ``state``: the final :class:`~jaxrl_pim.marl.trainer.TrainState`, every leaf ``[S, ...]``;
-    ``episode_return`` float32 ``[S, num_episodes, num_teams]``: every seed's whole learning
-    curve (also before a resume); ``start_episode``; ``checkpoints_written``; ``devices``
-    (the mesh size the seeds were split over); ``timing_s``: ``init``, ``compile``,
-    ``train``, ``checkpoint`` seconds.
-    """
-
-    state: TrainState
-    episode_return: np.ndarray
-    start_episode: int
-    checkpoints_written: int
-    devices: int
-    timing_s: dict[str, float]
-
-
 def _template(config: MARLConfig, num_seeds: int, episodes_done: int) -> dict[str, Any]:
     state = jax.eval_shape(jax.vmap(make_init(config)), seed_keys(0, num_seeds))
     teams = len(config.teams)
@@ -216,7 +197,7 @@ def run_seeds(
     config: MARLConfig, seed: int = 0, num_seeds: int = 1,
     checkpoints: Checkpoints | None = None, *, every: int | None = None,
     resume: bool = False, mesh: Mesh | None = None, memory: dict[str, Any] | None = None,
-) -> SeedsRun:
+) -> runner.Outcome:
     """Train seeds ``seed .. seed + num_seeds - 1`` of ``config`` to ``config.num_episodes``
     in one vmapped program split over ``mesh`` (default :func:`seed_mesh` over every device).
 
@@ -230,6 +211,12 @@ def run_seeds(
     whole curves (``episode_return``); ``state`` is then a global array whose other shards
     live in the other processes. Checkpoints are single-process for now (ValueError).
     ``memory``: the run's memory plan, recorded in every checkpoint's meta (``"memory"``).
+
+    Returns a :class:`jaxrl_pim.runner.Outcome`: the final ``state`` (every leaf
+    ``[S, ...]``), ``start`` (episodes restored), ``done``, ``checkpoints_written``, ``curve``
+    (float32 ``[S, num_episodes, num_teams]``: every seed's whole ``episode_return``, also
+    before a resume), ``timing_s`` (``init``, ``compile``, ``train``, ``checkpoint``
+    seconds) and the report field ``devices`` (the mesh size the seeds were split over).
     """
     num_seeds = check_int("num_seeds", num_seeds, lo=1)
     mesh = seed_mesh(num_seeds) if mesh is None else mesh
@@ -239,32 +226,29 @@ def run_seeds(
     if checkpoints is not None and jax.process_count() > 1:
         raise ValueError("checkpoints of a group of seeds over several processes are not "
                          "supported yet; run without checkpoints, or in one process")
-    out = runner.run(SeedsLearner(config, seed, num_seeds, mesh, checkpoints, memory),
-                     checkpoints, every=every, resume=resume)
-    return SeedsRun(out.state, out.report["episode_return"], out.start,
-                    out.checkpoints_written, int(mesh.devices.size), out.report["timing_s"])
+    return runner.run(SeedsLearner(config, seed, num_seeds, mesh, checkpoints, memory),
+                      checkpoints, every=every, resume=resume)
 
 
-class SeedsLearner:
+class SeedsLearner(runner.SegmentedLearner):
     """A group of seeds as a :class:`jaxrl_pim.runner.Learner` (one object per run, what
     :func:`run_seeds` drives): units are episodes, the state the stacked ``TrainState``
     ``[S, ...]`` split over ``mesh``, a checkpoint every seed's state and curves
-    (``episode_return [S, episodes done, num_teams]``); one compiled
+    (``episode_return [S, episodes done, num_teams]``, the curve); one compiled
     :func:`make_train_seeds_from` program per static plan (segment length and start)."""
 
     unit = "episode"
+    total_name = "num_episodes"
+    curve_axis = 1
 
     def __init__(self, config: MARLConfig, seed: int, num_seeds: int, mesh: Mesh,
                  checkpoints: Checkpoints | None = None,
                  memory: dict[str, Any] | None = None) -> None:
+        super().__init__(config.num_episodes,
+                         np.zeros((num_seeds, 0, len(config.teams)), np.float32),
+                         folder=None if checkpoints is None else checkpoints.directory)
         self.config, self.seed, self.num_seeds, self.mesh = config, seed, num_seeds, mesh
         self.memory = memory  # the run's memory plan, saved in each checkpoint's meta
-        self.total = config.num_episodes
-        self.folder = None if checkpoints is None else checkpoints.directory
-        teams = len(config.teams)
-        self.curve = [np.zeros((num_seeds, 0, teams), np.float32)]
-        self.compile_s = 0.0
-        self._programs: dict[Any, Any] = {}
 
     def fingerprint(self) -> dict[str, Any]:
         return fingerprint(self.config, self.seed, self.num_seeds)
@@ -277,40 +261,36 @@ class SeedsLearner:
     def template(self, step: int) -> dict[str, Any]:
         return _template(self.config, self.num_seeds, step)
 
-    def restore(self, restored: driver.Restored) -> TrainState:
-        if restored.step > self.total:
-            raise ValueError(
-                f"num_episodes ({self.total}) is below the checkpoint's episode count "
-                f"({restored.step}) in {str(self.folder)!r}; pass a larger total")
-        self.curve = [np.asarray(restored.tree["episode_return"], np.float32)]
-        return jax.device_put(restored.tree["state"], _split(self.mesh))
+    def load(self, restored: driver.Restored) -> tuple[TrainState, np.ndarray]:
+        return (jax.device_put(restored.tree["state"], _split(self.mesh)),
+                np.asarray(restored.tree["episode_return"], np.float32))
 
-    def train_segment(self, state: TrainState, n: int) -> tuple[TrainState, np.ndarray]:
-        start = sum(c.shape[1] for c in self.curve)  # episodes done
-        plan = make_schedule(self.config, n, start)
-        if plan not in self._programs:
-            t = time.perf_counter()
-            self._programs[plan] = make_train_seeds_from(self.config, n, self.mesh,
-                                                         start).lower(state).compile()
-            self.compile_s += time.perf_counter() - t
-        state, metrics = self._programs[plan](state)
+    def program_key(self, start: int, n: int) -> Any:
+        return make_schedule(self.config, n, start)
+
+    def compile(self, state: TrainState, start: int, n: int) -> Any:
+        return make_train_seeds_from(self.config, n, self.mesh, start).lower(state).compile()
+
+    def execute(self, program: Any, state: TrainState, start: int, n: int,
+                ) -> tuple[TrainState, np.ndarray, np.ndarray]:
+        state, metrics = program(state)
         returns = _to_host(metrics["episode_return"])  # waits for the segment
-        self.curve.append(returns)
-        return state, returns
+        return state, returns, returns
 
     def snapshot(self, state: TrainState, episode: int) -> tuple[dict[str, Any], dict[str, Any]]:
         meta = {"episodes_done": episode, "num_episodes": self.total,
                 "num_seeds": self.num_seeds}
         if self.memory is not None:
             meta["memory"] = self.memory
-        return {"state": state, "episode_return": np.concatenate(self.curve, axis=1)}, meta
+        return {"state": state, "episode_return": self.curve()}, meta
 
-    def report(self, outcome: Any) -> dict[str, Any]:
-        timing = {"init": outcome.timing_s["start"], "compile": self.compile_s,
-                  "train": outcome.timing_s["train"] - self.compile_s,
-                  "checkpoint": outcome.timing_s["checkpoint"]}
-        return {"episode_return": np.concatenate(self.curve, axis=1), "timing_s": timing}
+    def timing(self, outcome: runner.Outcome) -> dict[str, float]:
+        """``init`` (building or restoring the start state), then the base's timings."""
+        return {"init": outcome.timing_s["start"], **super().timing(outcome)}
 
+    def report(self, outcome: runner.Outcome) -> dict[str, Any]:
+        """The curve, the timings and ``devices`` (the mesh size)."""
+        return {**super().report(outcome), "devices": int(self.mesh.devices.size)}
 
 
 def evaluate_seeds(config: MARLConfig, actors: tuple[Any, ...], key: jax.Array,

@@ -22,9 +22,10 @@ global chunk array; the sync's ``psum`` then crosses processes. Lane ``c`` gets 
 process's with the same device count (bit for bit for int32). Every process gets the final
 Q-table; the phases are timed on each process for its own part.
 
-Checkpoints (``checkpoints=``, a :class:`~jaxrl_pim.checkpoint.Checkpoints` folder): the run
-goes in segments of ``checkpoint_every`` whole sync rounds
-(:func:`jaxrl_pim.runner.run_segments` over :func:`make_train_from`, one compiled segment
+The result is a :class:`jaxrl_pim.runner.Outcome` (:func:`run`). Checkpoints
+(``checkpoints=``, a :class:`~jaxrl_pim.checkpoint.Checkpoints` folder): the run goes in
+segments of ``checkpoint_every`` whole sync rounds (:func:`jaxrl_pim.runner.run` of a
+:class:`TabularLearner`, one compiled :func:`make_train_from` program per segment length
 continues from any round) and after each segment the
 :class:`~jaxrl_pim.tabular.trainer.TabularState` (tables, lane LCG states, the key as raw data,
 round counter; host arrays) and the ``q_delta`` of the rounds so far are saved as checkpoint
@@ -40,7 +41,7 @@ across hosts).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import numpy as np
@@ -65,37 +66,6 @@ from jaxrl_pim.tabular.trainer import (
     q_table,
 )
 from jaxrl_pim.timing import PhaseTimer, time_call
-
-
-class RunResult(NamedTuple):
-    """Outcome of :func:`run`.
-
-    Attributes:
-      q_table: float32 NumPy ``[S, A]`` (``[K, S, A]`` in independent mode), descaled.
-      metrics: NumPy metrics from the trainer (``q_delta`` per sync round).
-      timing_s: seconds per phase (see module docstring) plus ``total``.
-      updates: number of Q-updates performed over all lanes (all processes).
-      updates_per_s: ``updates / (compute + sync)``.
-      dropped_rows: dataset rows left out by chunking.
-      num_devices: devices the lanes ran on (all processes).
-      num_processes: processes the lanes ran on.
-      lanes: ``(lo, hi)``, the lanes whose chunks this process held.
-      start_round: sync rounds restored from a checkpoint (0: the run started afresh);
-        ``updates`` and ``updates_per_s`` count the rounds run by this call only.
-      checkpoints: checkpoints written by this call.
-    """
-
-    q_table: np.ndarray
-    metrics: dict[str, np.ndarray]
-    timing_s: dict[str, float]
-    updates: int
-    updates_per_s: float
-    dropped_rows: int
-    num_devices: int
-    num_processes: int = 1
-    lanes: tuple[int, int] = (0, 0)
-    start_round: int = 0
-    checkpoints: int = 0
 
 
 def checkpoint_template(config: TabularConfig, key: jax.Array) -> dict[str, Any]:
@@ -214,8 +184,18 @@ def run(
     checkpoints: Checkpoints | None = None,
     checkpoint_every: int | None = None,
     resume: bool = False,
-) -> RunResult:
+) -> runner.Outcome:
     """Train on ``num_devices`` devices (see :func:`run_mesh`) and time every phase.
+
+    Returns a :class:`jaxrl_pim.runner.Outcome`: the final ``state``, ``start`` (sync rounds
+    restored from a checkpoint; 0 for a fresh run), ``done``, ``checkpoints_written``,
+    ``timing_s`` (seconds per phase, see the module docstring, plus ``total``), ``curve``
+    (float32 ``[num_rounds]``: ``q_delta`` per sync round, the rounds before a resume
+    included) and the report fields ``q_table`` (float32 NumPy ``[S, A]``, ``[K, S, A]`` in
+    independent mode, descaled), ``updates`` (Q-updates over all lanes and processes of the
+    rounds run by this call), ``updates_per_s`` (``updates / (compute + sync)``),
+    ``dropped_rows`` (dataset rows left out by chunking), ``num_devices`` and
+    ``num_processes`` (all processes') and ``lanes`` (``(lo, hi)``, this process's lanes).
 
     ``transitions`` is the whole dataset (``[M]``, or ``[K, n]`` in independent mode), or,
     with ``num_rows`` (the whole dataset's ``M``, or ``K``), only the rows this process's lanes
@@ -236,29 +216,28 @@ def run(
     use_mesh = mesh if mesh.devices.size > 1 else None
     # across processes every process reads the whole table: gather it inside the program
     out = NamedSharding(mesh, P()) if jax.process_count() > 1 else None
-    learner = TabularLearner(config, key, device_chunks, use_mesh, callback, timer=timer,
+    learner = TabularLearner(config, key, device_chunks, use_mesh, callback,
                              out_sharding=out, host_state=checkpoints is not None,
                              folder=None if checkpoints is None else checkpoints.directory)
     outcome = runner.run(learner, checkpoints, every=checkpoint_every, resume=resume)
+    timer.add("compile", outcome.timing_s["compile"])
     if checkpoints is not None:  # restoring and saving
         timer.add("checkpoint", outcome.timing_s["start"] + outcome.timing_s["checkpoint"])
-    run_s = timer.seconds.pop("run", 0.0)
+    run_s = outcome.timing_s["train"]
     sync_s = min(_sync_seconds(config, mesh, lanes), run_s)
     timer.add("compute", run_s - sync_s)
     timer.add("sync", sync_s)
     with timer.phase("transfer_out"):
         q_host = np.asarray(jax.device_get(outcome.report["q_table"]))
-        metrics_host = {k: np.asarray(jax.device_get(v))
-                        for k, v in outcome.report["metrics"].items()}
     timing = timer.as_dict(total=False)
     timing["total"] = sum(v for k, v in timing.items() if k != "compile")
     episodes = episodes_in_rounds(config, outcome.start, config.num_rounds)
     updates = config.num_cores * device_chunks.shape[1] * episodes
-    return RunResult(
-        q_host, metrics_host, timing, updates, updates / max(run_s, 1e-12),
-        0 if config.independent else dropped_rows(config, whole), mesh.devices.size,
-        jax.process_count(), lanes, outcome.start, outcome.checkpoints_written,
-    )
+    return outcome._replace(timing_s=timing, report={
+        "q_table": q_host, "updates": updates, "updates_per_s": updates / max(run_s, 1e-12),
+        "dropped_rows": 0 if config.independent else dropped_rows(config, whole),
+        "num_devices": mesh.devices.size, "num_processes": jax.process_count(),
+        "lanes": lanes})
 
 
 def _chunks_on_devices(
@@ -303,33 +282,29 @@ def _sync_seconds(config: TabularConfig, mesh: Mesh, lanes: tuple[int, int]) -> 
     return time_call(lambda: sync_fn(q_lanes), repeats=5) * config.num_rounds
 
 
-class TabularLearner:
+class TabularLearner(runner.SegmentedLearner):
     """The tabular trainer as a :class:`jaxrl_pim.runner.Learner` (one object per run, on
     chunks already on the devices): units are sync rounds, the state a
     :class:`~jaxrl_pim.tabular.trainer.TabularState` whose key is raw key data (host arrays
     with ``host_state``, the checkpointed case, so every segment takes the same kind of input,
     also across processes), a checkpoint :func:`checkpoint_template`. Segments are
-    :func:`~jaxrl_pim.tabular.trainer.make_train_from` programs, compiled once per length
-    (``timer`` phase ``compile``) and run in phase ``run``; ``q_delta`` collects the rounds'
-    metric. ``identity`` is the fingerprint (default: the config and the key); ``folder``, the
-    checkpoint folder, is named in messages.
+    :func:`~jaxrl_pim.tabular.trainer.make_train_from` programs, one per length; the curve is
+    ``q_delta`` per round (float32 ``[rounds done]``). ``identity`` is the fingerprint
+    (default: the config and the key); ``folder``, the checkpoint folder, is named in messages.
     """
 
     unit = "round"
+    total_name = "num_rounds"
 
     def __init__(self, config: TabularConfig, key: jax.Array, chunks: Dataset,
                  mesh: Mesh | None = None, callback: Callback | None = None, *,
-                 timer: PhaseTimer | None = None, out_sharding: Any = None,
-                 host_state: bool = True, identity: dict[str, Any] | None = None,
-                 folder: Any = None) -> None:
+                 out_sharding: Any = None, host_state: bool = True,
+                 identity: dict[str, Any] | None = None, folder: Any = None) -> None:
+        super().__init__(config.num_rounds, np.zeros(0, np.float32), folder=folder)
         self.config, self.key, self.chunks, self.mesh = config, key, chunks, mesh
         self.callback, self.out_sharding, self.host_state = callback, out_sharding, host_state
-        self.timer = PhaseTimer() if timer is None else timer
-        self.identity, self.folder = identity, folder  # folder: named in messages
-        self.total = config.num_rounds
+        self.identity = identity
         self.key_data = np.asarray(jax.random.key_data(key))
-        self.q_delta = np.zeros(config.num_rounds, np.float32)
-        self._programs: dict[int, Any] = {}
 
     def fingerprint(self) -> dict[str, Any]:
         return self.identity if self.identity is not None else fingerprint(
@@ -343,42 +318,41 @@ class TabularLearner:
         del step
         return checkpoint_template(self.config, self.key)
 
-    def restore(self, restored: Restored) -> TabularState:
-        config, newest = self.config, restored.step
+    def load(self, restored: Restored) -> tuple[TabularState, np.ndarray]:
         state = TabularState(*(np.asarray(x) for x in restored.tree["state"]))
-        where = f"checkpoint {newest}" + ("" if self.folder is None else
-                                          f" of {str(self.folder)!r}")
-        if int(state.round) != newest or not 0 < newest <= config.num_rounds:
-            raise ValueError(f"{where} holds round {int(state.round)} of {config.num_rounds}")
+        self.check_count(restored, int(state.round))
         if not np.array_equal(state.key, self.key_data):
-            raise ValueError(f"{where} was made with another key (seed)")
-        self.q_delta = np.array(restored.tree["q_delta"], np.float32)
-        return state
+            raise ValueError(f"checkpoint {restored.step} of {self.where} was made with "
+                             "another key (seed)")
+        q_delta = np.array(restored.tree["q_delta"], np.float32)
+        return state, q_delta[:restored.step]
 
-    def train_segment(self, state: TabularState, n: int) -> tuple[TabularState, Any]:
-        timer = self.timer
-        if n not in self._programs:
-            seg = jax.jit(_raw_segment(self.config, n, self.mesh, self.callback, self.key),
-                          out_shardings=self.out_sharding)
-            with timer.phase("compile"):
-                self._programs[n] = seg.lower(state, self.chunks).compile()
-        with timer.phase("run"):
-            done = int(state.round)
-            state, metrics = timer.block(self._programs[n](state, self.chunks))
-            if self.host_state:  # the next segment and the checkpoint take host arrays
-                state = jax.tree.map(np.asarray, jax.device_get(state))
-        self.q_delta[done:done + n] = np.asarray(jax.device_get(metrics["q_delta"]))
-        return state, metrics
+    def compile(self, state: TabularState, start: int, n: int) -> Any:
+        seg = jax.jit(_raw_segment(self.config, n, self.mesh, self.callback, self.key),
+                      out_shardings=self.out_sharding)
+        return seg.lower(state, self.chunks).compile()
+
+    def execute(self, program: Any, state: TabularState, start: int, n: int,
+                ) -> tuple[TabularState, np.ndarray, Any]:
+        state, metrics = jax.block_until_ready(program(state, self.chunks))
+        if self.host_state:  # the next segment and the checkpoint take host arrays
+            state = jax.tree.map(np.asarray, jax.device_get(state))
+        return state, np.asarray(jax.device_get(metrics["q_delta"])), metrics
 
     def snapshot(self, state: TabularState, rounds: int) -> tuple[Any, dict[str, int]]:
-        return ({"state": state, "q_delta": self.q_delta},
+        q_delta = np.zeros(self.config.num_rounds, np.float32)  # zeros after the rounds done
+        q_delta[:rounds] = self.curve()
+        return ({"state": state, "q_delta": q_delta},
                 {"rounds_done": rounds, "num_rounds": self.config.num_rounds,
                  "episodes_done": episodes_in_rounds(self.config, 0, rounds)})
 
+    def timing(self, outcome: runner.Outcome) -> dict[str, float]:
+        """``start`` (building or restoring the first state), then the base's timings."""
+        return {"start": outcome.timing_s["start"], **super().timing(outcome)}
+
     def report(self, outcome: runner.Outcome) -> dict[str, Any]:
-        """``q_table`` (descaled, on the devices) and ``metrics`` (``q_delta`` per round)."""
-        return {"q_table": q_table(self.config, outcome.state),
-                "metrics": {"q_delta": self.q_delta}}
+        """``q_table`` (descaled, on the devices), the curve and the timings."""
+        return {"q_table": q_table(self.config, outcome.state), **super().report(outcome)}
 
 
 def describe(config: TabularConfig) -> dict[str, Any]:

@@ -11,11 +11,13 @@ from jaxrl_pim.actorq.broadcast import encode
 from jaxrl_pim.actorq.config import default_config
 from jaxrl_pim.actorq.distributed import (
     ACTOR_PHASES,
-    DistributedResult,
+    REPORT_FIELDS,
     DistributedRun,
+    LearnerState,
     run_distributed,
 )
 from jaxrl_pim.envs import make_with_info
+from jaxrl_pim.runner import Outcome
 
 
 def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
@@ -23,8 +25,10 @@ def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
                          total_steps=400, actor_update_period=25, learning_starts=50,
                          batch_size=16, buffer_capacity=1_000, hidden_sizes=(16,))
     result = run_distributed(cfg, DistributedRun(0, transport="processes", final_eval=False))
-    assert isinstance(result, DistributedResult) and result.final_eval_return is None
-    out = result._asdict()
+    assert isinstance(result, Outcome) and result.final_eval_return is None
+    assert set(result.report) == set(REPORT_FIELDS)
+    assert isinstance(result.state, LearnerState) and result.done == result.env_steps
+    out = result.as_dict()
     # experience from both actors reached the learner's replay
     assert out["env_steps"] >= cfg.total_steps
     assert out["replay_size"] == out["env_steps"]
@@ -57,4 +61,4 @@ def test_run_spec_is_validated_before_any_actor_starts():
                        (dict(checkpoint_every=0), "checkpoint_every")]:
         with pytest.raises(ValueError, match=match):
             DistributedRun(**bad)
-    assert "transitions_lost_total" in DistributedResult._fields
+    assert "transitions_lost_total" in REPORT_FIELDS

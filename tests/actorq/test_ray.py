@@ -85,8 +85,10 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
 
     fingerprint = checkpoint_fingerprint(cfg, 0, 0, "ray")
     with Checkpoints(tmp_path / "ck", fingerprint=fingerprint, keep=2) as ck:
-        out = run_distributed(cfg, DistributedRun(0, final_eval=False, checkpoint_every=1_000),
-                              pool=pool, on_batch=chaos, checkpoints=ck)._asdict()
+        outcome = run_distributed(cfg, DistributedRun(0, final_eval=False,
+                                                      checkpoint_every=1_000),
+                                  pool=pool, on_batch=chaos, checkpoints=ck)
+    out = outcome.as_dict()
 
     assert len(events) == 2 and events[0] < cfg.total_steps
     assert out["transport"] == "ray"
@@ -104,7 +106,8 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
     assert 0 < out["transitions_lost"] <= 2 * in_flight * batch
     assert out["transitions_lost"] == out["batches_lost"] * batch
     # the learner kept training the same network through the failures
-    assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(out["final_state"]))
+    learner = outcome.state.learner  # the learner's final state
+    assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(learner))
 
     # the learner stopped after its last checkpoint but one: resume from that one with fresh
     # actors; the learner's updates and counters continue, the run completes
@@ -113,7 +116,7 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
         assert steps[-1] == out["env_steps"] and len(steps) == 2
         shutil.rmtree(tmp_path / "ck" / str(steps[-1]))
         again = run_distributed(cfg, DistributedRun(0, transport="ray", final_eval=False,
-                                                    resume=True), checkpoints=ck)._asdict()
+                                                    resume=True), checkpoints=ck).as_dict()
     assert again["resumed_from"] == steps[0] < cfg.total_steps
     assert again["env_steps"] >= cfg.total_steps
     assert again["learner_updates"] > 0 and again["replay_size"] == min(

@@ -175,6 +175,6 @@ def test_host_progress_reports_between_cached_pieces_and_saves_at_the_period(tmp
                                         progress=lambda e, t, m: seen.append((e, t, sorted(m))))
         assert ck.steps() == [6, 12]  # the reports between them saved nothing
     assert seen == [(e, 12, ["return"]) for e in range(1, 13)]
-    assert run.episode_return.shape[0] == 12
+    assert run.curve.shape[0] == 12
     # every piece's program was kept by static plan, which only callback-free programs are
     assert 1 <= len(trainer._PROGRAMS) <= 3

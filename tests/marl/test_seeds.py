@@ -72,7 +72,7 @@ def test_each_seed_of_a_run_equals_the_seed_alone_and_resumes_bit_for_bit(tmp_pa
         return Checkpoints(tmp_path / name, fingerprint=seeds.fingerprint(TINY, 3, 4))
 
     whole = seeds.run_seeds(TINY, seed=3, num_seeds=4, checkpoints=folder("a"), every=2)
-    assert whole.episode_return.shape == (4, 4, 1) and whole.checkpoints_written == 2
+    assert whole.curve.shape == (4, 4, 1) and whole.checkpoints_written == 2
     assert TINY.update_rounds(100) == 3
     # each seed alone, in the same two segments (the static schedule makes each segment its
     # own program; the same segments keep the comparison to one program's rounding)
@@ -81,7 +81,7 @@ def test_each_seed_of_a_run_equals_the_seed_alone_and_resumes_bit_for_bit(tmp_pa
         state, m1 = first(jax.jit(make_init(TINY))(jax.random.PRNGKey(3 + i)))
         state, m2 = second(state)
         m = {"episode_return": np.concatenate([m1["episode_return"], m2["episode_return"]])}
-        np.testing.assert_allclose(whole.episode_return[i], m["episode_return"],
+        np.testing.assert_allclose(whole.curve[i], m["episode_return"],
                                    rtol=SEED_RTOL, atol=SEED_ATOL)
         assert _equal_trees(state, jax.tree.map(lambda x, i=i: x[i], whole.state))
     # Half the run, then resumed to the end: the same states and curves, bit for bit.
@@ -91,8 +91,8 @@ def test_each_seed_of_a_run_equals_the_seed_alone_and_resumes_bit_for_bit(tmp_pa
         seeds.run_seeds(TINY, seed=3, num_seeds=4, checkpoints=folder("b"), every=2)
     resumed = seeds.run_seeds(TINY, seed=3, num_seeds=4, checkpoints=folder("b"), every=2,
                               resume=True)
-    assert resumed.start_episode == 2
-    np.testing.assert_array_equal(resumed.episode_return, whole.episode_return)
+    assert resumed.start == 2
+    np.testing.assert_array_equal(resumed.curve, whole.curve)
     for a, b in zip(jax.tree.leaves(resumed.state), jax.tree.leaves(whole.state), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     other = Checkpoints(tmp_path / "b", fingerprint=seeds.fingerprint(TINY, 3, 8))
@@ -118,8 +118,8 @@ def test_sixteen_seeds_on_one_two_and_eight_devices():
         for n in (1, 2, 8):
             r = seeds.run_seeds(cfg, seed=3, num_seeds=16,
                                 mesh=seeds.seed_mesh(16, jax.devices()[:n]))
-            assert r.devices == n and r.episode_return.shape == (16, 4, 1)
-            runs[n] = [np.asarray(x) for x in jax.tree.leaves((r.state, r.episode_return))]
+            assert r.devices == n and r.curve.shape == (16, 4, 1)
+            runs[n] = [np.asarray(x) for x in jax.tree.leaves((r.state, r.curve))]
             updates = int(r.state.num_updates[0])
         same = [all(np.array_equal(a, b, equal_nan=True) for a, b in zip(runs[n], runs[8]))
                 for n in (1, 2)]
