@@ -241,24 +241,11 @@ def _register_evaluate(marl: argparse.ArgumentParser) -> None:
 
 def evaluate_checkpoint(args: argparse.Namespace) -> int:
     """``jaxrl-pim marl evaluate``: load, evaluate, print, optionally render."""
-    # every cheap check before jax is imported, the checkpoint read and the episodes compiled
-    if args.episodes < 1:
-        raise ValueError(f"--episodes must be >= 1, got {args.episodes} (evaluation episodes)")
-    check_ranges({"--episodes": (args.episodes, 1, INT32_MAX)})  # int32 episode indices
-    check_seed(args.seed)
-    if args.render is not None and not args.render.lower().endswith(".gif"):
-        raise ValueError(f"--render writes a GIF: {args.render!r} does not end in .gif")
-    check_outputs(args, files={"--json": "json", "--render": "render"})  # not the same file
-    if not os.path.isdir(args.checkpoint):
-        raise ValueError(f"--checkpoint {args.checkpoint!r} is not a folder (expected a MARL "
-                         "run's --checkpoint folder)")
-    run_record.check_folder(args.checkpoint, "--checkpoint", "MARL")  # another kind of run's
+    _check_evaluate_options(args)  # before jax, the checkpoint read and the episodes compiled
     import jax
-    import numpy as np
 
-    from jaxrl_pim import report
     from jaxrl_pim.marl import plan
-    from jaxrl_pim.marl.policies import evaluate, load_policies, rollout_positions
+    from jaxrl_pim.marl.policies import evaluate, load_policies
 
     check_evaluate(args.checkpoint)  # the recorded memory plan, before any array is read
     try:
@@ -274,6 +261,35 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
         returns = evaluate(pol.config, pol.params, key, args.episodes, policy=args.policy)
     except ImportError as err:
         raise ValueError(str(err)) from None
+    _report_evaluation(args, pol, returns)
+    if args.render is not None:
+        _render_episode(args, pol, key)
+    return 0
+
+
+def _check_evaluate_options(args: argparse.Namespace) -> None:
+    """``marl evaluate``'s cheap checks and output paths, and another kind of run's folder
+    refused, before jax is imported."""
+    if args.episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {args.episodes} (evaluation episodes)")
+    check_ranges({"--episodes": (args.episodes, 1, INT32_MAX)})  # int32 episode indices
+    check_seed(args.seed)
+    if args.render is not None and not args.render.lower().endswith(".gif"):
+        raise ValueError(f"--render writes a GIF: {args.render!r} does not end in .gif")
+    check_outputs(args, files={"--json": "json", "--render": "render"})  # not the same file
+    if not os.path.isdir(args.checkpoint):
+        raise ValueError(f"--checkpoint {args.checkpoint!r} is not a folder (expected a MARL "
+                         "run's --checkpoint folder)")
+    run_record.check_folder(args.checkpoint, "--checkpoint", "MARL")  # another kind of run's
+
+
+def _report_evaluation(args: argparse.Namespace, pol: Any, returns: Any) -> None:
+    """Print the mean return per team (with its standard error over the episodes) and write
+    ``--json``; ``returns``: ``[episodes, teams]``."""
+    import numpy as np
+
+    from jaxrl_pim import report
+
     n = returns.shape[0]
     mean = returns.mean(axis=0)
     se = returns.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full_like(mean, np.nan)
@@ -293,15 +309,21 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
                    "mean_return": mean.tolist(), "standard_error": se.tolist(),
                    "returns": returns.tolist()}
         report.write_json(args.json, report.make_report(pol.config, results, {}))
-    if args.render is not None:
-        from jaxrl_pim.marl.render import render_gif
 
-        ep = rollout_positions(pol.config, pol.params, jax.random.fold_in(key, 0),
-                               policy=args.policy)
-        ret = ", ".join(f"{t} {r:.1f}" for t, r in zip(names, ep["returns"], strict=True))
-        render_gif([ep], args.render, titles=[f"{pol.config.env}\n{args.policy}: {ret}"])
-        print(f"wrote {args.render} (one episode of {pol.config.episode_length} steps)")
-    return 0
+
+def _render_episode(args: argparse.Namespace, pol: Any, key: Any) -> None:
+    """``--render``: one episode of the policies as a GIF, its returns in the title."""
+    import jax
+
+    from jaxrl_pim.marl.policies import rollout_positions
+    from jaxrl_pim.marl.render import render_gif
+
+    names = [t.name for t in pol.teams]
+    ep = rollout_positions(pol.config, pol.params, jax.random.fold_in(key, 0),
+                           policy=args.policy)
+    ret = ", ".join(f"{t} {r:.1f}" for t, r in zip(names, ep["returns"], strict=True))
+    render_gif([ep], args.render, titles=[f"{pol.config.env}\n{args.policy}: {ret}"])
+    print(f"wrote {args.render} (one episode of {pol.config.episode_length} steps)")
 
 
 def check_evaluate(folder: str) -> None:
@@ -553,42 +575,12 @@ def main(args: argparse.Namespace) -> int:
     """Run ``jaxrl-pim marl`` with the parsed options: plan, train (in checkpointed segments
     with ``--checkpoint``, through :mod:`jaxrl_pim.runner`), print a one-line summary,
     optionally write the report; returns the exit status."""
-    check_checkpoint_arguments(args)
-    auto_seeds = args.seeds == "auto"
-    if auto_seeds and args.capacity == "auto":
-        raise ValueError("--seeds auto and --capacity auto both size to the memory: give one "
-                         "of them a number")
-    if not auto_seeds and args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-    if args.eval_episodes is not None:  # a group's greedy evaluation; a single run has none
-        if args.seeds == 1:
-            raise ValueError("--eval-episodes evaluates the seeds of --seeds S > 1; evaluate a "
-                             "single run with jaxrl-pim marl evaluate --checkpoint DIR "
-                             "--episodes N")
-        check_ranges({"--eval-episodes": (args.eval_episodes, 0, INT32_MAX)})
-    if args.plot is not None:
-        if args.seeds == 1:
-            raise ValueError("--plot draws the curves of --seeds S > 1")
-        if not args.plot.lower().endswith(".png"):
-            raise ValueError(f"--plot writes a PNG: {args.plot!r} does not end in .png")
-    # every output path, and no two the same or inside the checkpoint folder, before any work
-    check_outputs(args, files={"--json": "json", "--plot": "plot"},
-                  folders={"--checkpoint": "checkpoint"})
-    if args.eval_episodes is None:
-        args.eval_episodes = EVAL_EPISODES
-    if auto_seeds and args.checkpoint is not None:
-        raise ValueError("--seeds auto picks the seeds from the memory; a checkpointed group "
-                         "needs a fixed --seeds S")
-    agents = check_args(args)[0]  # every cheap check before jax (and JaxMARL) is imported
-    if args.checkpoint is not None and args.resume:  # another run's folder, before JaxMARL
-        with flag_names(FLAGS):
-            run_record.check_folder(args.checkpoint, "--checkpoint", "MARL",
-                                    known=_known_fingerprint(args, agents))
+    _check_run_options(args)  # every cheap check before jax (and JaxMARL) is imported
     from jaxrl_pim.cli import launch
 
     procs = launch.initialize_from_args(args, "jaxrl-pim marl")  # before any jax work
     config = config_from_args(args)
-    if auto_seeds:  # as many seeds as this process's memory holds, on its devices
+    if args.seeds == "auto":  # as many seeds as this process's memory holds, on its devices
         import jax
 
         from jaxrl_pim.marl import plan
@@ -616,6 +608,42 @@ def main(args: argparse.Namespace) -> int:
     finally:
         if checkpoints is not None:
             checkpoints.close()
+
+
+def _check_run_options(args: argparse.Namespace) -> None:
+    """The training run's cheap checks and every output path, before jax is imported (and
+    another run's checkpoint folder refused); ``--eval-episodes`` gets its default."""
+    check_checkpoint_arguments(args)
+    auto_seeds = args.seeds == "auto"
+    if auto_seeds and args.capacity == "auto":
+        raise ValueError("--seeds auto and --capacity auto both size to the memory: give one "
+                         "of them a number")
+    if not auto_seeds and args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if args.eval_episodes is not None:  # a group's greedy evaluation; a single run has none
+        if args.seeds == 1:
+            raise ValueError("--eval-episodes evaluates the seeds of --seeds S > 1; evaluate a "
+                             "single run with jaxrl-pim marl evaluate --checkpoint DIR "
+                             "--episodes N")
+        check_ranges({"--eval-episodes": (args.eval_episodes, 0, INT32_MAX)})
+    if args.plot is not None:
+        if args.seeds == 1:
+            raise ValueError("--plot draws the curves of --seeds S > 1")
+        if not args.plot.lower().endswith(".png"):
+            raise ValueError(f"--plot writes a PNG: {args.plot!r} does not end in .png")
+    # every output path, and no two the same or inside the checkpoint folder, before any work
+    check_outputs(args, files={"--json": "json", "--plot": "plot"},
+                  folders={"--checkpoint": "checkpoint"})
+    if args.eval_episodes is None:
+        args.eval_episodes = EVAL_EPISODES
+    if auto_seeds and args.checkpoint is not None:
+        raise ValueError("--seeds auto picks the seeds from the memory; a checkpointed group "
+                         "needs a fixed --seeds S")
+    agents = check_args(args)[0]
+    if args.checkpoint is not None and args.resume:  # another run's folder, before JaxMARL
+        with flag_names(FLAGS):
+            run_record.check_folder(args.checkpoint, "--checkpoint", "MARL",
+                                    known=_known_fingerprint(args, agents))
 
 
 def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
