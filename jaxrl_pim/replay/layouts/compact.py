@@ -17,14 +17,8 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from jaxrl_pim.replay.layouts.common import (
-    LayoutSpec,
-    checked_indices,
-    empty_state,
-    ring_advance,
-    stacked_steps,
-    swap_batch_agent_axes,
-)
+from jaxrl_pim.replay.layouts import common
+from jaxrl_pim.replay.layouts.common import LayoutSpec
 from jaxrl_pim.replay.types import Batch, BufferState, Transition
 
 
@@ -68,7 +62,7 @@ def init(spec: LayoutSpec) -> BufferState:
     """Zero-filled :class:`CompactData` (float32; ``next_slot`` all ``-1``, ``final_pos``
     0), ``insert_pos = size = 0``."""
     c, n = spec.capacity, spec.num_agents
-    return empty_state(CompactData(
+    return common.empty_state(CompactData(
         obs=jnp.zeros((c, n, spec.obs_dim), jnp.float32),
         action=jnp.zeros((c, n, spec.action_dim), jnp.float32),
         reward=jnp.zeros((c, n), jnp.float32),
@@ -87,11 +81,11 @@ def add(spec: LayoutSpec, state: BufferState, transition: Transition) -> BufferS
     linked: this add's ``obs`` when it matches bit for bit, else the old ``pending`` row moves
     into the ring of final observations. This add's ``next_obs`` becomes ``pending``.
     """
-    steps = stacked_steps(spec, transition)
+    steps = common.stacked_steps(spec, transition)
     if steps.obs.shape[0] != spec.stride:
         raise ValueError(f"a compact buffer of stride {spec.stride} takes {spec.stride} steps "
                          f"per add (one per environment); got {steps.obs.shape[0]}")
-    rows, insert_pos, size = ring_advance(spec, state, spec.stride)
+    rows, insert_pos, size = common.ring_advance(spec, state, spec.stride)
     d, finals = state.data, spec.finals
     prev = (rows - spec.stride) % spec.capacity
     chained = jnp.all(_bits(d.pending) == _bits(steps.obs), axis=(1, 2))  # [E]
@@ -127,11 +121,11 @@ def gather(spec: LayoutSpec, state: BufferState, indices: Array,
     agent's ``indices [N, B]`` (``[N_draw, N_all, B, ...]``); time-major with
     ``time_major=True`` (``[B, N, ...]``, ``[N_draw, B, N_all, ...]``), bit for bit what
     the ``interleaved`` layout returns."""
-    indices = checked_indices(spec, indices)
+    indices = common.checked_indices(spec, indices)
     d = state.data
     batch = Transition(obs=d.obs[indices], action=d.action[indices], reward=d.reward[indices],
                        next_obs=_next_obs(spec, state, indices), done=d.done[indices])
-    return batch if time_major else swap_batch_agent_axes(batch, indices.ndim)
+    return batch if time_major else common.swap_batch_agent_axes(batch, indices.ndim)
 
 
 def capacity(state: BufferState) -> int:

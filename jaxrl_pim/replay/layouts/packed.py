@@ -16,15 +16,8 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from jaxrl_pim.replay.layouts.common import (
-    LayoutSpec,
-    checked_indices,
-    empty_state,
-    ring_advance,
-    stacked_steps,
-    step_shapes,
-    swap_batch_agent_axes,
-)
+from jaxrl_pim.replay.layouts import common
+from jaxrl_pim.replay.layouts.common import LayoutSpec
 from jaxrl_pim.replay.types import Batch, BufferState, Transition
 
 
@@ -45,7 +38,7 @@ def unpack_rows(rows: Array, num_agents: int, obs_dim: int, action_dim: int) -> 
             f"got a last axis of {rows.shape[-1]}"
         )
     out, lo = [], 0
-    for shape in step_shapes(num_agents, obs_dim, action_dim).values():
+    for shape in common.step_shapes(num_agents, obs_dim, action_dim).values():
         width = math.prod(shape)
         out.append(rows[..., lo:lo + width].reshape(*rows.shape[:-1], *shape))
         lo += width
@@ -73,14 +66,14 @@ def gather_rows(state: BufferState, indices: Array) -> Array:
 def init(spec: LayoutSpec) -> BufferState:
     """Zero-filled rows ``[C, R]`` (float32), ``insert_pos = size = 0``."""
     row = packed_row_floats(spec.num_agents, spec.obs_dim, spec.action_dim)
-    return empty_state(jnp.zeros((spec.capacity, row), jnp.float32))
+    return common.empty_state(jnp.zeros((spec.capacity, row), jnp.float32))
 
 
 def add(spec: LayoutSpec, state: BufferState, transition: Transition) -> BufferState:
     """Write one step (``obs [N, O]`` ...) or ``T <= C`` steps (``obs [T, N, O]`` ...) at
     ``insert_pos``, each as one packed row ``[R]`` (:func:`pack_rows`)."""
-    steps = stacked_steps(spec, transition)
-    rows, insert_pos, size = ring_advance(spec, state, steps.obs.shape[0])
+    steps = common.stacked_steps(spec, transition)
+    rows, insert_pos, size = common.ring_advance(spec, state, steps.obs.shape[0])
     return BufferState(data=state.data.at[rows].set(pack_rows(steps)), insert_pos=insert_pos,
                        size=size)
 
@@ -91,9 +84,9 @@ def gather(spec: LayoutSpec, state: BufferState, indices: Array,
     agent's ``indices [N, B]`` (``[N_draw, N_all, B, ...]``); time-major with
     ``time_major=True`` (``[B, N, ...]``, ``[N_draw, B, N_all, ...]``): one gather of whole
     rows, then :func:`unpack_rows`."""
-    indices = checked_indices(spec, indices)
+    indices = common.checked_indices(spec, indices)
     batch = unpack_rows(state.data[indices], spec.num_agents, spec.obs_dim, spec.action_dim)
-    return batch if time_major else swap_batch_agent_axes(batch, indices.ndim)
+    return batch if time_major else common.swap_batch_agent_axes(batch, indices.ndim)
 
 
 def capacity(state: BufferState) -> int:

@@ -12,22 +12,15 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from jaxrl_pim.replay.layouts.common import (
-    LayoutSpec,
-    checked_indices,
-    empty_state,
-    ring_advance,
-    stacked_steps,
-    step_shapes,
-    swap_batch_agent_axes,
-)
+from jaxrl_pim.replay.layouts import common
+from jaxrl_pim.replay.layouts.common import LayoutSpec
 from jaxrl_pim.replay.types import Batch, BufferState, Transition
 
 
 def init(spec: LayoutSpec) -> BufferState:
     """Zero-filled arrays ``[N, C, ...]`` (float32), ``insert_pos = size = 0``."""
-    shapes = step_shapes(spec.num_agents, spec.obs_dim, spec.action_dim)
-    return empty_state(Transition(**{
+    shapes = common.step_shapes(spec.num_agents, spec.obs_dim, spec.action_dim)
+    return common.empty_state(Transition(**{
         name: jnp.zeros((spec.num_agents, spec.capacity, *shape[1:]), jnp.float32)
         for name, shape in shapes.items()}))
 
@@ -35,8 +28,8 @@ def init(spec: LayoutSpec) -> BufferState:
 def add(spec: LayoutSpec, state: BufferState, transition: Transition) -> BufferState:
     """Write one step (``obs [N, O]`` ...) or ``T <= C`` steps (``obs [T, N, O]`` ...) at
     ``insert_pos``: row ``insert_pos + t`` (mod C) of every agent's ring."""
-    steps = stacked_steps(spec, transition)
-    rows, insert_pos, size = ring_advance(spec, state, steps.obs.shape[0])
+    steps = common.stacked_steps(spec, transition)
+    rows, insert_pos, size = common.ring_advance(spec, state, steps.obs.shape[0])
     data = Transition(*(old.at[:, rows].set(jnp.swapaxes(new, 0, 1))  # new: [T, N, ...]
                         for old, new in zip(state.data, steps, strict=True)))
     return BufferState(data=data, insert_pos=insert_pos, size=size)
@@ -47,7 +40,7 @@ def gather(spec: LayoutSpec, state: BufferState, indices: Array,
     """All agents' data at ``indices [B]`` (fields ``[N, B, ...]``) or at each drawing
     agent's ``indices [N, B]`` (``[N_draw, N_all, B, ...]``); time-major with
     ``time_major=True`` (``[B, N, ...]``, ``[N_draw, B, N_all, ...]``)."""
-    indices = checked_indices(spec, indices)
+    indices = common.checked_indices(spec, indices)
     if indices.ndim == 1:
         batch = Transition(*(arr[:, indices] for arr in state.data))  # [N_all, B, ...]
     else:
@@ -55,7 +48,7 @@ def gather(spec: LayoutSpec, state: BufferState, indices: Array,
         # (no transpose of the N^2 B result).
         batch = Transition(*(jax.vmap(lambda idx, a=arr: a[:, idx])(indices)
                              for arr in state.data))
-    return swap_batch_agent_axes(batch, indices.ndim) if time_major else batch
+    return common.swap_batch_agent_axes(batch, indices.ndim) if time_major else batch
 
 
 def capacity(state: BufferState) -> int:
