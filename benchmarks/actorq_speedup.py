@@ -67,11 +67,11 @@ INFERENCE = PRECISIONS + ("int8_fast",)
 # the time-to-reward task: DQN CartPole, actor 2 x 1024, refreshed every 10 actor steps
 TTR_TASK: dict[str, Any] = dict(
     algo="dqn", env_name="CartPole-v1", num_actors=2, envs_per_actor=8,
-    hidden_sizes=(1024, 1024), actor_update_period=10, train_every=2, total_steps=60_000,
-    learning_starts=2_000, epsilon_decay_steps=20_000, buffer_capacity=50_000)
+    hidden=(1024, 1024), actor_update_period=10, train_frequency=2, total_timesteps=60_000,
+    learning_starts=2_000, eps_decay_steps=20_000, buffer_capacity=50_000)
 THROUGHPUT_TASK: dict[str, Any] = dict(
-    algo="dqn", env_name="CartPole-v1", envs_per_actor=1, hidden_sizes=(64, 64),
-    actor_update_period=100, learning_starts=500, epsilon_decay_steps=5_000)
+    algo="dqn", env_name="CartPole-v1", envs_per_actor=1, hidden=(64, 64),
+    actor_update_period=100, learning_starts=500, eps_decay_steps=5_000)
 
 SIZES: dict[str, dict[str, Any]] = {
     "full": {
@@ -84,7 +84,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "throughput_steps_per_actor": 6_000,
         "ttr_task": TTR_TASK, "ttr_mode": "ray", "seeds": 3,
         "playground": dict(algo="d4pg", env_name="playground/CartpoleBalance", num_actors=4,
-                           total_steps=50_000),
+                           total_timesteps=50_000),
         "playground_precisions": list(PRECISIONS), "random_episodes": 16,
     },
     "quick": {
@@ -94,10 +94,10 @@ SIZES: dict[str, dict[str, Any]] = {
         "actor_counts": [1, 2, 4], "process_actor_counts": [2],
         "short_refresh_actor_counts": [2],
         "throughput_steps_per_actor": 3_000,
-        "ttr_task": dict(TTR_TASK, hidden_sizes=(256, 256), total_steps=30_000),
+        "ttr_task": dict(TTR_TASK, hidden=(256, 256), total_timesteps=30_000),
         "ttr_mode": "ray", "seeds": 3,
         "playground": dict(algo="d4pg", env_name="playground/CartpoleBalance@200",
-                           num_actors=4, total_steps=8_000, learning_starts=500),
+                           num_actors=4, total_timesteps=8_000, learning_starts=500),
         "playground_precisions": ["fp32", "int8"], "random_episodes": 8,
     },
     "smoke": {  # one of each piece of work (a batch size is a shape, not a code path)
@@ -107,9 +107,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "actor_counts": [1], "process_actor_counts": [],
         "short_refresh_actor_counts": [],
         "throughput_steps_per_actor": 400,
-        "ttr_task": dict(TTR_TASK, num_actors=2, envs_per_actor=1, hidden_sizes=(16,),
-                         total_steps=600, learning_starts=100, batch_size=16,
-                         buffer_capacity=1_000, epsilon_decay_steps=200),
+        "ttr_task": dict(TTR_TASK, num_actors=2, envs_per_actor=1, hidden=(16,),
+                         total_timesteps=600, learning_starts=100, batch_size=16,
+                         buffer_capacity=1_000, eps_decay_steps=200),
         "ttr_mode": "single", "seeds": 2,
         "playground": None, "playground_precisions": [], "random_episodes": 0,
     },
@@ -136,7 +136,7 @@ class InferenceProbe:
         from jaxrl_pim.envs import make_with_info
         from jaxrl_pim.timing import time_per_call
 
-        cfg = default_config(algo, env_name, hidden_sizes=tuple(hidden))
+        cfg = default_config(algo, env_name, hidden=tuple(hidden))
         _, _, info = make_with_info(env_name)
         agent = make_agent(cfg, info)
         params = agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(0)))
@@ -220,7 +220,7 @@ def broadcast_section(size: dict[str, Any]) -> list[dict[str, Any]]:
     probe = _remote(BroadcastProbe).remote()
     rows = []
     for hidden in size["broadcast_hidden"]:
-        cfg = default_config("dqn", "CartPole-v1", hidden_sizes=tuple(hidden))
+        cfg = default_config("dqn", "CartPole-v1", hidden=tuple(hidden))
         _, _, info = make_with_info(cfg.env_name)
         agent = make_agent(cfg, info)
         params = agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(0)))
@@ -274,8 +274,9 @@ def throughput_section(size: dict[str, Any], seed: int) -> list[dict[str, Any]]:
     runs += [("processes", n, 100) for n in size["process_actor_counts"]]
     runs += [(t, n, 10) for n in size["short_refresh_actor_counts"] for t in ("ray", "processes")]
     for transport, n, period in runs:
+        steps = n * size["throughput_steps_per_actor"]
         cfg = default_config(**dict(THROUGHPUT_TASK, actor_update_period=period), num_actors=n,
-                             precision="fp32", total_steps=n * size["throughput_steps_per_actor"])
+                             precision="fp32", total_timesteps=steps)
         out = run_distributed(cfg, DistributedRun(seed, transport=transport,
                                                   final_eval=False)).as_dict()
         rec = _distributed_record(out)

@@ -209,9 +209,9 @@ def _actorq_dqn(smoke: bool):
 
     steps = 600 if smoke else 6_000
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=4,
-                         total_steps=steps, learning_starts=steps // 12,
-                         epsilon_decay_steps=steps // 2, actor_update_period=50,
-                         hidden_sizes=(64, 64), eval_episodes=8)
+                         total_timesteps=steps, learning_starts=steps // 12,
+                         eps_decay_steps=steps // 2, actor_update_period=50,
+                         hidden=(64, 64), eval_episodes=8)
     system, train = make_system(cfg), make_train(cfg)
 
     def run(key):
@@ -228,7 +228,7 @@ def _actorq_dqn(smoke: bool):
                          bool((greedy > 100.0).all()), float(greedy.min())),
                   _holds("each seed's last 10 episodes > 3 x its first 10", min(ratios) > 3.0,
                          min(ratios))]
-    return greedy.tolist(), conditions, {"total_steps": steps, "last_over_first": ratios}
+    return greedy.tolist(), conditions, {"total_timesteps": steps, "last_over_first": ratios}
 
 
 def _actorq_d4pg(smoke: bool):
@@ -243,9 +243,9 @@ def _actorq_d4pg(smoke: bool):
 
     steps = 400 if smoke else 6_000
     cfg = default_config("d4pg", "Pendulum-v1", precision="int8", num_actors=1,
-                         total_steps=steps, learning_starts=min(500, steps // 4),
-                         batch_size=128, buffer_capacity=10_000, hidden_sizes=(64, 64),
-                         critic_hidden_sizes=(128, 128, 64), policy_learning_rate=1e-3)
+                         total_timesteps=steps, learning_starts=min(500, steps // 4),
+                         batch_size=128, buffer_capacity=10_000, hidden=(64, 64),
+                         critic_hidden=(128, 128, 64), policy_lr=1e-3)
     system = make_system(cfg)
     state, metrics = jax.jit(make_train(cfg))(jax.random.PRNGKey(0))
     ret = episode_returns(metrics)
@@ -255,7 +255,7 @@ def _actorq_d4pg(smoke: bool):
     conditions = [_holds("first 5 episodes < -900 (random torques)", first < -900.0, first),
                   _above("greedy int8 return", [final], -400.0),
                   _above("last 5 episodes' return", ret[-5:], -400.0)]
-    return [final], conditions, {"total_steps": steps, "episodes": len(ret),
+    return [final], conditions, {"total_timesteps": steps, "episodes": len(ret),
                                  "first5": first, "last5": last}
 
 

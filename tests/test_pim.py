@@ -316,8 +316,9 @@ def test_importing_the_model_and_the_configs_loads_no_jax() -> None:
              "MARLConfig(env='tag', num_agents=6).teams, MARLConfig().total_agents",
              "MARLConfig(env='jaxmarl:MPE_simple_spread_v3', sampler='neighbor')",
              "import jaxrl_pim.actorq.config",
-             "from jaxrl_pim.actorq import DQNConfig, D4PGConfig, default_config",
-             "D4PGConfig(env_name='playground/CartpoleBalance@200')",  # a task name, no gymnax
+             "from jaxrl_pim.actorq import ActorQDQNConfig, ActorQD4PGConfig, default_config",
+             # a task name, no gymnax
+             "ActorQD4PGConfig(env_name='playground/CartpoleBalance@200')",
              "from jaxrl_pim.cli import build_parser; build_parser('marl', full=False)",
              "build_parser('actorq', full=False).parse_args(['actorq'])",
              "from jaxrl_pim.studies import PTQConfig, QATStudyConfig; PTQConfig()",

@@ -4,9 +4,9 @@ ActorQ is the actor-learner system of Krishnan, Lam, Chitlangia, Wan, Barth-Maro
 Janapa Reddi, "QuaRL: Quantization for Fast and Environmentally Sustainable Reinforcement
 Learning", TMLR 2022. The learner trains in full precision; every ``actor_update_period``
 actor steps the policy is quantized (int8 or fp16 through :mod:`jaxrl_pim.quant`, or left
-fp32), broadcast and acted with. A run is a :class:`DQNConfig` or a :class:`D4PGConfig`
-(each holds its algorithm's rules). Two deployments share the same agents, rules and
-broadcast code:
+fp32), broadcast and acted with. A run is an :class:`ActorQDQNConfig` or an
+:class:`ActorQD4PGConfig` (each holds its algorithm's rules). Two deployments share the same
+agents, rules and broadcast code:
 
 * single program (:mod:`.single`): ``make_train(config) -> train(key) -> (state, metrics)``,
   actors vmapped on the learner's device, everything jitted; ``run_timed`` drives it in
@@ -34,10 +34,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jaxrl_pim import lazy
-from jaxrl_pim.actorq.config import ActorQConfig, D4PGConfig, DQNConfig, default_config
+from jaxrl_pim.actorq.config import (
+    ActorQConfig,
+    ActorQD4PGConfig,
+    ActorQDQNConfig,
+    default_config,
+)
 
 # Everything else loads jax, so it is imported on first use (PEP 562): ``import
-# jaxrl_pim.actorq.config`` and ``from jaxrl_pim.actorq import DQNConfig`` load no jax.
+# jaxrl_pim.actorq.config`` and ``from jaxrl_pim.actorq import ActorQDQNConfig`` load no jax.
 _LAZY = {
     **dict.fromkeys(("DistributedRun", "run_distributed"), "distributed"),
     "EnergyTracker": "energy",
@@ -60,8 +65,8 @@ if TYPE_CHECKING:  # the static import graph and type checkers see every name
 
 __all__ = [
     "ActorQConfig",
-    "D4PGConfig",
-    "DQNConfig",
+    "ActorQD4PGConfig",
+    "ActorQDQNConfig",
     "DistributedRun",
     "EnergyTracker",
     "compare_precisions",

@@ -1,5 +1,6 @@
-"""The agent of a run's config: each algorithm config (:class:`~jaxrl_pim.actorq.config.DQNConfig`,
-:class:`~jaxrl_pim.actorq.config.D4PGConfig`) builds its own (``config.make_agent``).
+"""The agent of a run's config: each algorithm config
+(:class:`~jaxrl_pim.actorq.config.ActorQDQNConfig`,
+:class:`~jaxrl_pim.actorq.config.ActorQD4PGConfig`) builds its own (``config.make_agent``).
 
 Kept apart from :mod:`jaxrl_pim.actorq.agent`, which only defines the interface the
 algorithms implement.

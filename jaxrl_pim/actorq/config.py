@@ -1,9 +1,9 @@
 """ActorQ configuration: one frozen dataclass per algorithm, each holding its own rules.
 
-A run is a :class:`DQNConfig` (discrete actions) or a :class:`D4PGConfig` (continuous
-actions). Both extend :class:`ActorQConfig`, the settings every run has (the task, the actors,
-the replay and the learner's schedule); each adds only its own fields and carries the
-functions that differ between the algorithms -- ``make_agent(info)`` (the learner and actor),
+A run is an :class:`ActorQDQNConfig` (discrete actions) or an :class:`ActorQD4PGConfig`
+(continuous actions). Both extend :class:`ActorQConfig`, the settings every run has (the task,
+the actors, the replay and the learner's schedule); each adds only its own fields and carries
+the functions that differ between the algorithms -- ``make_agent(info)`` (the learner and actor),
 ``exploration(env_steps)`` (epsilon, or the Gaussian noise scale) and ``replay_exponents()``
 (prioritized or uniform replay) -- so the rest of ActorQ never asks which algorithm it runs.
 ``algo`` is the algorithm's name (for reports and the command line), not a setting.
@@ -16,8 +16,10 @@ round trip) or ``"int8"`` (symmetric per-tensor int8 codes and one float32 scale
 matmuls) or ``"auto"`` (the default: the faster of the two for the device and the rows per
 policy call, :func:`jaxrl_pim.quant.compute.fastest_compute`).
 
-Units: every ``*_steps`` count is in environment steps summed over all actors;
-``actor_update_period`` is in steps of one actor; learner periods are in learner updates.
+Units: ``total_timesteps`` and every ``*_steps`` count are in environment steps summed over
+all actors; ``actor_update_period`` is in steps of one actor; ``train_frequency`` in
+iterations (one step of every actor environment); ``target_update_interval`` in learner
+updates.
 
 The module imports no jax (``jaxrl-pim actorq`` reads the defaults before importing it);
 building a config checks a gymnax task name against gymnax's registry, which does.
@@ -70,15 +72,15 @@ D4PG_ENVS = choices.D4PG_ENVS
 # one seed of three (-1,500; the critic's gradient no longer reaches it), at 1e-4 it learns
 # more slowly (docs/quantization.md, "D4PG on Pendulum").
 _ENV_DEFAULTS: dict[str, dict[str, Any]] = {
-    "Pendulum-v1": dict(reward_scale=0.1, learning_rate=1e-3, policy_learning_rate=3e-4),
-    "MountainCar-v0": dict(epsilon_start=1.0, epsilon_decay_steps=20_000),
+    "Pendulum-v1": dict(reward_scale=0.1, lr=1e-3, policy_lr=3e-4),
+    "MountainCar-v0": dict(eps_start=1.0, eps_decay_steps=20_000),
 }
 
 
 @dataclass(frozen=True)
 class ActorQConfig:
     """Settings every ActorQ run has (validated at construction). A run is built from one of
-    the algorithm configs, :class:`DQNConfig` or :class:`D4PGConfig`.
+    the algorithm configs, :class:`ActorQDQNConfig` or :class:`ActorQD4PGConfig`.
 
     Attributes:
       algo: the algorithm's name, ``"dqn"`` or ``"d4pg"`` (set by the class, not a setting).
@@ -95,18 +97,18 @@ class ActorQConfig:
         number of actors (Ray actors or OS processes).
       envs_per_actor: environments each actor steps in lock-step (a vmap axis).
       actor_update_period: actor steps between two policy refreshes (pull + unpack + load).
-      total_steps: environment steps over all actors and environments.
-      hidden_sizes: policy MLP widths (DQN: the Q network).
-      learning_rate: Adam step size (DQN's Q network; D4PG's critic, and its policy unless
-        ``policy_learning_rate`` is set).
+      total_timesteps: environment steps over all actors and environments.
+      hidden: policy MLP widths (DQN: the Q network).
+      lr: Adam step size (DQN's Q network; D4PG's critic, and its policy unless
+        ``policy_lr`` is set).
       buffer_capacity: replay capacity in transitions.
       batch_size: learner minibatch.
       learning_starts: environment steps collected before the first learner update.
-      train_every: a learner update after every ``train_every`` iterations (one iteration =
-        one step of every actor environment).
+      train_frequency: a learner update after every ``train_frequency`` iterations (one
+        iteration = one step of every actor environment).
       gamma: discount.
       n_step: n of the n-step returns (DQN 1, D4PG 5).
-      target_period: learner updates between hard target copies.
+      target_update_interval: learner updates between hard target copies.
       max_grad_norm: global gradient-norm clip.
       reward_scale: rewards are multiplied by this before learning (returns are reported
         unscaled).
@@ -121,16 +123,16 @@ class ActorQConfig:
     num_actors: int = 4
     envs_per_actor: int = 1
     actor_update_period: int = 100
-    total_steps: int = 20_000
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    learning_rate: float = 1e-3
+    total_timesteps: int = 20_000
+    hidden: tuple[int, ...] = (64, 64)
+    lr: float = 1e-3
     buffer_capacity: int = 50_000
     batch_size: int = 64
     learning_starts: int = 1_000
-    train_every: int = 1
+    train_frequency: int = 1
     gamma: float = 0.99
     n_step: int = 1
-    target_period: int = 100
+    target_update_interval: int = 100
     max_grad_norm: float = 10.0
     reward_scale: float = 1.0
     return_window: int = 10
@@ -138,20 +140,22 @@ class ActorQConfig:
 
     # whether the algorithm acts in discrete action spaces (else continuous)
     discrete: ClassVar[bool] = True
-    # whether replay is sampled by priority (per-algorithm; a DQNConfig field)
+    # whether replay is sampled by priority (per-algorithm; an ActorQDQNConfig field)
     prioritized: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if type(self) is ActorQConfig:
-            raise TypeError("ActorQConfig holds the settings every run shares; build a "
-                            "DQNConfig or a D4PGConfig (or default_config(algo, env_name))")
+            raise TypeError("ActorQConfig holds the settings every run shares; build an "
+                            "ActorQDQNConfig or an ActorQD4PGConfig (or default_config(algo, "
+                            "env_name))")
         if not isinstance(self.env_name, str):
             raise ValueError(f"env_name must be a task name (str), got {self.env_name!r}")
         if is_playground_name(self.env_name):
             if self.discrete:
                 raise ValueError(
                     f"env_name {self.env_name!r} is a MuJoCo Playground task with continuous "
-                    f"actions; it needs D4PG (D4PGConfig, algo='d4pg'), not {self.algo!r}"
+                    f"actions; it needs D4PG (ActorQD4PGConfig, algo='d4pg'), not "
+                    f"{self.algo!r}"
                 )
             parse_name(self.env_name)
         else:
@@ -164,25 +168,25 @@ class ActorQConfig:
         check_int("num_actors", self.num_actors, 1, 4096)
         check_int("envs_per_actor", self.envs_per_actor, 1, 4096)
         check_int("actor_update_period", self.actor_update_period, 1, 10**7)
-        check_int("total_steps", self.total_steps, 1, 10**10)
-        check_widths("hidden_sizes", self.hidden_sizes)
-        check_float("learning_rate", self.learning_rate, 0.0, 1.0, lo_open=True)
+        check_int("total_timesteps", self.total_timesteps, 1, 10**10)
+        check_widths("hidden", self.hidden)
+        check_float("lr", self.lr, 0.0, 1.0, lo_open=True)
         check_int("batch_size", self.batch_size, 1, 1 << 16)
         check_capacity(self.buffer_capacity, "buffer_capacity")
         check_int("buffer_capacity", self.buffer_capacity, lo=self.batch_size)  # one batch fits
         check_int("learning_starts", self.learning_starts, 0, 10**10)
-        check_int("train_every", self.train_every, 1, 10**6)
+        check_int("train_frequency", self.train_frequency, 1, 10**6)
         check_float("gamma", self.gamma, 0.0, 1.0)
         check_int("n_step", self.n_step, 1, 1000)
-        check_int("target_period", self.target_period, 1, 10**7)
+        check_int("target_update_interval", self.target_update_interval, 1, 10**7)
         check_float("max_grad_norm", self.max_grad_norm, 0.0, None, lo_open=True)
         check_float("reward_scale", self.reward_scale, 0.0, None, lo_open=True)
         check_int("return_window", self.return_window, 1, 10**6)
         check_int("eval_episodes", self.eval_episodes, 1, 10**5)
-        if self.total_steps < self.steps_per_iteration:
+        if self.total_timesteps < self.steps_per_iteration:
             raise ValueError(
-                f"total_steps ({self.total_steps}) must be >= num_actors * envs_per_actor "
-                f"({self.steps_per_iteration})"
+                f"total_timesteps ({self.total_timesteps}) must be >= num_actors * "
+                f"envs_per_actor ({self.steps_per_iteration})"
             )
 
     # Derived sizes (static inside jit).
@@ -193,8 +197,8 @@ class ActorQConfig:
 
     @property
     def num_iterations(self) -> int:
-        """Iterations of the single-program loop (``total_steps`` rounded down)."""
-        return self.total_steps // self.steps_per_iteration
+        """Iterations of the single-program loop (``total_timesteps`` rounded down)."""
+        return self.total_timesteps // self.steps_per_iteration
 
     def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes`` applied."""
@@ -216,7 +220,7 @@ class ActorQConfig:
 
 
 @dataclass(frozen=True)
-class DQNConfig(ActorQConfig):
+class ActorQDQNConfig(ActorQConfig):
     """ActorQ DQN (discrete actions): an epsilon-greedy Q-network actor and a DQN learner
     with prioritized replay (:mod:`jaxrl_pim.actorq.dqn`). The shared settings are those of
     :class:`ActorQConfig`; the defaults are the paper's, scaled for a CPU (Adam 1e-3, batch
@@ -224,30 +228,31 @@ class DQNConfig(ActorQConfig):
 
     Attributes:
       prioritized: proportional prioritized replay instead of uniform.
-      per_alpha / per_beta / per_eps: priority exponent, importance-weight exponent, floor.
-      epsilon: final (and acting) epsilon of the actors.
-      epsilon_start / epsilon_decay_steps: linear decay from ``epsilon_start`` to
-        ``epsilon`` over that many environment steps (0 = constant ``epsilon``).
+      priority_alpha / priority_beta / priority_eps: priority exponent, importance-weight
+        exponent, floor.
+      eps_end: final (and acting) epsilon of the actors.
+      eps_start / eps_decay_steps: linear decay from ``eps_start`` to ``eps_end`` over that
+        many environment steps (0 = constant ``eps_end``).
     """
 
     algo: str = field(default="dqn", init=False)
     prioritized: bool = True  # type: ignore[misc]  # a setting of DQN, fixed for D4PG
-    per_alpha: float = 0.6
-    per_beta: float = 0.2
-    per_eps: float = 1e-6
-    epsilon: float = 0.05
-    epsilon_start: float = 1.0
-    epsilon_decay_steps: int = 5_000
+    priority_alpha: float = 0.6
+    priority_beta: float = 0.2
+    priority_eps: float = 1e-6
+    eps_end: float = 0.05
+    eps_start: float = 1.0
+    eps_decay_steps: int = 5_000
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_bool("prioritized", self.prioritized)
-        check_float("per_alpha", self.per_alpha, 0.0, 1.0)
-        check_float("per_beta", self.per_beta, 0.0, 1.0)
-        check_float("per_eps", self.per_eps, 0.0, 1.0, lo_open=True)
-        check_float("epsilon", self.epsilon, 0.0, 1.0)
-        check_float("epsilon_start", self.epsilon_start, 0.0, 1.0)
-        check_int("epsilon_decay_steps", self.epsilon_decay_steps, 0, 10**10)
+        check_float("priority_alpha", self.priority_alpha, 0.0, 1.0)
+        check_float("priority_beta", self.priority_beta, 0.0, 1.0)
+        check_float("priority_eps", self.priority_eps, 0.0, 1.0, lo_open=True)
+        check_float("eps_end", self.eps_end, 0.0, 1.0)
+        check_float("eps_start", self.eps_start, 0.0, 1.0)
+        check_int("eps_decay_steps", self.eps_decay_steps, 0, 10**10)
 
     def make_agent(self, info: EnvInfo) -> Agent:
         """:func:`jaxrl_pim.actorq.dqn.make_dqn` for the task ``info``."""
@@ -256,64 +261,62 @@ class DQNConfig(ActorQConfig):
         return make_dqn(self, info)
 
     def exploration(self, env_steps: jax.Array) -> jax.Array:
-        """Epsilon, decayed linearly from ``epsilon_start`` to ``epsilon`` over
-        ``epsilon_decay_steps`` environment steps (constant ``epsilon`` when that is 0)."""
+        """Epsilon, decayed linearly from ``eps_start`` to ``eps_end`` over
+        ``eps_decay_steps`` environment steps (constant ``eps_end`` when that is 0)."""
         import jax.numpy as jnp
 
-        if self.epsilon_decay_steps == 0:
-            return jnp.asarray(self.epsilon, jnp.float32)
-        frac = jnp.clip(env_steps / self.epsilon_decay_steps, 0.0, 1.0)
-        return (self.epsilon_start + frac * (self.epsilon - self.epsilon_start)).astype(
-            jnp.float32)
+        if self.eps_decay_steps == 0:
+            return jnp.asarray(self.eps_end, jnp.float32)
+        frac = jnp.clip(env_steps / self.eps_decay_steps, 0.0, 1.0)
+        return (self.eps_start + frac * (self.eps_end - self.eps_start)).astype(jnp.float32)
 
     def replay_exponents(self) -> tuple[float, float, float]:
-        """``(per_alpha, per_beta, per_eps)``, or uniform ``(0, 0, per_eps)`` without
-        ``prioritized``."""
+        """``(priority_alpha, priority_beta, priority_eps)``, or uniform ``(0, 0,
+        priority_eps)`` without ``prioritized``."""
         if self.prioritized:
-            return self.per_alpha, self.per_beta, self.per_eps
-        return 0.0, 0.0, self.per_eps
+            return self.priority_alpha, self.priority_beta, self.priority_eps
+        return 0.0, 0.0, self.priority_eps
 
 
 @dataclass(frozen=True)
-class D4PGConfig(ActorQConfig):
+class ActorQD4PGConfig(ActorQConfig):
     """ActorQ D4PG (continuous actions): a Gaussian-noise policy actor and a distributional
     critic learner with uniform replay (:mod:`jaxrl_pim.actorq.d4pg`). The shared settings
     are those of :class:`ActorQConfig`, with D4PG's defaults (Adam 1e-4, batch 256, 5-step
     returns, gradient clip 40, 256 x 256 policy).
 
     Attributes:
-      critic_hidden_sizes: critic widths (layer-norm MLP).
-      policy_learning_rate: policy step size; ``None`` = ``learning_rate``.
+      critic_hidden: critic widths (layer-norm MLP).
+      policy_lr: policy step size; ``None`` = ``lr``.
       num_atoms / v_min / v_max: categorical critic support.
-      exploration_noise: Gaussian action noise, in units of the action half-range.
+      expl_noise: Gaussian action noise, in units of the action half-range.
     """
 
     algo: str = field(default="d4pg", init=False)
     env_name: str = "Pendulum-v1"
-    hidden_sizes: tuple[int, ...] = (256, 256)
-    learning_rate: float = 1e-4
+    hidden: tuple[int, ...] = (256, 256)
+    lr: float = 1e-4
     batch_size: int = 256
     n_step: int = 5
     max_grad_norm: float = 40.0
-    critic_hidden_sizes: tuple[int, ...] = (256, 256, 128)
-    policy_learning_rate: float | None = None
+    critic_hidden: tuple[int, ...] = (256, 256, 128)
+    policy_lr: float | None = None
     num_atoms: int = 51
     v_min: float = -150.0
     v_max: float = 150.0
-    exploration_noise: float = 0.3
+    expl_noise: float = 0.3
 
     discrete: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_widths("critic_hidden_sizes", self.critic_hidden_sizes)
-        if self.policy_learning_rate is not None:
-            check_float("policy_learning_rate", self.policy_learning_rate, 0.0, 1.0,
-                        lo_open=True)
+        check_widths("critic_hidden", self.critic_hidden)
+        if self.policy_lr is not None:
+            check_float("policy_lr", self.policy_lr, 0.0, 1.0, lo_open=True)
         check_int("num_atoms", self.num_atoms, 2, 4096)
         check_float("v_min", self.v_min)
         check_float("v_max", self.v_max, self.v_min, None, lo_open=True)
-        check_float("exploration_noise", self.exploration_noise, 0.0, 10.0)
+        check_float("expl_noise", self.expl_noise, 0.0, 10.0)
 
     def make_agent(self, info: EnvInfo) -> Agent:
         """:func:`jaxrl_pim.actorq.d4pg.make_d4pg` for the task ``info``."""
@@ -322,14 +325,14 @@ class D4PGConfig(ActorQConfig):
         return make_d4pg(self, info)
 
     def exploration(self, env_steps: jax.Array) -> jax.Array:
-        """The Gaussian noise scale ``exploration_noise`` (constant)."""
+        """The Gaussian noise scale ``expl_noise`` (constant)."""
         import jax.numpy as jnp
 
         del env_steps
-        return jnp.asarray(self.exploration_noise, jnp.float32)
+        return jnp.asarray(self.expl_noise, jnp.float32)
 
 
-CONFIGS: dict[str, type[ActorQConfig]] = {"dqn": DQNConfig, "d4pg": D4PGConfig}
+CONFIGS: dict[str, type[ActorQConfig]] = {"dqn": ActorQDQNConfig, "d4pg": ActorQD4PGConfig}
 """The algorithm config of each name in ``ALGOS``."""
 
 

@@ -6,8 +6,9 @@ Critic: layer-norm MLP with a ``num_atoms`` categorical head on ``[v_min, v_max]
 with cross-entropy to the n-step target distribution ``r + discount * z`` of the target
 networks, projected back on the support (``categorical_l2_project``). Policy: tanh MLP,
 trained to maximise the critic's mean value. Adam for both, global-norm clip, hard target
-copies every ``target_period`` learner updates. The policy network is what is broadcast;
-actors run it in the precision they hold it in (:func:`jaxrl_pim.quant.compute.policy_apply`).
+copies every ``target_update_interval`` learner updates. The policy network is what is
+broadcast; actors run it in the precision they hold it in
+(:func:`jaxrl_pim.quant.compute.policy_apply`).
 """
 
 from __future__ import annotations
@@ -41,13 +42,12 @@ def make_d4pg(config: Any, info: EnvInfo) -> Agent:
     """D4PG ``Agent`` for a continuous-action task."""
     if info.discrete:
         raise ValueError(f"D4PG needs a continuous-action task; {info.name} is discrete")
-    policy_net = D4PGActor(tuple(config.hidden_sizes), info.action_dim)
-    critic_net = DistributionalCritic(tuple(config.critic_hidden_sizes), config.num_atoms)
+    policy_net = D4PGActor(tuple(config.hidden), info.action_dim)
+    critic_net = DistributionalCritic(tuple(config.critic_hidden), config.num_atoms)
     atoms = jnp.linspace(config.v_min, config.v_max, config.num_atoms, dtype=jnp.float32)
-    p_lr = config.learning_rate if config.policy_learning_rate is None else (
-        config.policy_learning_rate)
+    p_lr = config.lr if config.policy_lr is None else config.policy_lr
     tx = optax.chain(
-        optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate)
+        optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.lr)
     )
     p_tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(p_lr))
     half = 0.5 * (info.action_high - info.action_low)
@@ -88,8 +88,9 @@ def make_d4pg(config: Any, info: EnvInfo) -> Agent:
         critic = optax.apply_updates(state.critic, c_upd)
         policy = optax.apply_updates(state.policy, p_upd)
         step = state.step + 1
-        t_pol = optax.periodic_update(policy, state.target_policy, step, config.target_period)
-        t_cri = optax.periodic_update(critic, state.target_critic, step, config.target_period)
+        period = config.target_update_interval
+        t_pol = optax.periodic_update(policy, state.target_policy, step, period)
+        t_cri = optax.periodic_update(critic, state.target_critic, step, period)
         new = D4PGState(policy, critic, t_pol, t_cri, p_opt, c_opt, step)
         return new, ce, {"loss": c_loss, "policy_loss": p_loss}
 

@@ -17,8 +17,8 @@ of its ``envs_per_actor`` environments with its current (quantized) policy ("inf
 hands the batch of n-step transitions over ("send"), then takes the newest broadcast ("pull",
 "deserialize", "load"). The learner ingests batches in arrival order, performs the updates
 owed at the same update-to-data ratio as single-program mode (one update per
-``train_every * num_actors * envs_per_actor`` environment steps once ``learning_starts`` are
-collected) and publishes a broadcast after every round of updates. The clock starts when
+``train_frequency * num_actors * envs_per_actor`` environment steps once ``learning_starts``
+are collected) and publishes a broadcast after every round of updates. The clock starts when
 every actor has compiled and reported ready.
 
 Counting: the report gives ``transitions_requested`` (asked of the actors),
@@ -30,7 +30,8 @@ The learner is a :class:`DistributedLearner` driven by :func:`jaxrl_pim.runner.r
 every other trainer: its units are environment steps, a segment drives the actor pool until
 the segment's environment steps have arrived (every batch holds ``actor_update_period *
 envs_per_actor`` of them, so the run ends after the first whole batch at or past
-``total_steps``), and the pool, started for the first segment, stays alive across segments.
+``total_timesteps``), and the pool, started for the first segment, stays alive across
+segments.
 
 Checkpoints (``checkpoints=``, a :class:`jaxrl_pim.checkpoint.Checkpoints` folder): the
 learner's state, its replay and its counters are saved every ``checkpoint_every``
@@ -190,20 +191,20 @@ class DistributedLearner(runner.SegmentedLearner):
     learner's replay insert and update (warmed up on throwaway copies): the startup, off
     the clock. A segment then ingests batches in arrival order until its environment steps
     have arrived, performing the updates owed and publishing a broadcast after every round
-    of them; ``on_batch(pool, summary)`` and ``callback(env_steps, total_steps, {"return":
-    ...})`` follow every batch (those of a segment's last batch after its checkpoint, through
-    the runner's callback: :meth:`after_batch`). :meth:`report` stops the pool
+    of them; ``on_batch(pool, summary)`` and ``callback(env_steps, total_timesteps,
+    {"return": ...})`` follow every batch (those of a segment's last batch after its
+    checkpoint, through the runner's callback: :meth:`after_batch`). :meth:`report` stops the pool
     (:meth:`close`, also called by :func:`run_distributed` when a run fails) and evaluates.
     """
 
     unit = "environment step"
-    total_name = "total_steps"
+    total_name = "total_timesteps"
 
     def __init__(self, config: ActorQConfig, spec: DistributedRun, pool: Any = None,
                  callback: Callable[..., None] | None = None,
                  on_batch: Callable[[Any, dict[str, Any]], None] | None = None) -> None:
         self.batch = config.actor_update_period * config.envs_per_actor  # steps per batch
-        super().__init__(self.batch * -(-config.total_steps // self.batch),
+        super().__init__(self.batch * -(-config.total_timesteps // self.batch),
                          curve_points([], [], []))
         self.config, self.spec, self.callback, self.on_batch = config, spec, callback, on_batch
         self.pool = make_pool(spec.transport, spec.ray_address) if pool is None else pool
@@ -222,11 +223,11 @@ class DistributedLearner(runner.SegmentedLearner):
 
     def every(self, steps: int | None) -> int:
         """Environment steps between checkpoints for ``steps`` (default
-        :func:`jaxrl_pim.runner.default_every` of ``total_steps``), rounded up to whole
+        :func:`jaxrl_pim.runner.default_every` of ``total_timesteps``), rounded up to whole
         batches."""
         cfg = self.config
         if steps is None:
-            steps = runner.default_every(cfg.total_steps, cfg.steps_per_iteration)
+            steps = runner.default_every(cfg.total_timesteps, cfg.steps_per_iteration)
         return self.batch * max(1, -(-check_int("checkpoint_every", steps, 1) // self.batch))
 
     def fingerprint(self) -> dict[str, Any]:
@@ -324,13 +325,13 @@ class DistributedLearner(runner.SegmentedLearner):
                               experience_bytes=state.experience_bytes + received)
 
     def _update(self, programs: _Programs, state: LearnerState) -> LearnerState:
-        """The updates owed at the single-program update-to-data ratio (one per ``train_every
-        * steps_per_iteration`` environment steps from the first update on), then a
-        broadcast of the new policy when there were any."""
+        """The updates owed at the single-program update-to-data ratio (one per
+        ``train_frequency * steps_per_iteration`` environment steps from the first update on),
+        then a broadcast of the new policy when there were any."""
         cfg = self.config
         first = (max(cfg.learning_starts, cfg.batch_size)
                  + (cfg.n_step - 1) * cfg.steps_per_iteration)
-        owed = ((state.env_steps - first) // (cfg.steps_per_iteration * cfg.train_every) + 1
+        owed = ((state.env_steps - first) // (cfg.steps_per_iteration * cfg.train_frequency) + 1
                 if state.env_steps >= first else 0)
         if owed <= state.updates:
             return state
@@ -350,14 +351,14 @@ class DistributedLearner(runner.SegmentedLearner):
 
     def after_batch(self, summary: dict[str, Any] | None) -> None:
         """``on_batch(pool, {"env_steps", "updates"})``, then ``callback(env_steps,
-        total_steps, {"return": ...})``, for one ingested batch."""
+        total_timesteps, {"return": ...})``, for one ingested batch."""
         if summary is None:
             return
         if self.on_batch is not None:
             self.on_batch(self.pool, {"env_steps": summary["env_steps"],
                                       "updates": summary["updates"]})
         if self.callback is not None:
-            total = self.config.total_steps
+            total = self.config.total_timesteps
             self.callback(min(summary["env_steps"], total), total, {"return": summary["return"]})
 
     def join(self, pieces: list[Curve]) -> Curve:
@@ -432,7 +433,7 @@ def run_distributed(
         with other settings).
       checkpoints: a :class:`jaxrl_pim.checkpoint.Checkpoints` folder (see the module
         docstring).
-      callback: ``callback(env_steps, total_steps, {"return": ...})`` after every batch.
+      callback: ``callback(env_steps, total_timesteps, {"return": ...})`` after every batch.
       on_batch: ``on_batch(pool, summary)`` after every ingested batch (tests use it to
         stop an actor mid-run).
 

@@ -3,8 +3,9 @@
 
 Full-precision learner: Adam, the DQN loss of :func:`jaxrl_pim.rl.dqn.dqn_loss` (Huber TD
 loss weighted by prioritized-replay importance weights, targets ``r + discount * max_a
-Q_target(s', a)`` on n-step transitions), hard target copy every ``target_period`` learner
-updates, global-norm gradient clip. The Q-network is :func:`jaxrl_pim.rl.networks.q_network`.
+Q_target(s', a)`` on n-step transitions), hard target copy every ``target_update_interval``
+learner updates, global-norm gradient clip. The Q-network is
+:func:`jaxrl_pim.rl.networks.q_network`.
 What differs from :func:`jaxrl_pim.rl.dqn.make_train` is the loop around it: actors act
 epsilon-greedily with whatever (quantized) Q-network parameters they were last sent --
 int8 kernels run int8 matmuls (:func:`jaxrl_pim.quant.compute.policy_apply`) -- and the
@@ -39,9 +40,9 @@ def make_dqn(config: Any, info: EnvInfo) -> Agent:
     """DQN ``Agent`` for a discrete-action task."""
     if not info.discrete:
         raise ValueError(f"DQN needs a discrete-action task; {info.name} is continuous")
-    net = q_network(config.hidden_sizes, info.num_actions)
+    net = q_network(config.hidden, info.num_actions)
     tx = optax.chain(
-        optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate)
+        optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.lr)
     )
 
     def init(key: jax.Array) -> DQNState:
@@ -55,7 +56,8 @@ def make_dqn(config: Any, info: EnvInfo) -> Agent:
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         step = state.step + 1
-        target = optax.periodic_update(params, state.target_params, step, config.target_period)
+        target = optax.periodic_update(params, state.target_params, step,
+                                       config.target_update_interval)
         return DQNState(params, target, opt_state, step), jnp.abs(td), {"loss": loss}
 
     def policy_params(state: DQNState) -> Any:

@@ -27,8 +27,8 @@ Order: among the calls whose results are ready, :meth:`RayPool.next` takes the o
 first (rollout calls oldest first, then probes), so a fast actor cannot keep a slower one's
 finished batches waiting.
 
-Restarts and the end of a run: the learner stops once it has received ``total_steps``, from
-whichever actors answered, so a restarted actor that is slow to come back may have delivered
+Restarts and the end of a run: the learner stops once it has received ``total_timesteps``,
+from whichever actors answered, so a restarted actor that is slow to come back may have delivered
 nothing by then. :meth:`RayPool.wait_recovered` (from an ``on_batch`` hook) holds the
 learner until every failed actor is back with its queued rollout calls finished; each then
 delivers within the next ``num_actors * in_flight`` batches.

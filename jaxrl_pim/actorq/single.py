@@ -3,7 +3,7 @@
 ``make_train(config) -> train(key) -> (state, metrics)`` is pure and jittable (vmap it over
 seeds). One iteration = one step of each of the ``num_actors * envs_per_actor``
 environments with the actors' (quantized) policy, the emitted n-step transitions added to
-replay, a full-precision learner update every ``train_every`` iterations once
+replay, a full-precision learner update every ``train_frequency`` iterations once
 ``learning_starts`` steps are collected, and every ``actor_update_period`` iterations a
 broadcast: the learner's policy is quantized (``broadcast.actor_params``) and becomes the
 actors' policy. The actors compute in ``config.actor_compute`` made concrete for the device
@@ -141,7 +141,7 @@ def make_system(config: ActorQConfig) -> System:
         carry, out = step_all(state.actor_params, state.carry, jax.random.split(k_act, n_envs),
                               explore)
         rstate = replay.add(state.replay, out.transition, out.valid)
-        do_learn = (it >= first_update_it) & (it % config.train_every == 0)
+        do_learn = (it >= first_update_it) & (it % config.train_frequency == 0)
         learner, rstate, loss = jax.lax.cond(do_learn, learn, no_learn, state.learner, rstate,
                                              k_learn)
         refresh = (it + 1) % config.actor_update_period == 0
@@ -282,8 +282,8 @@ class ActorQLearner(runner.SegmentedLearner):
         :func:`jaxrl_pim.runner.default_every` of the run's steps), rounded up to whole
         chunks."""
         cfg = self.config
-        steps = runner.default_every(cfg.total_steps, cfg.steps_per_iteration) if steps is None \
-            else steps
+        if steps is None:
+            steps = runner.default_every(cfg.total_timesteps, cfg.steps_per_iteration)
         if not isinstance(steps, int) or steps < 1:
             raise ValueError(f"checkpoint_every must be >= 1 environment steps, got {steps!r}")
         return self.chunk * max(1, -(-steps // (self.chunk * cfg.steps_per_iteration)))
@@ -384,8 +384,8 @@ def run_timed(
     Checkpoints: with ``checkpoints`` (a :class:`jaxrl_pim.checkpoint.Checkpoints` folder) the
     whole :class:`RunState` (learner, actors' policy, environments, replay, PRNG key) and the
     curve so far are saved atomically every ``checkpoint_every`` environment steps, rounded up
-    to whole chunks (default :func:`jaxrl_pim.runner.default_every` of ``total_steps``, about
-    10 % of the run), and after the last chunk; the step
+    to whole chunks (default :func:`jaxrl_pim.runner.default_every` of ``total_timesteps``,
+    about 10 % of the run), and after the last chunk; the step
     of a checkpoint is the number of iterations done. ``resume=True`` continues from the
     newest checkpoint (a finished run is returned from its final checkpoint without training
     again); the resumed run's final state equals an uninterrupted run's bit for bit, because

@@ -23,7 +23,7 @@ import socket
 from typing import Any
 
 from jaxrl_pim import choices
-from jaxrl_pim.actorq.config import D4PGConfig, DQNConfig, default_config  # no jax
+from jaxrl_pim.actorq.config import ActorQD4PGConfig, ActorQDQNConfig, default_config  # no jax
 from jaxrl_pim.checks import INT32_MAX
 from jaxrl_pim.choices import ACTORQ_ALGOS, COMPUTES, MODES, PRECISIONS
 from jaxrl_pim.cli._common import (
@@ -43,17 +43,17 @@ from jaxrl_pim.envs.names import is_playground_name
 # (counts, names, combinations of flags, output paths) before jax is imported, so a bad
 # option is refused within a second.
 
-#: The defaults of the options that set config fields: DQNConfig's own (``algo``, and the
-#: settings every ActorQ run shares), read from the class (jaxrl_pim.actorq.config imports no
-#: jax, so the parser is still built without it); --env and --hidden default per algorithm.
-_DEFAULT: dict[str, Any] = config_defaults(DQNConfig)
+#: The defaults of the options that set config fields: ActorQDQNConfig's own (``algo``, and
+#: the settings every ActorQ run shares), read from the class (jaxrl_pim.actorq.config imports
+#: no jax, so the parser is still built without it); --env and --hidden default per algorithm.
+_DEFAULT: dict[str, Any] = config_defaults(ActorQDQNConfig)
 #: The command's defaults that differ from the ActorQ config's, and why: the command exists to
 #: run quantized actors, so its actors are int8 (the config's own default is fp32).
 COMMAND_DEFAULTS: dict[str, Any] = {"precision": ("int8",)}
 #: ActorQ config fields -> the flags that set them (errors name what the user typed).
 FLAGS = {"num_actors": "--actors", "envs_per_actor": "--envs-per-actor",
-         "actor_update_period": "--actor-update-period", "total_steps": "--steps",
-         "hidden_sizes": "--hidden", "env_name": "--env", "actor_compute": "--actor-compute"}
+         "actor_update_period": "--actor-update-period", "total_timesteps": "--steps",
+         "hidden": "--hidden", "env_name": "--env", "actor_compute": "--actor-compute"}
 
 
 def _widths(sizes: tuple[int, ...]) -> str:
@@ -75,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="gymnax task with flat observations (tuned: DQN CartPole-v1, "
                    "Acrobot-v1, MountainCar-v0; D4PG Pendulum-v1) or, for D4PG, a MuJoCo "
                    "Playground task playground/<EnvName>[@<max_steps>] (playground extra) "
-                   f"(default: {DQNConfig.env_name} for dqn, {D4PGConfig.env_name} for d4pg)")
+                   f"(default: {ActorQDQNConfig.env_name} for dqn, "
+                   f"{ActorQD4PGConfig.env_name} for d4pg)")
     p.add_argument("--precision", choices=PRECISIONS, nargs="+",
                    default=list(COMMAND_DEFAULTS["precision"]),
                    help="one or more actor precisions (policy held and broadcast as "
@@ -97,13 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--actor-update-period", type=int, default=d.actor_update_period,
                    help="steps of one actor between two policy refreshes (environment "
                    "steps)")
-    p.add_argument("--steps", type=int, default=d.total_steps,
+    p.add_argument("--steps", type=int, default=d.total_timesteps,
                    help="training length, summed over all actors and environments "
                    "(environment steps)")
     p.add_argument("--hidden", type=int, nargs="+", default=None,
                    help="policy MLP widths (units per layer) (default: "
-                   f"{_widths(DQNConfig.hidden_sizes)} for DQN, "
-                   f"{_widths(D4PGConfig.hidden_sizes)} for D4PG)")
+                   f"{_widths(ActorQDQNConfig.hidden)} for DQN, "
+                   f"{_widths(ActorQD4PGConfig.hidden)} for D4PG)")
     p.add_argument("--seed", type=int, default=0,
                    help="PRNG seed (the same for every --precision)")
     p.add_argument("--energy", action="store_true",
@@ -161,10 +162,10 @@ def main(args: argparse.Namespace) -> int:
         num_actors=args.actors,
         envs_per_actor=args.envs_per_actor,
         actor_update_period=args.actor_update_period,
-        total_steps=args.steps,
+        total_timesteps=args.steps,
     )
     if args.hidden:
-        overrides["hidden_sizes"] = tuple(args.hidden)
+        overrides["hidden"] = tuple(args.hidden)
     precisions = list(dict.fromkeys(args.precision))
     # the report's config carries the first precision; results hold one run per precision
     with flag_names(FLAGS):
@@ -222,7 +223,7 @@ def _print_result(args: argparse.Namespace, config: Any, result: dict[str, Any],
 
     print(f"ActorQ {config.algo} on {config.env_name}, mode={args.mode}, "
           f"{config.num_actors} actors, update period {config.actor_update_period}, "
-          f"{config.total_steps} steps")
+          f"{config.total_timesteps} steps")
     print(format_table(rows))
     for p, r in result["runs"].items():
         if "transitions_requested" in r:

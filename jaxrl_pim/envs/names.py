@@ -1,7 +1,8 @@
 """Environment names read on the host before anything is built, in a module that imports no
 jax: the form of a MuJoCo Playground task name (:mod:`jaxrl_pim.envs.playground`, which
 re-exports these as ``PREFIX``, ``is_playground_name`` and ``parse_name``), so that a config
-(:class:`jaxrl_pim.actorq.config.D4PGConfig`) checks it without loading jax or Playground."""
+(:class:`jaxrl_pim.actorq.config.ActorQD4PGConfig`) checks it without loading jax or
+Playground."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from jaxrl_pim.envs import make_with_info
 
 def test_actor_emits_n_step_transitions_matching_numpy():
     n, gamma, scale, T = 4, 0.9, 0.5, 200
-    cfg = default_config("dqn", "CartPole-v1", hidden_sizes=(4,), n_step=n, gamma=gamma)
+    cfg = default_config("dqn", "CartPole-v1", hidden=(4,), n_step=n, gamma=gamma)
     env, env_params, info = make_with_info(cfg.env_name)
     env_params = env_params.replace(max_steps_in_episode=15)  # force truncations too
     agent = make_agent(cfg, info)

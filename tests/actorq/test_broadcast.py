@@ -18,7 +18,7 @@ from jaxrl_pim.actorq.broadcast import (
     deserialize,
     encode,
 )
-from jaxrl_pim.actorq.config import DQNConfig, default_config
+from jaxrl_pim.actorq.config import ActorQDQNConfig, default_config
 from jaxrl_pim.actorq.single import make_system
 from jaxrl_pim.actorq.transport import ParamClient, ParamServer
 from jaxrl_pim.envs import make_with_info
@@ -35,7 +35,7 @@ def _tree_equal(a, b) -> bool:
 
 @pytest.fixture(scope="module")
 def policy():
-    cfg = default_config("dqn", hidden_sizes=(32, 32))
+    cfg = default_config("dqn", hidden=(32, 32))
     _, _, info = make_with_info(cfg.env_name)
     agent = make_agent(cfg, info)
     return agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(3)))
@@ -113,9 +113,9 @@ def test_shared_memory_transport_roundtrip(policy):
 
 
 def test_single_program_actors_hold_unpacked_learner_params():
-    cfg = DQNConfig(precision="int8", num_actors=2, actor_update_period=5, total_steps=100,
-                       hidden_sizes=(8,), buffer_capacity=64, batch_size=8, learning_starts=8,
-                       epsilon_decay_steps=0, actor_compute="float32")
+    cfg = ActorQDQNConfig(precision="int8", num_actors=2, actor_update_period=5,
+                          total_timesteps=100, hidden=(8,), buffer_capacity=64, batch_size=8,
+                          learning_starts=8, eps_decay_steps=0, actor_compute="float32")
     system = make_system(cfg)
     state = jax.jit(system.init)(jax.random.PRNGKey(0))
     initial = system.agent.policy_params(state.learner)
@@ -135,9 +135,10 @@ def test_single_program_actors_hold_unpacked_learner_params():
 
 
 def test_single_program_native_int8_actors_run_the_fast_path():
-    cfg = DQNConfig(precision="int8", actor_compute="native", num_actors=2,
-                    actor_update_period=5, total_steps=100, hidden_sizes=(16, 16),
-                    buffer_capacity=64, batch_size=8, learning_starts=8, epsilon_decay_steps=0)
+    cfg = ActorQDQNConfig(precision="int8", actor_compute="native", num_actors=2,
+                          actor_update_period=5, total_timesteps=100, hidden=(16, 16),
+                          buffer_capacity=64, batch_size=8, learning_starts=8,
+                          eps_decay_steps=0)
     system = make_system(cfg)
     state = jax.jit(system.init)(jax.random.PRNGKey(0))
     step = jax.jit(system.iteration)
@@ -159,8 +160,9 @@ def test_process_actor_calibrates_the_fast_path_on_states_it_visited():
     current observations and the last rollout's most recent ones (NumPy reference)."""
     from jaxrl_pim.actorq.worker import CALIBRATION_ROWS, ActorWorker
 
-    cfg = DQNConfig(precision="int8", actor_compute="native", num_actors=1, envs_per_actor=4,
-                    actor_update_period=80, hidden_sizes=(16, 16), epsilon_decay_steps=0)
+    cfg = ActorQDQNConfig(precision="int8", actor_compute="native", num_actors=1,
+                          envs_per_actor=4, actor_update_period=80, hidden=(16, 16),
+                          eps_decay_steps=0)
     _, _, info = make_with_info(cfg.env_name)
     agent = make_agent(cfg, info)
     learner = agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(5)))

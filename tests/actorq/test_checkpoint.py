@@ -36,7 +36,7 @@ CHUNKS = 20  # the command's chunking (experiment.run_one default)
 
 def _config():
     return default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
-                          actor_update_period=10, total_steps=3_000, hidden_sizes=(32,))
+                          actor_update_period=10, total_timesteps=3_000, hidden=(32,))
 
 
 def _final(folder: Path):

@@ -22,15 +22,15 @@ from jaxrl_pim.runner import Outcome
 
 def test_two_actor_processes_return_experience_and_pull_int8_broadcasts():
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
-                         total_steps=400, actor_update_period=25, learning_starts=50,
-                         batch_size=16, buffer_capacity=1_000, hidden_sizes=(16,))
+                         total_timesteps=400, actor_update_period=25, learning_starts=50,
+                         batch_size=16, buffer_capacity=1_000, hidden=(16,))
     result = run_distributed(cfg, DistributedRun(0, transport="processes", final_eval=False))
     assert isinstance(result, Outcome) and result.final_eval_return is None
     assert set(result.report) == set(REPORT_FIELDS)
     assert isinstance(result.state, LearnerState) and result.done == result.env_steps
     out = result.as_dict()
     # experience from both actors reached the learner's replay
-    assert out["env_steps"] >= cfg.total_steps
+    assert out["env_steps"] >= cfg.total_timesteps
     assert out["replay_size"] == out["env_steps"]
     assert out["experience_bytes"] > 0
     assert set(out["actors"]) == {0, 1}

@@ -80,7 +80,7 @@ def _float_activations(kernels, biases, obs):
     ("d4pg", "Pendulum-v1", (256, 256)),
 ])
 def test_int8_actor_matches_dequantized_policy_within_bound(algo, env_name, hidden):
-    cfg = default_config(algo, env_name, hidden_sizes=hidden, precision="int8")
+    cfg = default_config(algo, env_name, hidden=hidden, precision="int8")
     _, _, info = make_with_info(env_name)
     agent = make_agent(cfg, info)
     params = _perturbed(agent.policy_params(agent.init(jax.random.PRNGKey(0))),

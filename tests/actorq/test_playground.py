@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from flax import struct
 
-from jaxrl_pim.actorq.config import D4PGConfig, DQNConfig, default_config
+from jaxrl_pim.actorq.config import ActorQD4PGConfig, ActorQDQNConfig, default_config
 from jaxrl_pim.envs.playground import PlaygroundEnv, parse_name
 
 # ------------------------------------------------------------------------------ the stub
@@ -196,14 +196,14 @@ def test_names_parse_and_configs_accept_playground_for_d4pg_only():
     assert (cfg.algo, cfg.env_name, cfg.n_step, cfg.reward_scale) == (
         "d4pg", "playground/CartpoleBalance", 5, 1.0)
     with pytest.raises(ValueError, match="algo='d4pg'"):
-        DQNConfig(env_name="playground/CartpoleBalance")
+        ActorQDQNConfig(env_name="playground/CartpoleBalance")
     for bad in ("playground/", "playground/Cartpole@0", "playground/Cartpole@x",
                 "playground/a/b"):
         with pytest.raises(ValueError, match="playground"):
-            D4PGConfig(env_name=bad)
+            ActorQD4PGConfig(env_name=bad)
     # gymnax names keep their old validation
     with pytest.raises(ValueError, match="env_name"):
-        D4PGConfig(env_name="CartPole-v1")
+        ActorQD4PGConfig(env_name="CartPole-v1")
 
 
 def test_missing_playground_install_says_how_to_install(monkeypatch):
@@ -254,7 +254,7 @@ def test_real_cartpole_adapter_matches_playground_and_d4pg_runs():
     assert float(jnp.abs(obs[-1] - obs0).max()) > 1e-3  # the physics moved
 
     # a tiny single-program D4PG run with a 25-step time limit: 2 actors x 100 iterations
-    ret = run_tiny_d4pg("playground/CartpoleBalance@25", 8, total_steps=200,
+    ret = run_tiny_d4pg("playground/CartpoleBalance@25", 8, total_timesteps=200,
                         learning_starts=32, batch_size=16, actor_update_period=10,
                         buffer_capacity=256)
     # 8 episodes of 25 steps, DM Control rewards are in [0, 1] per step

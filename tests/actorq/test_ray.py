@@ -58,8 +58,8 @@ def local_ray():
 def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
     period, in_flight = 25, 2
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=2,
-                         actor_update_period=period, total_steps=3_000, learning_starts=200,
-                         batch_size=16, buffer_capacity=4_000, hidden_sizes=(16,))
+                         actor_update_period=period, total_timesteps=3_000, learning_starts=200,
+                         batch_size=16, buffer_capacity=4_000, hidden=(16,))
     batch = period * cfg.envs_per_actor
     pool = RayPool(max_restarts=2, in_flight=in_flight, restart_timeout_s=120.0)
     deadline = time.monotonic() + 300
@@ -74,12 +74,12 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
             os.kill(pool.pids[1], signal.SIGKILL)
             events.append(progress["env_steps"])
         if len(events) == 1 and pool.counters["actor_failures"] == 2:
-            # The run ends at total_steps whichever actors delivered them, so the first actor
+            # The run ends at total_timesteps whichever actors delivered them, so the first actor
             # back could finish it alone while the other one still compiles. Hold the learner
             # until both are back with their queued batches finished: the pool takes ready
             # batches oldest first, so each delivers within the next 2 * in_flight batches,
             # and more than that are still owed.
-            assert cfg.total_steps - progress["env_steps"] >= 2 * in_flight * batch
+            assert cfg.total_timesteps - progress["env_steps"] >= 2 * in_flight * batch
             pool.wait_recovered(timeout_s=max(deadline - time.monotonic(), 1.0))
             events.append(progress["env_steps"])
 
@@ -90,9 +90,9 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
                                   pool=pool, on_batch=chaos, checkpoints=ck)
     out = outcome.as_dict()
 
-    assert len(events) == 2 and events[0] < cfg.total_steps
+    assert len(events) == 2 and events[0] < cfg.total_timesteps
     assert out["transport"] == "ray"
-    assert out["env_steps"] >= cfg.total_steps
+    assert out["env_steps"] >= cfg.total_timesteps
     assert out["replay_size"] == min(out["env_steps"], cfg.buffer_capacity)
     assert out["learner_updates"] > 0 and out["broadcasts"] > 1
     # each failed actor was restarted and delivered again
@@ -117,8 +117,8 @@ def test_killed_actors_restart_and_the_run_completes(local_ray, tmp_path):
         shutil.rmtree(tmp_path / "ck" / str(steps[-1]))
         again = run_distributed(cfg, DistributedRun(0, transport="ray", final_eval=False,
                                                     resume=True), checkpoints=ck).as_dict()
-    assert again["resumed_from"] == steps[0] < cfg.total_steps
-    assert again["env_steps"] >= cfg.total_steps
+    assert again["resumed_from"] == steps[0] < cfg.total_timesteps
+    assert again["env_steps"] >= cfg.total_timesteps
     assert again["learner_updates"] > 0 and again["replay_size"] == min(
         again["env_steps"], cfg.buffer_capacity)
     assert again["transitions_received"] == again["env_steps"] - steps[0]

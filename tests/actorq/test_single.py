@@ -13,7 +13,12 @@ import pytest
 
 from jaxrl_pim.actorq.actor import env_step, init_carry
 from jaxrl_pim.actorq.algorithms import make_agent
-from jaxrl_pim.actorq.config import ActorQConfig, D4PGConfig, DQNConfig, default_config
+from jaxrl_pim.actorq.config import (
+    ActorQConfig,
+    ActorQD4PGConfig,
+    ActorQDQNConfig,
+    default_config,
+)
 from jaxrl_pim.actorq.single import episode_returns, make_system, make_train
 from jaxrl_pim.envs import make_with_info
 from jaxrl_pim.replay import NStepTransition
@@ -26,8 +31,8 @@ def test_dqn_int8_actors_vmapped_over_two_seeds():
     # benchmarks/learning.py; here two seeds train briefly in one vmapped program, the actors
     # computing in int8 (the fast int8 path, calibrated at every broadcast)
     cfg = default_config("dqn", "CartPole-v1", precision="int8", num_actors=4,
-                         total_steps=600, learning_starts=100, epsilon_decay_steps=300,
-                         actor_update_period=50, hidden_sizes=(16, 32, 16), eval_episodes=2,
+                         total_timesteps=600, learning_starts=100, eps_decay_steps=300,
+                         actor_update_period=50, hidden=(16, 32, 16), eval_episodes=2,
                          actor_compute="native")
     system = make_system(cfg)
     train = make_train(cfg)
@@ -51,7 +56,7 @@ def test_dqn_int8_actors_vmapped_over_two_seeds():
 
 
 def test_d4pg_pendulum_runs_and_stays_finite():
-    ret = run_tiny_d4pg("Pendulum-v1", 16, precision="fp16", total_steps=400,
+    ret = run_tiny_d4pg("Pendulum-v1", 16, precision="fp16", total_timesteps=400,
                         learning_starts=64, batch_size=32, actor_update_period=20,
                         buffer_capacity=512)
     # Pendulum returns are <= 0 and episodes last 200 steps: 2 actors x 200 iterations -> 2
@@ -61,19 +66,18 @@ def test_d4pg_pendulum_runs_and_stays_finite():
 @pytest.mark.parametrize(
     "cls, kwargs, match",
     [
-        (DQNConfig, dict(precision="int4"), "precision"),
-        (D4PGConfig, dict(env_name="CartPole-v1"), "env_name"),
-        (DQNConfig, dict(env_name="Pendulum-v1"), "env_name"),
-        (DQNConfig, dict(num_actors=0), "num_actors"),
-        (DQNConfig, dict(actor_update_period=0), "actor_update_period"),
-        (DQNConfig, dict(gamma=1.5), "gamma"),
-        (DQNConfig, dict(batch_size=64, buffer_capacity=32), "buffer_capacity"),
-        (DQNConfig, dict(hidden_sizes=[64]), "hidden_sizes"),
-        (D4PGConfig, dict(v_min=10.0, v_max=-10.0), "v_max"),
-        (DQNConfig, dict(num_actors=8, total_steps=4), "total_steps"),
-        (D4PGConfig, dict(env_name="Pendulum-v1", policy_learning_rate=0.0),
-         "policy_learning_rate"),
-        (DQNConfig, dict(epsilon=1.5), "epsilon"),
+        (ActorQDQNConfig, dict(precision="int4"), "precision"),
+        (ActorQD4PGConfig, dict(env_name="CartPole-v1"), "env_name"),
+        (ActorQDQNConfig, dict(env_name="Pendulum-v1"), "env_name"),
+        (ActorQDQNConfig, dict(num_actors=0), "num_actors"),
+        (ActorQDQNConfig, dict(actor_update_period=0), "actor_update_period"),
+        (ActorQDQNConfig, dict(gamma=1.5), "gamma"),
+        (ActorQDQNConfig, dict(batch_size=64, buffer_capacity=32), "buffer_capacity"),
+        (ActorQDQNConfig, dict(hidden=[64]), "hidden"),
+        (ActorQD4PGConfig, dict(v_min=10.0, v_max=-10.0), "v_max"),
+        (ActorQDQNConfig, dict(num_actors=8, total_timesteps=4), "total_timesteps"),
+        (ActorQD4PGConfig, dict(env_name="Pendulum-v1", policy_lr=0.0), "policy_lr"),
+        (ActorQDQNConfig, dict(eps_end=1.5), "eps_end"),
     ],
 )
 def test_config_rejects_bad_values(cls, kwargs, match):
@@ -82,30 +86,31 @@ def test_config_rejects_bad_values(cls, kwargs, match):
 
 
 def test_each_algorithm_config_holds_only_its_own_settings():
-    dqn = {f.name for f in dataclasses.fields(DQNConfig)}
-    d4pg = {f.name for f in dataclasses.fields(D4PGConfig)}
-    assert {"epsilon", "per_alpha", "prioritized"} <= dqn - d4pg
-    assert {"num_atoms", "v_min", "critic_hidden_sizes", "exploration_noise"} <= d4pg - dqn
-    assert (DQNConfig().algo, D4PGConfig().algo) == ("dqn", "d4pg")
+    dqn = {f.name for f in dataclasses.fields(ActorQDQNConfig)}
+    d4pg = {f.name for f in dataclasses.fields(ActorQD4PGConfig)}
+    assert {"eps_end", "priority_alpha", "prioritized"} <= dqn - d4pg
+    assert {"num_atoms", "v_min", "critic_hidden", "expl_noise"} <= d4pg - dqn
+    assert (ActorQDQNConfig().algo, ActorQD4PGConfig().algo) == ("dqn", "d4pg")
     with pytest.raises(TypeError):
-        DQNConfig(algo="d4pg")  # the name comes with the class, it is not a setting
-    with pytest.raises(ValueError, match="epsilon is not a setting of D4PG"):
-        default_config("d4pg", epsilon=0.1)
+        ActorQDQNConfig(algo="d4pg")  # the name comes with the class, it is not a setting
+    with pytest.raises(ValueError, match="eps_end is not a setting of D4PG"):
+        default_config("d4pg", eps_end=0.1)
     with pytest.raises(ValueError, match="num_atoms is not a setting of DQN"):
         default_config("dqn", num_atoms=11)
-    with pytest.raises(TypeError, match="DQNConfig or a D4PGConfig"):
+    with pytest.raises(TypeError, match="an ActorQDQNConfig or an ActorQD4PGConfig"):
         ActorQConfig()
     # the per-algorithm rules: DQN decays epsilon, D4PG keeps its noise scale
-    q = DQNConfig(epsilon_start=1.0, epsilon=0.1, epsilon_decay_steps=100)
+    q = ActorQDQNConfig(eps_start=1.0, eps_end=0.1, eps_decay_steps=100)
     assert [float(q.exploration(jnp.float32(t))) for t in (0, 50, 100, 200)] == pytest.approx(
         [1.0, 0.55, 0.1, 0.1])
-    assert float(DQNConfig(epsilon=0.2, epsilon_decay_steps=0).exploration(5)) == \
+    assert float(ActorQDQNConfig(eps_end=0.2, eps_decay_steps=0).exploration(5)) == \
         pytest.approx(0.2)
-    assert float(D4PGConfig(exploration_noise=0.4).exploration(jnp.float32(1e6))) == \
+    assert float(ActorQD4PGConfig(expl_noise=0.4).exploration(jnp.float32(1e6))) == \
         pytest.approx(0.4)
     assert q.replay_exponents() == (0.6, 0.2, 1e-6)
     assert q.replace(prioritized=False).replay_exponents() == (0.0, 0.0, 1e-6)
-    assert D4PGConfig().replay_exponents()[:2] == (0.0, 0.0) and not D4PGConfig.prioritized
+    assert ActorQD4PGConfig().replay_exponents()[:2] == (0.0, 0.0)
+    assert not ActorQD4PGConfig.prioritized
 
 
 def test_default_config_applies_algorithm_defaults():
@@ -113,11 +118,11 @@ def test_default_config_applies_algorithm_defaults():
     assert (d.env_name, d.n_step, d.batch_size, d.max_grad_norm) == ("Pendulum-v1", 5, 256, 40.0)
     # Pendulum's task defaults: critic 1e-3, policy 3e-4 (the paper's 1e-4 does not learn in a
     # CPU budget), rewards x 0.1 for the [-150, 150] support
-    assert (d.learning_rate, d.policy_learning_rate, d.reward_scale) == (1e-3, 3e-4, 0.1)
-    assert (d.num_atoms, d.v_min, d.v_max, d.target_period, d.prioritized) == (
+    assert (d.lr, d.policy_lr, d.reward_scale) == (1e-3, 3e-4, 0.1)
+    assert (d.num_atoms, d.v_min, d.v_max, d.target_update_interval, d.prioritized) == (
         51, -150.0, 150.0, 100, False)
     q = default_config("dqn", "Acrobot-v1")
-    assert (q.per_alpha, q.per_beta, q.epsilon, q.learning_rate, q.n_step) == (
+    assert (q.priority_alpha, q.priority_beta, q.eps_end, q.lr, q.n_step) == (
         0.6, 0.2, 0.05, 1e-3, 1)
 
 
@@ -130,8 +135,8 @@ def _softmax(x):
 
 
 def _d4pg(**kw):
-    cfg = default_config("d4pg", "Pendulum-v1", hidden_sizes=(16, 16),
-                         critic_hidden_sizes=(32, 32, 16), **kw)
+    cfg = default_config("d4pg", "Pendulum-v1", hidden=(16, 16),
+                         critic_hidden=(32, 32, 16), **kw)
     info = make_with_info(cfg.env_name)[2]
     return cfg, info, make_agent(cfg, info)
 
@@ -153,8 +158,8 @@ def test_d4pg_critic_loss_matches_numpy_target_distribution():
     batch = NStepTransition(*(jnp.asarray(x) for x in (obs, action, reward, discount, next_obs)))
     _, ce, _ = jax.jit(agent.update)(state, batch, jnp.ones(b))
 
-    policy = D4PGActor(cfg.hidden_sizes, 1)
-    critic = DistributionalCritic(cfg.critic_hidden_sizes, cfg.num_atoms)
+    policy = D4PGActor(cfg.hidden, 1)
+    critic = DistributionalCritic(cfg.critic_hidden, cfg.num_atoms)
     atoms = np.linspace(cfg.v_min, cfg.v_max, cfg.num_atoms)
     next_a = np.asarray(policy.apply(other.policy, next_obs))  # learner units, [-1, 1]
     next_p = _softmax(np.asarray(critic.apply(other.critic, next_obs, next_a), np.float64))
@@ -170,8 +175,8 @@ def test_d4pg_critic_loss_matches_numpy_target_distribution():
     assert np.sum(reward + discount * atoms.min() < cfg.v_min) > 5  # clipping exercised
 
 
-def test_d4pg_hard_target_copies_every_target_period():
-    _, info, agent = _d4pg(target_period=3)
+def test_d4pg_hard_target_copies_every_target_update_interval():
+    _, info, agent = _d4pg(target_update_interval=3)
     state = agent.init(jax.random.PRNGKey(0))
     rng = np.random.default_rng(1)
     b = 32
@@ -233,8 +238,8 @@ def test_actor_n_step_transitions_match_python_loop(algo, env_name, steps):
     """Step one environment with ``env_step`` and rebuild every emitted transition from the
     raw trajectory (replayed with gymnax and the same keys) with a plain loop."""
     n, gamma, scale = 4, 0.9, 0.5
-    critic = {"critic_hidden_sizes": (8, 8)} if algo == "d4pg" else {}
-    cfg = default_config(algo, env_name, n_step=n, hidden_sizes=(8,), **critic)
+    critic = {"critic_hidden": (8, 8)} if algo == "d4pg" else {}
+    cfg = default_config(algo, env_name, n_step=n, hidden=(8,), **critic)
     env, env_params, info = make_with_info(env_name)
     agent = make_agent(cfg, info)
     params = agent.policy_params(agent.init(jax.random.PRNGKey(0)))

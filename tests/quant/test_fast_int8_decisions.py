@@ -49,8 +49,8 @@ def _visited(policy: ParametricPolicy, params, env_name: str, key: jax.Array) ->
 
 
 def _actorq(algo: str, env_name: str, steps: int):
-    cfg = default_config(algo, env_name, precision="fp32", total_steps=steps,
-                         learning_starts=500, num_actors=4, hidden_sizes=(64, 64))
+    cfg = default_config(algo, env_name, precision="fp32", total_timesteps=steps,
+                         learning_starts=500, num_actors=4, hidden=(64, 64))
     _, _, info = make_with_info(env_name)
     agent = make_agent(cfg, info)
     state, _ = jax.jit(make_train(cfg))(jax.random.PRNGKey(0))

@@ -33,8 +33,8 @@ def run_tiny_d4pg(env_name: str, width: int, **overrides) -> np.ndarray:
     from jaxrl_pim.actorq.config import default_config
     from jaxrl_pim.actorq.single import episode_returns, make_train
 
-    cfg = default_config("d4pg", env_name, num_actors=2, hidden_sizes=(width,),
-                         critic_hidden_sizes=(width, width), **overrides)
+    cfg = default_config("d4pg", env_name, num_actors=2, hidden=(width,),
+                         critic_hidden=(width, width), **overrides)
     state, metrics = jax.jit(make_train(cfg))(jax.random.PRNGKey(1))
     loss = np.asarray(metrics["loss"])[np.asarray(metrics["learned"])]
     assert loss.size > 50 and np.all(np.isfinite(loss))
