@@ -26,17 +26,7 @@ from jaxrl_pim import choices
 from jaxrl_pim.actorq.config import ActorQD4PGConfig, ActorQDQNConfig, default_config  # no jax
 from jaxrl_pim.checks import INT32_MAX
 from jaxrl_pim.choices import ACTORQ_ALGOS, COMPUTES, MODES, PRECISIONS
-from jaxrl_pim.cli._common import (
-    add_checkpoint_arguments,
-    add_command,
-    check_checkpoint_arguments,
-    check_outputs,
-    check_ranges,
-    check_seed,
-    config_defaults,
-    flag_names,
-    show_progress,
-)
+from jaxrl_pim.cli import _common as common
 from jaxrl_pim.envs.names import is_playground_name
 
 # The module imports no jax at its top: the options are parsed and their cheap checks run
@@ -46,7 +36,7 @@ from jaxrl_pim.envs.names import is_playground_name
 #: The defaults of the options that set config fields: ActorQDQNConfig's own (``algo``, and
 #: the settings every ActorQ run shares), read from the class (jaxrl_pim.actorq.config imports
 #: no jax, so the parser is still built without it); --env and --hidden default per algorithm.
-_DEFAULT: dict[str, Any] = config_defaults(ActorQDQNConfig)
+_DEFAULT: dict[str, Any] = common.config_defaults(ActorQDQNConfig)
 #: The command's defaults that differ from the ActorQ config's, and why: the command exists to
 #: run quantized actors, so its actors are int8 (the config's own default is fp32).
 COMMAND_DEFAULTS: dict[str, Any] = {"precision": ("int8",)}
@@ -63,7 +53,7 @@ def _widths(sizes: tuple[int, ...]) -> str:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``actorq`` sub-command."""
     d = argparse.Namespace(**_DEFAULT)
-    p = add_command(
+    p = common.add_command(
         subparsers, "actorq", main,
         description="Train ActorQ: full-precision learner, actors holding an fp32/fp16/int8 "
         "copy of the policy refreshed every --actor-update-period steps. Several "
@@ -112,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "optional extra (default: off)")
     p.add_argument("--country", default="USA",
                    help="3-letter ISO country code for codecarbon's carbon intensity")
-    add_checkpoint_arguments(
+    common.add_checkpoint_arguments(
         p, unit="STEPS",
         folder="save each precision's run into DIR/<precision> as it goes (orbax, atomic, "
         "last 3 kept) (default: no checkpoints)",
@@ -168,16 +158,16 @@ def main(args: argparse.Namespace) -> int:
         overrides["hidden"] = tuple(args.hidden)
     precisions = list(dict.fromkeys(args.precision))
     # the report's config carries the first precision; results hold one run per precision
-    with flag_names(FLAGS):
+    with common.flag_names(FLAGS):
         config = default_config(args.algo, args.env, precision=precisions[0], **overrides)
     energy = EnergyTracker(enabled=args.energy, country_iso_code=args.country)
 
     def progress(p: str):
-        if not show_progress(args.progress):
+        if not common.show_progress(args.progress):
             return contextlib.nullcontext(None)
         return RichProgress(f"actorq {config.algo} {config.env_name} {p} ({args.mode})")
 
-    with energy, flag_names(FLAGS):
+    with energy, common.flag_names(FLAGS):
         result = compare_precisions(config, precisions, args.mode, args.seed, progress,
                                     ray_address=args.ray_address,
                                     checkpoint_dir=args.checkpoint,
@@ -192,19 +182,19 @@ def main(args: argparse.Namespace) -> int:
 
 def _check_options(args: argparse.Namespace) -> None:
     """The cheap checks and every output path, before jax is imported."""
-    check_checkpoint_arguments(args)
+    common.check_checkpoint_arguments(args)
     for flag, count in (("--actors", args.actors), ("--envs-per-actor", args.envs_per_actor),
                         ("--actor-update-period", args.actor_update_period),
                         ("--steps", args.steps), *(("--hidden", h) for h in args.hidden or ())):
         if count < 1:
             raise ValueError(f"{flag} must be >= 1, got {count}")
     # int32 step counters; every output path, not inside the checkpoint folder
-    check_ranges({flag: (value, 1, INT32_MAX) for flag, value in (
+    common.check_ranges({flag: (value, 1, INT32_MAX) for flag, value in (
         ("--actors", args.actors), ("--envs-per-actor", args.envs_per_actor),
         ("--actor-update-period", args.actor_update_period), ("--steps", args.steps),
         ("--checkpoint-every", args.checkpoint_every))})
-    check_seed(args.seed)
-    check_outputs(args, files={"--json": "json"}, folders={"--checkpoint": "checkpoint"})
+    common.check_seed(args.seed)
+    common.check_outputs(args, files={"--json": "json"}, folders={"--checkpoint": "checkpoint"})
     if not (args.env is None or is_playground_name(args.env)
             or args.env in choices.GYMNAX_ENVS):
         raise ValueError(f"--env must be an environment registered with gymnax (e.g. "

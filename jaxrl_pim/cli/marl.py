@@ -54,23 +54,12 @@ from jaxrl_pim.choices import (
     SAMPLING_MODES,
     TAG_PRESETS,
 )
-from jaxrl_pim.cli._common import (
-    add_checkpoint_arguments,
-    add_command,
-    check_checkpoint_arguments,
-    check_fits_memory,
-    check_outputs,
-    check_ranges,
-    check_seed,
-    config_defaults,
-    flag_names,
-    show_progress,
-)
+from jaxrl_pim.cli import _common as common
 from jaxrl_pim.marl.config import MARLConfig  # no jax: the command reads its defaults
 
 #: The defaults of the options that set MARLConfig fields: MARLConfig's own, read from the
 #: class (jaxrl_pim.marl.config imports no jax, so the parser is still built without it).
-_DEFAULT: dict[str, Any] = config_defaults(MARLConfig)
+_DEFAULT: dict[str, Any] = common.config_defaults(MARLConfig)
 
 #: MARLConfig fields -> the flags that set them (errors name what the user typed; a
 #: checkpoint's fingerprint difference too, its seed and number of seeds among them).
@@ -95,7 +84,7 @@ def _presets() -> str:
 def register(subparsers: Any) -> None:
     """Add the ``marl`` sub-command."""
     d = argparse.Namespace(**_DEFAULT)
-    p = add_command(
+    p = common.add_command(
         subparsers, "marl", main, help_formatter=False,  # every help text states its default
         description="Train multi-agent actor-critics on the JAX particle worlds (jitted). "
                     "Defaults are the original MADDPG schedule (60,000 episodes, 1e6-row "
@@ -110,7 +99,7 @@ def register(subparsers: Any) -> None:
     _add_output(p)
     ckpt = p.add_argument_group(
         "checkpoints", "save the run as it goes and continue it after a crash or a kill")
-    add_checkpoint_arguments(
+    common.add_checkpoint_arguments(
         ckpt, unit="EPISODES",
         folder="folder of the run's checkpoints (orbax, written atomically, the newest 3 "
         "kept; each holds the whole train state, replay buffers included) (default: none)",
@@ -250,7 +239,7 @@ def evaluate_checkpoint(args: argparse.Namespace) -> int:
     check_evaluate(args.checkpoint)  # the recorded memory plan, before any array is read
     try:
         pol = load_policies(args.checkpoint)
-        check_fits_memory("--episodes", plan.evaluation_bytes(pol.config, len(pol.teams),
+        common.check_fits_memory("--episodes", plan.evaluation_bytes(pol.config, len(pol.teams),
                                                               args.episodes, pol.num_seeds),
                           f"evaluating {args.episodes:,} episodes of {pol.num_seeds} seed(s)")
         key = jax.random.PRNGKey(args.seed)
@@ -272,11 +261,11 @@ def _check_evaluate_options(args: argparse.Namespace) -> None:
     refused, before jax is imported."""
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (evaluation episodes)")
-    check_ranges({"--episodes": (args.episodes, 1, INT32_MAX)})  # int32 episode indices
-    check_seed(args.seed)
+    common.check_ranges({"--episodes": (args.episodes, 1, INT32_MAX)})  # int32 episode indices
+    common.check_seed(args.seed)
     if args.render is not None and not args.render.lower().endswith(".gif"):
         raise ValueError(f"--render writes a GIF: {args.render!r} does not end in .gif")
-    check_outputs(args, files={"--json": "json", "--render": "render"})  # not the same file
+    common.check_outputs(args, files={"--json": "json", "--render": "render"})  # not the same file
     if not os.path.isdir(args.checkpoint):
         raise ValueError(f"--checkpoint {args.checkpoint!r} is not a folder (expected a MARL "
                          "run's --checkpoint folder)")
@@ -346,7 +335,7 @@ def check_evaluate(folder: str) -> None:
         except (ValueError, TypeError):
             return  # not a MARL run's checkpoint: load_policies says so
     needed = int(fingerprint.get("num_seeds") or 1) * int(one)
-    check_fits_memory("--checkpoint", needed,
+    common.check_fits_memory("--checkpoint", needed,
                       f"reading the actors of {folder} (its recorded memory plan)")
 
 
@@ -384,10 +373,10 @@ def check_args(args: argparse.Namespace) -> tuple[int | None, int | None, int | 
         args = argparse.Namespace(**{**vars(args), "capacity": _auto_rows(args)})
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (the run's total)")
-    check_ranges({"--episodes": (args.episodes, 1, MAX_EPISODES),
+    common.check_ranges({"--episodes": (args.episodes, 1, MAX_EPISODES),
                   "--update-every": (args.update_every, 1, INT32_MAX),
                   "--checkpoint-every": (args.checkpoint_every, 1, INT32_MAX)})
-    check_seed(args.seed, 1 if args.seeds == "auto" else args.seeds)
+    common.check_seed(args.seed, 1 if args.seeds == "auto" else args.seeds)
     if 1 <= args.capacity < args.batch_size:
         raise ValueError(f"--batch-size ({args.batch_size}) must be <= --capacity "
                          f"({args.capacity}), the replay rows it draws from")
@@ -458,7 +447,7 @@ def config_from_args(args: argparse.Namespace) -> MARLConfig:
     # the predators of --predators A --prey G are the config's num_agents too
     flags = FLAGS if args.predators is None else {"num_agents (predators)": "--predators",
                                                   "num_agents": "--predators", **FLAGS}
-    with flag_names(flags):
+    with common.flag_names(flags):
         return _config(args, agents, prey, obstacles)
 
 
@@ -561,7 +550,7 @@ def check_resume(folder: str, record: dict[str, Any], config: MARLConfig, seeds:
 
 def _open_checkpoints(args: argparse.Namespace, config: MARLConfig) -> Any:
     """The run's checkpoint folder (None without ``--checkpoint``), options checked first."""
-    check_checkpoint_arguments(args)
+    common.check_checkpoint_arguments(args)
     if args.checkpoint is None:
         return None
     from jaxrl_pim.checkpoint import Checkpoints
@@ -598,12 +587,12 @@ def main(args: argparse.Namespace) -> int:
         # each process holds its own devices' seeds: the memory check is per process
         config, memory = fit_memory(args, config, -(-args.seeds // procs.count),
                                     max(1, seed_mesh(args.seeds).devices.size // procs.count))
-        with flag_names(FLAGS):
+        with common.flag_names(FLAGS):
             return run_seeds(args, config, memory, procs.index == 0)
     config, memory = fit_memory(args, config)
     checkpoints = _open_checkpoints(args, config)
     try:
-        with flag_names(FLAGS):
+        with common.flag_names(FLAGS):
             return _run(args, config, checkpoints, memory)
     finally:
         if checkpoints is not None:
@@ -613,7 +602,7 @@ def main(args: argparse.Namespace) -> int:
 def _check_run_options(args: argparse.Namespace) -> None:
     """The training run's cheap checks and every output path, before jax is imported (and
     another run's checkpoint folder refused); ``--eval-episodes`` gets its default."""
-    check_checkpoint_arguments(args)
+    common.check_checkpoint_arguments(args)
     auto_seeds = args.seeds == "auto"
     if auto_seeds and args.capacity == "auto":
         raise ValueError("--seeds auto and --capacity auto both size to the memory: give one "
@@ -625,14 +614,14 @@ def _check_run_options(args: argparse.Namespace) -> None:
             raise ValueError("--eval-episodes evaluates the seeds of --seeds S > 1; evaluate a "
                              "single run with jaxrl-pim marl evaluate --checkpoint DIR "
                              "--episodes N")
-        check_ranges({"--eval-episodes": (args.eval_episodes, 0, INT32_MAX)})
+        common.check_ranges({"--eval-episodes": (args.eval_episodes, 0, INT32_MAX)})
     if args.plot is not None:
         if args.seeds == 1:
             raise ValueError("--plot draws the curves of --seeds S > 1")
         if not args.plot.lower().endswith(".png"):
             raise ValueError(f"--plot writes a PNG: {args.plot!r} does not end in .png")
     # every output path, and no two the same or inside the checkpoint folder, before any work
-    check_outputs(args, files={"--json": "json", "--plot": "plot"},
+    common.check_outputs(args, files={"--json": "json", "--plot": "plot"},
                   folders={"--checkpoint": "checkpoint"})
     if args.eval_episodes is None:
         args.eval_episodes = EVAL_EPISODES
@@ -641,7 +630,7 @@ def _check_run_options(args: argparse.Namespace) -> None:
                          "needs a fixed --seeds S")
     agents = check_args(args)[0]
     if args.checkpoint is not None and args.resume:  # another run's folder, before JaxMARL
-        with flag_names(FLAGS):
+        with common.flag_names(FLAGS):
             run_record.check_folder(args.checkpoint, "--checkpoint", "MARL",
                                     known=_known_fingerprint(args, agents))
 
@@ -663,7 +652,7 @@ def _run(args: argparse.Namespace, config: MARLConfig, checkpoints: Any,
     timing["init"] = time.perf_counter() - t0
     the_plan = plan.plan_run(config, start)
     every, estimate = _say_plan(args, config, the_plan, start, checkpoints, memory, timing)
-    progress = show_progress(args.progress, sys.stdout)
+    progress = common.show_progress(args.progress, sys.stdout)
     with RichProgress(f"marl {args.algo} {args.env}", enabled=progress) as cb:
         result = checkpoint.train_segments(
             config, state, curve, checkpoints, every=every, memory=memory,

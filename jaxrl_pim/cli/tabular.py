@@ -32,19 +32,8 @@ import numpy as np
 
 from jaxrl_pim import pim, run_record
 from jaxrl_pim.checks import INT32_MAX
+from jaxrl_pim.cli import _common as common
 from jaxrl_pim.cli import launch
-from jaxrl_pim.cli._common import (
-    add_checkpoint_arguments,
-    add_command,
-    check_checkpoint_arguments,
-    check_fits_memory,
-    check_outputs,
-    check_ranges,
-    check_seed,
-    config_defaults,
-    flag_names,
-    show_progress,
-)
 from jaxrl_pim.distributed import describe_lost_peer
 from jaxrl_pim.tabular.config import ALGOS, FORMATS, RNGS, SAMPLINGS, TabularConfig
 
@@ -60,12 +49,12 @@ FLAGS = {"num_cores": "--cores", "sync_period": "--sync-period", "num_episodes":
 #: The command's defaults that differ from TabularConfig's, and why: the command runs
 #: SwiftRL's headline format, INT32 fixed point (the library's own default is fp32).
 COMMAND_DEFAULTS: dict[str, Any] = {"dtype": "int32"}
-_DEFAULT = config_defaults(TabularConfig, **COMMAND_DEFAULTS)
+_DEFAULT = common.config_defaults(TabularConfig, **COMMAND_DEFAULTS)
 
 
 def register(subparsers: Any) -> None:
     """Add the ``tabular`` sub-command."""
-    p = add_command(
+    p = common.add_command(
         subparsers, "tabular", main,
         description="Collect (or load) an offline dataset, train one Q-table per lane with "
         "periodic averaging, evaluate the greedy policy and print the time breakdown. A "
@@ -133,7 +122,7 @@ def register(subparsers: Any) -> None:
                      "--env's)")
     ckpt = p.add_argument_group(
         "checkpoints", "save the run as it goes and continue it after a crash or a kill")
-    add_checkpoint_arguments(
+    common.add_checkpoint_arguments(
         ckpt, unit="ROUNDS",
         folder="folder of the run's checkpoints (orbax, written atomically, the newest 3 "
         "kept) (default: none)",
@@ -253,8 +242,8 @@ def main(args: argparse.Namespace) -> int:
     run_fp = _resumed_fingerprint(config, args, env_name, flags)
     k_data, k_train, k_eval = jax.random.split(jax.random.key(args.seed), 3)
     t0 = time.perf_counter()
-    check_ranges({"--devices": (args.devices, 1, len(jax.devices()))})
-    with flag_names(flags):
+    common.check_ranges({"--devices": (args.devices, 1, len(jax.devices()))})
+    with common.flag_names(flags):
         lanes = process_lanes(config, run_mesh(config, args.devices))
     data = _collect(args, config, env, env_params, terminal, k_data, lanes, t0)
     checkpoints = None
@@ -295,22 +284,22 @@ def _check_options(args: argparse.Namespace) -> dict[str, str]:
         if count is not None:
             _positive(flag, count)
     # int32 episode, round and row indices in the trainer; the rest fails later (or never)
-    check_ranges({flag: (value, 1, INT32_MAX) for flag, value in (
+    common.check_ranges({flag: (value, 1, INT32_MAX) for flag, value in (
         ("--episodes", args.episodes), ("--sync-period", args.sync_period),
         ("--transitions", args.transitions), ("--cores", args.cores),
         ("--agents", args.agents), ("--devices", args.devices),
         ("--eval-episodes", args.eval_episodes), ("--checkpoint-every", args.checkpoint_every))})
-    check_seed(args.seed)
+    common.check_seed(args.seed)
     if args.agents is None and args.dataset is None and args.cores > args.transitions:
         raise ValueError(f"--cores {args.cores} exceeds the dataset size (--transitions "
                          f"{args.transitions}): every lane needs at least one transition")
     _check_mdp_flags(args)
-    check_checkpoint_arguments(args)
-    check_outputs(args, files={"--json": "json", "--save-q": "save_q"},
+    common.check_checkpoint_arguments(args)
+    common.check_outputs(args, files={"--json": "json", "--save-q": "save_q"},
                   folders={"--checkpoint": "checkpoint"})
     flags = dict(FLAGS, num_cores="--agents" if args.agents is not None else "--cores")
     if args.checkpoint is not None and args.resume:  # another run's folder, before jax
-        with flag_names(flags):
+        with common.flag_names(flags):
             run_record.check_folder(args.checkpoint, "--checkpoint", "tabular",
                                     known=_known_fingerprint(args))
     return flags
@@ -320,7 +309,7 @@ def _config(args: argparse.Namespace, num_states: int, num_actions: int,
             flags: dict[str, str]) -> TabularConfig:
     """The trainer's config from the options (errors name the flags)."""
     independent = args.agents is not None
-    with flag_names(flags):
+    with common.flag_names(flags):
         return TabularConfig(
             num_states=num_states, num_actions=num_actions, algo=args.algo,
             sampling=args.sampling, dtype=args.dtype,
@@ -340,7 +329,7 @@ def _resumed_fingerprint(config: TabularConfig, args: argparse.Namespace,
     from jaxrl_pim.checkpoint import Checkpoints
 
     run_fp = _fingerprint(config, args, env_name)
-    with flag_names(flags), Checkpoints(args.checkpoint, fingerprint=run_fp) as folder:
+    with common.flag_names(flags), Checkpoints(args.checkpoint, fingerprint=run_fp) as folder:
         folder.check_record()
     return run_fp
 
@@ -383,9 +372,9 @@ def _train(args: argparse.Namespace, config: TabularConfig, data: _Data, k_train
     from jaxrl_pim.progress import RichProgress
     from jaxrl_pim.tabular.runner import run
 
-    show = show_progress(args.progress, sys.stdout, sys.stderr)
+    show = common.show_progress(args.progress, sys.stdout, sys.stderr)
     with RichProgress("sync rounds", enabled=show and procs.is_main) as progress, \
-            flag_names(flags):
+            common.flag_names(flags):
         # every process runs the same program: the others pass a callback that does nothing
         callback = (progress if procs.is_main else _ignore) if show else None
         try:
@@ -556,7 +545,7 @@ def _check_memory(config: TabularConfig, args: argparse.Namespace, lanes_flag: s
         flag = "--episodes"  # the per-round records dominate
     elif _ROW_BYTES * rows > config.num_cores * table:
         flag = "--transitions"
-    check_fits_memory(flag, needed, f"the run ({config.num_cores:,} Q-tables of "
+    common.check_fits_memory(flag, needed, f"the run ({config.num_cores:,} Q-tables of "
                       f"{config.num_states:,} x {config.num_actions} and "
                       f"{config.num_rounds:,} sync rounds)")
 
