@@ -24,16 +24,6 @@ PRECISIONS = ("fp32", "fp16", "int8")
 PAPER_HIDDEN = (2048, 2048, 2048)
 #: the tables' cells: the layer's number format, "-" for a value not measured
 _fmt = functools.partial(harness.fmt, missing="-")
-#: The fields of a recorded ActorQ config that results files written before the ActorQ configs
-#: took the rl / marl names (``hidden``, ``total_timesteps``) record under their old names: the
-#: committed files keep the names they were written with.
-_RECORDED_AS = {"hidden": "hidden_sizes", "total_timesteps": "total_steps"}
-
-
-def _recorded(config: dict[str, Any], name: str) -> Any:
-    """The field ``name`` of a run's recorded ActorQ config, under the name it was written
-    with (:data:`_RECORDED_AS`)."""
-    return config[name] if name in config else config[_RECORDED_AS[name]]
 
 
 def _target(runs: list[dict[str, Any]], fraction: float = 0.95) -> float | None:
@@ -242,7 +232,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     if res.get("time_to_reward"):
         cfg = res["time_to_reward"][0]["config"]
         lines += [f"## Time to reward: {cfg['env_name']} {cfg['algo']}, actor "
-                  f"{'x'.join(map(str, _recorded(cfg, 'hidden')))}, {cfg['num_actors']} actors x "
+                  f"{'x'.join(map(str, cfg['hidden']))}, {cfg['num_actors']} actors x "
                   f"{cfg['envs_per_actor']} envs, refresh every {cfg['actor_update_period']} "
                   f"steps ({res['time_to_reward'][0]['mode']})", ""]
         target = s.get("time_to_reward_target")
@@ -278,7 +268,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     if pg:
         lines += [f"## {pg['config']['env_name']}: D4PG, single program, "
                   f"{pg['config']['num_actors']} actors, "
-                  f"{_recorded(pg['config'], 'total_timesteps'):,} steps, "
+                  f"{pg['config']['total_timesteps']:,} steps, "
                   f"seed {pg['seed']}", "",
                   f"Uniform-random policy: {pg['random_policy']['mean']:.1f} over "
                   f"{pg['random_policy']['episodes']} episodes (this run).", "",
