@@ -11,7 +11,7 @@
   run real int8 matmuls, fp16 actors keep float16 kernels and run half matmuls
   (:mod:`jaxrl_pim.quant.compute`); ``compute="float32"`` dequantizes everything (the
   *dequantized policy*, float32 arithmetic).
-* ``resolve_compute(compute, precision, rows)``: ``"auto"`` made concrete for the device
+* ``resolve_compute(compute, precision, rows, width)``: ``"auto"`` made concrete for the device
   (:func:`jaxrl_pim.quant.compute.fastest_compute`); ``fast_int8_params(fn, held, obs)``: an
   int8 actor's parameters prepared for the fast int8 path
   (:mod:`jaxrl_pim.quant.fast_int8`: static activation scales calibrated on ``obs``), which
@@ -61,11 +61,12 @@ def actor_params(params: Any, precision: str, compute: str = "native") -> Any:
     return actor_tree(quantize_tree(params, broadcast_spec(precision)), compute)
 
 
-def resolve_compute(compute: str, precision: str, rows: int) -> str:
+def resolve_compute(compute: str, precision: str, rows: int, width: int | None = None) -> str:
     """``compute`` with ``"auto"`` replaced by the faster arithmetic for ``precision`` on the
-    default backend at ``rows`` rows per policy call (``"native"`` or ``"float32"``)."""
+    default backend at ``rows`` rows per policy call through hidden layers at least ``width``
+    wide (``"native"`` or ``"float32"``; :func:`~jaxrl_pim.quant.compute.fastest_compute`)."""
     if compute == "auto":
-        return fastest_compute(precision, rows)
+        return fastest_compute(precision, rows, width=width)
     if compute not in COMPUTES:
         raise ValueError(f"compute must be auto or one of {', '.join(COMPUTES)}; got {compute!r}")
     return compute

@@ -407,7 +407,7 @@ class DistributedLearner(runner.SegmentedLearner):
         cfg = self.config
         params = actor_params(self.agent.policy_params(learner), cfg.precision,
                               resolve_compute(cfg.actor_compute, cfg.precision,
-                                              cfg.eval_episodes))
+                                              cfg.eval_episodes, min(cfg.hidden)))
         return float(jax.jit(lambda p, k: evaluate(
             self.env, self.env_params, self.agent, self.info, p, k, cfg.eval_episodes))(
                 params, self.k_eval))

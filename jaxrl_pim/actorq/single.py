@@ -102,7 +102,8 @@ def make_system(config: ActorQConfig) -> System:
     n_envs = config.steps_per_iteration
     n = config.n_step
     first_update_it = max(config.learning_starts, config.batch_size) // n_envs + n - 1
-    compute = resolve_compute(config.actor_compute, config.precision, n_envs)
+    compute = resolve_compute(config.actor_compute, config.precision, n_envs,
+                              min(config.hidden))
     fast = config.precision == "int8" and compute == "native"
 
     def broadcast(learner: Any, obs: jax.Array) -> Any:

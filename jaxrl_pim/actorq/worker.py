@@ -91,7 +91,8 @@ class ActorWorker:
         env, env_params, info = make_with_info(config.env_name)
         agent = make_agent(config, info)
         n_env, period = config.envs_per_actor, config.actor_update_period
-        self.compute = resolve_compute(config.actor_compute, config.precision, n_env)
+        self.compute = resolve_compute(config.actor_compute, config.precision, n_env,
+                                       min(config.hidden))
         self.fast = config.precision == "int8" and self.compute == "native"
         key = jax.random.fold_in(jax.random.PRNGKey(seed), 1000 + actor_id)
         if incarnation:

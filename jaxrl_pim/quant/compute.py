@@ -154,16 +154,29 @@ def policy_apply(module: nn.Module, variables: PyTree, *args: Any, **kwargs: Any
         return module.apply(variables, *args, **kwargs)
 
 
+#: XLA:CPU's fast int8 products (YNNPACK's dots) beat float32 ones on layers at least this
+#: wide at any number of rows (two or more) ...
+INT8_WIDE_LAYER = 1024
+#: ... and on narrower layers once rows x width reaches this (the quantize and rescale
+#: epilogues are then repaid). Both from ``benchmarks/results/cpu/quant_inference.json``'s
+#: ``ynn_dots_int8_fast_device_speedup_vs_fp32_*`` figures: faster at 1,024 and 2,048 wide at
+#: every batch, at 256 wide from 64 rows, at 64 wide from 1,024 rows; slower below
+#: (``tests/quant/test_fast_int8.py`` checks the rule against the file).
+INT8_ROWS_X_WIDTH = 16_384
+
+
 def fastest_compute(precision: str, rows: int, backend: str | None = None,
-                    xla_flags: str | None = None) -> str:
+                    xla_flags: str | None = None, *, width: int | None = None) -> str:
     """The faster of ``"native"`` and ``"float32"`` arithmetic for a quantized policy, as
     measured by ``benchmarks/quant_inference.py`` (``docs/quantization.md``).
 
     * int8: ``"native"`` only on XLA:CPU with its YNNPACK dot path on
-      (:func:`fast_int8.int8_dots_fast`) and ``rows >= 2`` (XLA:CPU widens a one-row int8
-      product, a matrix-vector product, to int32). On GPUs and TPUs ``"float32"`` until the
-      GPU suite has timed the fast int8 path: the H200 figures so far have the per-row int8
-      path slower than float32 (TF32).
+      (:func:`fast_int8.int8_dots_fast`), ``rows >= 2`` (XLA:CPU widens a one-row int8
+      product, a matrix-vector product, to int32) and, when the policy's narrowest hidden
+      ``width`` is given, a layer wide enough to repay the int8 epilogues (``width >=``
+      :data:`INT8_WIDE_LAYER` or ``rows * width >=`` :data:`INT8_ROWS_X_WIDTH`). On GPUs and
+      TPUs ``"float32"`` until the GPU suite has timed the fast int8 path: the H200 figures so
+      far have the per-row int8 path slower than float32 (TF32).
     * float16: ``"float32"`` on CPU (no fast half product), ``"native"`` elsewhere.
     * float32: ``"native"`` (nothing to choose).
 
@@ -172,6 +185,7 @@ def fastest_compute(precision: str, rows: int, backend: str | None = None,
       rows: rows per policy call (the environments one vmapped call evaluates).
       backend: the JAX backend (default: the default backend).
       xla_flags: ``XLA_FLAGS`` to read (default: the environment's).
+      width: the narrowest hidden layer's width (units); None: not considered.
     Returns:
       ``"native"`` or ``"float32"``.
     """
@@ -180,7 +194,8 @@ def fastest_compute(precision: str, rows: int, backend: str | None = None,
         return "native"
     if precision == "fp16":
         return "float32" if backend == "cpu" else "native"
-    if backend == "cpu" and rows >= 2 and fast_int8.int8_dots_fast(backend, xla_flags):
+    wide = width is None or width >= INT8_WIDE_LAYER or rows * width >= INT8_ROWS_X_WIDTH
+    if backend == "cpu" and rows >= 2 and wide and fast_int8.int8_dots_fast(backend, xla_flags):
         return "native"
     return "float32"
 

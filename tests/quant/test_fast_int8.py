@@ -5,7 +5,9 @@ rules that choose it (quant.compute.fastest_compute)."""
 from __future__ import annotations
 
 import functools
+import json
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -181,3 +183,30 @@ def test_fastest_compute_follows_the_measured_rules():
     assert resolve_compute("float32", "int8", 8) == "float32"
     with pytest.raises(ValueError):
         resolve_compute("fast", "int8", 8)
+    # the layer's width: int8 repays its epilogues on wide layers or many rows
+    assert fastest_compute("int8", 8, "cpu", ynn, width=256) == "float32"
+    assert fastest_compute("int8", 64, "cpu", ynn, width=256) == "native"
+    assert fastest_compute("int8", 2, "cpu", ynn, width=1024) == "native"
+
+
+def test_the_width_rule_agrees_with_the_published_cpu_measurements():
+    """Where the published run (``cpu/quant_inference.json``, YNNPACK's dots on) found the
+    fast int8 path more than 10 % faster or slower than float32 at two or more rows, the rule
+    chooses accordingly; a republished file that moves a point across fails here."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks/results/cpu/quant_inference.json"
+    summary = json.loads(path.read_text())["summary"]
+    prefix = "ynn_dots_int8_fast_device_speedup_vs_fp32_"
+    ynn = "--xla_cpu_experimental_ynn_fusion_type=individual_dot"
+    checked = 0
+    for key, ratio in summary.items():
+        if not key.startswith(prefix):
+            continue
+        net, batch = key[len(prefix):].rsplit("_b", 1)
+        net = summary["paper_actor_network"] if net == "paper" else net  # dqn-2048x2048x2048
+        rows, width = int(batch), min(int(w) for w in net.split("-", 1)[1].split("x"))
+        if rows < 2 or 0.9 <= ratio <= 1.1:
+            continue
+        want = "native" if ratio > 1.1 else "float32"
+        assert fastest_compute("int8", rows, "cpu", ynn, width=width) == want, (key, ratio)
+        checked += 1
+    assert checked >= 10
