@@ -12,6 +12,7 @@
   (:mod:`jaxrl_pim.quant.compute`); ``compute="float32"`` dequantizes everything (the
   *dequantized policy*, float32 arithmetic).
 * ``resolve_compute(compute, precision, rows, width)``: ``"auto"`` made concrete for the device
+  (``actors_compute(config, rows)``: the same for a config's actors)
   (:func:`jaxrl_pim.quant.compute.fastest_compute`); ``fast_int8_params(fn, held, obs)``: an
   int8 actor's parameters prepared for the fast int8 path
   (:mod:`jaxrl_pim.quant.fast_int8`: static activation scales calibrated on ``obs``), which
@@ -29,6 +30,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.quant import QuantSpec, fast_int8, pack, packed_nbytes, params_nbytes, quantize_tree
 from jaxrl_pim.quant.compute import COMPUTES, actor_tree, dequantized, fastest_compute
 from jaxrl_pim.quant.packing import PackedParams, unpack_qtensors
@@ -70,6 +72,13 @@ def resolve_compute(compute: str, precision: str, rows: int, width: int | None =
     if compute not in COMPUTES:
         raise ValueError(f"compute must be auto or one of {', '.join(COMPUTES)}; got {compute!r}")
     return compute
+
+
+def actors_compute(config: ActorQConfig, rows: int) -> str:
+    """The arithmetic of ``config``'s actors evaluating ``rows`` rows per call:
+    :func:`resolve_compute` of its ``actor_compute`` and ``precision`` through its policy's
+    narrowest hidden layer."""
+    return resolve_compute(config.actor_compute, config.precision, rows, min(config.hidden))
 
 
 def fast_int8_params(fn: Any, held: Any, obs: jax.Array) -> fast_int8.Prepared:

@@ -55,7 +55,7 @@ import numpy as np
 
 from jaxrl_pim import runner
 from jaxrl_pim.actorq.actor import evaluate
-from jaxrl_pim.actorq.broadcast import actor_params, encode, resolve_compute
+from jaxrl_pim.actorq.broadcast import actor_params, actors_compute, encode
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.single import (
     Curve,
@@ -406,8 +406,7 @@ class DistributedLearner(runner.SegmentedLearner):
         """Mean return of the greedy quantized policy of ``learner``."""
         cfg = self.config
         params = actor_params(self.agent.policy_params(learner), cfg.precision,
-                              resolve_compute(cfg.actor_compute, cfg.precision,
-                                              cfg.eval_episodes, min(cfg.hidden)))
+                              actors_compute(cfg, cfg.eval_episodes))
         return float(jax.jit(lambda p, k: evaluate(
             self.env, self.env_params, self.agent, self.info, p, k, cfg.eval_episodes))(
                 params, self.k_eval))

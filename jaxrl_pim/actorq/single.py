@@ -7,7 +7,7 @@ replay, a full-precision learner update every ``train_frequency`` iterations onc
 ``learning_starts`` steps are collected, and every ``actor_update_period`` iterations a
 broadcast: the learner's policy is quantized (``broadcast.actor_params``) and becomes the
 actors' policy. The actors compute in ``config.actor_compute`` made concrete for the device
-and the ``num_actors * envs_per_actor`` rows of a call (``broadcast.resolve_compute``); int8
+and the ``num_actors * envs_per_actor`` rows of a call (``broadcast.actors_compute``); int8
 actors computing natively run the fast int8 path (``broadcast.fast_int8_params``), its
 static activation scales calibrated at each broadcast on the environments' current
 observations and :data:`CALIBRATION_ROWS` observations sampled from replay.
@@ -30,7 +30,7 @@ import numpy as np
 from jaxrl_pim import runner
 from jaxrl_pim.actorq.actor import EnvCarry, env_step, evaluate, init_carry
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.broadcast import actor_params, fast_int8_params, resolve_compute
+from jaxrl_pim.actorq.broadcast import actor_params, actors_compute, fast_int8_params
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Replay, ReplayState, make_replay
 from jaxrl_pim.checkpoint import Restored, fingerprint
@@ -102,8 +102,7 @@ def make_system(config: ActorQConfig) -> System:
     n_envs = config.steps_per_iteration
     n = config.n_step
     first_update_it = max(config.learning_starts, config.batch_size) // n_envs + n - 1
-    compute = resolve_compute(config.actor_compute, config.precision, n_envs,
-                              min(config.hidden))
+    compute = actors_compute(config, n_envs)
     fast = config.precision == "int8" and compute == "native"
 
     def broadcast(learner: Any, obs: jax.Array) -> Any:

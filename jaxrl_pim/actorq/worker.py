@@ -15,7 +15,7 @@ incarnation)`` for an actor restarted after a failure (a fresh stream, not a rep
 one that died).
 
 The actor computes in ``config.actor_compute`` made concrete for its device and its
-``envs_per_actor`` rows per call (``broadcast.resolve_compute``). An int8 actor computing
+``envs_per_actor`` rows per call (``broadcast.actors_compute``). An int8 actor computing
 natively runs the fast int8 path (:mod:`jaxrl_pim.quant.fast_int8`, as single-program actors
 do): a broadcast carries no activation ranges, so at each ``set_policy`` the actor calibrates
 the static activation scales on states it visited itself -- its environments' current
@@ -45,10 +45,10 @@ from jaxrl_pim.actorq.algorithms import make_agent
 from jaxrl_pim.actorq.broadcast import (
     BroadcastMeta,
     Wire,
+    actors_compute,
     deserialize,
     fast_int8_params,
     load,
-    resolve_compute,
 )
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.envs.factory import make_with_info
@@ -91,8 +91,7 @@ class ActorWorker:
         env, env_params, info = make_with_info(config.env_name)
         agent = make_agent(config, info)
         n_env, period = config.envs_per_actor, config.actor_update_period
-        self.compute = resolve_compute(config.actor_compute, config.precision, n_env,
-                                       min(config.hidden))
+        self.compute = actors_compute(config, n_env)
         self.fast = config.precision == "int8" and self.compute == "native"
         key = jax.random.fold_in(jax.random.PRNGKey(seed), 1000 + actor_id)
         if incarnation:
