@@ -43,20 +43,7 @@ from jaxrl_pim.actorq.config import (
 
 # Everything else loads jax, so it is imported on first use (PEP 562): ``import
 # jaxrl_pim.actorq.config`` and ``from jaxrl_pim.actorq import ActorQDQNConfig`` load no jax.
-_LAZY = {
-    **dict.fromkeys(("DistributedRun", "run_distributed"), "distributed"),
-    "EnergyTracker": "energy",
-    **dict.fromkeys(("compare_precisions", "run_one"), "experiment"),
-    **dict.fromkeys(("speedups", "time_to_reward"), "metrics"),
-    **dict.fromkeys(("make_system", "make_train", "run_timed"), "single"),
-}
-#: The package's modules, also given as attributes on first use (``actorq.ray_pool``).
-SUBMODULES = ("actor", "agent", "algorithms", "broadcast", "config", "d4pg", "distributed",
-              "dqn", "energy", "experiment", "metrics", "ray_pool", "replay", "rules",
-              "single", "transport", "worker")
-__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
-
-if TYPE_CHECKING:  # the static import graph and type checkers see every name
+if TYPE_CHECKING:  # where each name lives: type checkers, the import graph, lazy look-ups
     from jaxrl_pim.actorq.distributed import DistributedRun, run_distributed
     from jaxrl_pim.actorq.energy import EnergyTracker
     from jaxrl_pim.actorq.experiment import compare_precisions, run_one
@@ -79,3 +66,6 @@ __all__ = [
     "speedups",
     "time_to_reward",
 ]
+
+# the names above, and the package's modules, on first use
+__getattr__, __dir__ = lazy.attributes(__name__)

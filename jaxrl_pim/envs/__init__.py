@@ -28,21 +28,7 @@ from jaxrl_pim import lazy
 # The worlds and the factory load jax, so they are imported on first use (PEP 562): ``import
 # jaxrl_pim.envs.names`` or ``jaxrl_pim.envs.mpe.constants`` (what a config checks) loads no
 # jax. ``FrozenLake`` is gymnax's class, imported on first use too (see above).
-_LAZY = {
-    "CliffWalking": "cliffwalking",
-    "ENV_NAMES": "factory:TABULAR_NAMES",  # the tabular names make builds (same tuple)
-    **dict.fromkeys(("TABULAR_NAMES", "EnvInfo", "describe", "is_env_object",
-                     "make", "make_with_info"), "factory"),
-    "FrozenLake": "frozenlake",
-    **dict.fromkeys(("TabularModel", "tabular_model"), "model"),
-    "Taxi": "taxi",
-}
-#: The package's modules, also given as attributes on first use (``envs.playground``).
-SUBMODULES = ("api", "cliffwalking", "factory", "frozenlake", "indexed", "jaxmarl_adapter",
-              "model", "mpe", "names", "playground", "spaces", "taxi")
-__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
-
-if TYPE_CHECKING:  # the static import graph and type checkers see every name
+if TYPE_CHECKING:  # where each name lives: type checkers, the import graph, lazy look-ups
     from jaxrl_pim.envs.cliffwalking import CliffWalking
     from jaxrl_pim.envs.factory import (
         TABULAR_NAMES,
@@ -72,3 +58,6 @@ __all__ = [
     "make_with_info",
     "tabular_model",
 ]
+
+# the names above, and the package's modules, on first use
+__getattr__, __dir__ = lazy.attributes(__name__)

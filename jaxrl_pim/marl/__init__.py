@@ -33,19 +33,7 @@ from jaxrl_pim.marl.config import MARLConfig
 
 # Everything else loads jax, so it is imported on first use (PEP 562): ``import
 # jaxrl_pim.marl.config`` and ``from jaxrl_pim.marl import MARLConfig`` load no jax.
-_LAZY = {
-    **dict.fromkeys(("Policies", "evaluate", "load_policies"), "policies"),
-    **dict.fromkeys(("Algorithm", "make_algorithm"), "rules"),
-    **dict.fromkeys(("Phases", "TrainState", "make_init", "make_phases", "make_train",
-                     "make_schedule", "make_train_from", "piece_program",
-                     "random_policy_return"), "trainer"),
-}
-#: The package's modules, also given as attributes on first use (``marl.seeds``).
-SUBMODULES = ("checkpoint", "config", "learner", "networks", "plan", "policies", "profiler",
-              "render", "rollout", "rules", "schedule", "seeds", "trainer")
-__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
-
-if TYPE_CHECKING:  # the static import graph and type checkers see every name
+if TYPE_CHECKING:  # where each name lives: type checkers, the import graph, lazy look-ups
     from jaxrl_pim.marl.policies import Policies, evaluate, load_policies
     from jaxrl_pim.marl.rules import Algorithm, make_algorithm
     from jaxrl_pim.marl.trainer import (
@@ -78,3 +66,5 @@ __all__ = [
     "random_policy_return",
 ]
 
+# the names above, and the package's modules, on first use
+__getattr__, __dir__ = lazy.attributes(__name__)

@@ -33,18 +33,7 @@ from jaxrl_pim.studies.config import (
 
 # Everything else loads jax (and gymnax), so it is imported on first use (PEP 562): ``from
 # jaxrl_pim.studies import PTQConfig`` and ``import jaxrl_pim.studies.config`` load no jax.
-_LAZY = {
-    **dict.fromkeys(("GAP_ABLATION_ALPHA", "gap_ablation_tasks", "run_gap_ablation"), "gap"),
-    **dict.fromkeys(("evaluate_formats", "format_specs", "return_ratio", "run_ptq"), "ptq"),
-    **dict.fromkeys(("run_qat", "with_qat"), "qat"),
-    "evaluate_quantized": "quantized_policy",
-    **dict.fromkeys(("TASKS", "StudyTask", "task_keys", "train_seeds"), "tasks"),
-}
-#: The package's modules, also given as attributes on first use (``studies.report``).
-SUBMODULES = ("config", "gap", "ptq", "qat", "quantized_policy", "report", "tasks")
-__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
-
-if TYPE_CHECKING:  # the static import graph and type checkers see every name
+if TYPE_CHECKING:  # where each name lives: type checkers, the import graph, lazy look-ups
     from jaxrl_pim.studies.gap import GAP_ABLATION_ALPHA, gap_ablation_tasks, run_gap_ablation
     from jaxrl_pim.studies.ptq import evaluate_formats, format_specs, return_ratio, run_ptq
     from jaxrl_pim.studies.qat import run_qat, with_qat
@@ -72,3 +61,6 @@ __all__ = [
     "train_seeds",
     "with_qat",
 ]
+
+# the names above, and the package's modules, on first use
+__getattr__, __dir__ = lazy.attributes(__name__)

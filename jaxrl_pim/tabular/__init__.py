@@ -15,31 +15,15 @@ A run in segments of whole sync rounds (to checkpoint it, or to stop and continu
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from jaxrl_pim import lazy
 from jaxrl_pim.tabular.config import ALGOS, FORMATS, SAMPLINGS, TabularConfig
 
 # Everything else loads jax, so it is imported on first use (PEP 562): ``import
 # jaxrl_pim.tabular.config`` (the workload description) and ``from jaxrl_pim.tabular import
 # TabularConfig`` load no jax.
-_LAZY = {
-    "EvalResult": "evaluate", "evaluate": "evaluate", "optimal_value": "evaluate",
-    "value_iteration": "evaluate",
-    "NumericFormat": "formats", "get_format": "formats",
-    "stride_order": "sampling",
-    "TabularState": "trainer", "chunk": "trainer", "dropped_rows": "trainer",
-    "init_state": "trainer", "make_mesh": "trainer", "make_train": "trainer",
-    "make_train_from": "trainer", "q_table": "trainer",
-}
-#: The package's modules, also given as attributes on first use (``tabular.formats``).
-SUBMODULES = ("config", "evaluate", "formats", "lanes", "pallas_common", "pallas_gpu",
-              "pallas_lanes", "pallas_select", "pallas_tpu", "rules", "runner", "sampling",
-              "trainer")
-
-if TYPE_CHECKING:  # the static import graph and type checkers see every name
+if TYPE_CHECKING:  # where each name lives: type checkers, the import graph, lazy look-ups
     from jaxrl_pim.tabular.evaluate import EvalResult, evaluate, optimal_value, value_iteration
     from jaxrl_pim.tabular.formats import NumericFormat, get_format
     from jaxrl_pim.tabular.sampling import stride_order
@@ -53,35 +37,6 @@ if TYPE_CHECKING:  # the static import graph and type checkers see every name
         make_train_from,
         q_table,
     )
-
-
-class _Package(types.ModuleType):
-    """This package's module type: the import system sets a submodule as an attribute of its
-    package when it first loads it, which would hide the function ``evaluate`` behind the
-    module ``evaluate``; a lazy name keeps its own value."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _LAZY and isinstance(value, types.ModuleType):
-            return  # the submodule stays reachable as sys.modules[...]
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    if name in SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, *SUBMODULES})
-
 
 __all__ = [
     "ALGOS",
@@ -104,3 +59,6 @@ __all__ = [
     "stride_order",
     "value_iteration",
 ]
+
+# the names above, and the package's modules, on first use
+__getattr__, __dir__ = lazy.attributes(__name__)

@@ -91,22 +91,16 @@ def test_the_trainer_and_runner_names_are_the_config_module_s() -> None:
     assert dataclasses.replace(cfg, kernel="scan").resolved_kernel("cpu") == "scan"
 
 
-def test_every_public_name_of_the_lazy_package_imports() -> None:
-    # (that importing the package and the config loads no jax: tests/test_pim.py)
+def test_a_lazy_function_named_like_its_module_stays_the_function() -> None:
+    # (every public name and module of the package: tests/test_lazy.py; that importing the
+    # package and the config loads no jax: tests/test_pim.py)
     import importlib
 
     from jaxrl_pim import tabular
 
-    importlib.import_module("jaxrl_pim.tabular.evaluate")  # loading the module first ...
-    assert callable(tabular.evaluate)  # ... leaves the package's evaluate the function
-    for name in tabular.__all__:  # each the object its own module defines
-        home = tabular._LAZY.get(name, "config")
-        assert getattr(tabular, name) is getattr(
-            importlib.import_module(f"jaxrl_pim.tabular.{home}"), name), name
-    for module in set(tabular.SUBMODULES) - set(tabular._LAZY):
-        assert getattr(tabular, module) is importlib.import_module(f"jaxrl_pim.tabular.{module}")
+    module = importlib.import_module("jaxrl_pim.tabular.evaluate")  # loading the module ...
+    assert tabular.evaluate is module.evaluate  # ... leaves the package's evaluate the function
     from jaxrl_pim.tabular import make_train, trainer
 
     assert tabular.make_train is make_train is trainer.make_train
-    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
-        tabular.nothing  # noqa: B018
+    assert tabular.constants is importlib.import_module("jaxrl_pim.tabular.constants")

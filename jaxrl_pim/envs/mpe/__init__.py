@@ -38,22 +38,7 @@ from jaxrl_pim.envs.mpe.constants import MAX_AGENTS, TAG_PRESETS
 # The worlds load jax, so they are imported on first use (PEP 562): ``import
 # jaxrl_pim.envs.mpe.constants`` (the size limits a config checks) and
 # ``jaxrl_pim.envs.mpe.teams`` (the teams a config reads) load no jax.
-_LAZY = {
-    **dict.fromkeys(("make_rollout",), "rollout"),
-    **dict.fromkeys(("OBSTACLE_SIZE", "OCCUPIED_RADIUS", "PREDATOR_ACCEL", "PREDATOR_MAX_SPEED",
-                     "PREDATOR_SIZE", "PREY_ACCEL", "PREY_MAX_SPEED", "PREY_SIZE",
-                     "REWARD_CONVENTIONS", "SPREAD_ACCEL", "SPREAD_AGENT_SIZE",
-                     "SPREAD_LANDMARK_SIZE", "SPREAD_PRESETS", "TAG_REWARD", "SpreadEnv",
-                     "TagEnv", "make", "make_spread", "make_tag"), "scenarios"),
-    **dict.fromkeys(("ACTION_DIM", "TeamSpec", "spread_teams", "tag_teams"), "teams"),
-    **dict.fromkeys(("INTEGRATIONS", "SPLIT_PAIRS_MIN_ENTITIES", "MPEParams", "MPEState",
-                     "ParticleWorld", "contact_force", "off_diagonal"), "world"),
-}
-#: The package's modules, also given as attributes on first use (``mpe.scenarios``).
-SUBMODULES = ("constants", "rollout", "scenarios", "teams", "world")
-__getattr__, __dir__ = lazy.attributes(__name__, _LAZY, SUBMODULES)
-
-if TYPE_CHECKING:  # the static import graph and type checkers see every name
+if TYPE_CHECKING:  # where each name lives: type checkers, the import graph, lazy look-ups
     from jaxrl_pim.envs.mpe.rollout import make_rollout
     from jaxrl_pim.envs.mpe.scenarios import (
         OBSTACLE_SIZE,
@@ -123,3 +108,5 @@ __all__ = [
     "tag_teams",
 ]
 
+# the names above, and the package's modules, on first use
+__getattr__, __dir__ = lazy.attributes(__name__)
