@@ -349,7 +349,7 @@ def playground_section(size: dict[str, Any], seed: int) -> dict[str, Any]:
     cfg = default_config(**size["playground"])
     rand = random_return(cfg.env_name, size["random_episodes"], seed)
     _log(f"[playground] random policy: {rand['mean']:.1f}")
-    res = compare_precisions(cfg, size["playground_precisions"], "single", seed)
+    res = compare_precisions(cfg, size["playground_precisions"], seed)
     for r in res["runs"].values():
         r.pop("episode_returns", None)
     _log("[playground] final eval " + ", ".join(

@@ -9,7 +9,9 @@ int8 one after the other in the same process (same seed, same machine) and adds 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -38,7 +40,7 @@ def run_one(
     num_chunks: int = 20,
     *,
     ray_address: str | None = None,
-    checkpoints: Any = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
     checkpoint_every: int | None = None,
     resume: bool = False,
 ) -> dict[str, Any]:
@@ -46,10 +48,28 @@ def run_one(
 
     ``mode``: ``"single"`` (:func:`jaxrl_pim.actorq.single.run_timed`), ``"ray"`` or
     ``"processes"`` (:func:`jaxrl_pim.actorq.distributed.run_distributed` with that
-    transport). ``checkpoints`` / ``checkpoint_every`` (environment steps) / ``resume`` are
-    passed on (see those functions).
+    transport). With ``checkpoint_dir`` the run checkpoints into that folder
+    (:class:`jaxrl_pim.checkpoint.Checkpoints`, keeping the last 3), fingerprinted by its
+    config, seed, chunking and mode; ``checkpoint_every`` (environment steps) and ``resume``
+    (continue from the newest checkpoint there) are passed on (see those functions).
     """
     check_choice("mode", mode, MODES)
+    if checkpoint_dir is None:
+        return _run_one(config, mode, seed, callback, num_chunks, ray_address, None,
+                        checkpoint_every, resume)
+    from jaxrl_pim.actorq.single import checkpoint_fingerprint
+    from jaxrl_pim.checkpoint import Checkpoints
+
+    with Checkpoints(Path(checkpoint_dir), keep=3, fingerprint=checkpoint_fingerprint(
+            config, seed, num_chunks, mode)) as checkpoints:
+        return _run_one(config, mode, seed, callback, num_chunks, ray_address, checkpoints,
+                        checkpoint_every, resume)
+
+
+def _run_one(config: ActorQConfig, mode: str, seed: int, callback: Callable[..., None] | None,
+             num_chunks: int, ray_address: str | None, checkpoints: Any,
+             checkpoint_every: int | None, resume: bool) -> dict[str, Any]:
+    """:func:`run_one` once its checkpoint folder (or None) is open."""
     if mode == "single":
         from jaxrl_pim.actorq.single import run_timed
 
@@ -87,50 +107,32 @@ def run_one(
 def compare_precisions(
     config: ActorQConfig,
     precisions: Sequence[str] = PRECISIONS,
-    mode: str = "single",
     seed: int = 0,
     callback_factory: Callable[[str], Any] | None = None,
-    num_chunks: int = 20,
-    *,
-    ray_address: str | None = None,
-    checkpoint_dir: Any = None,
-    checkpoint_every: int | None = None,
-    resume: bool = False,
+    **run_options: Any,
 ) -> dict[str, Any]:
     """Run each precision with otherwise identical settings; add speed-ups when fp32 ran.
 
     Returns ``{"runs": {precision: run_one(...)}, "broadcast_bytes": {...},
     "time_to_reward": speedups(...) or None}``. ``callback_factory(precision)`` may return a
-    context manager yielding a progress callback (e.g. ``RichProgress``). With
-    ``checkpoint_dir`` each precision checkpoints into ``<checkpoint_dir>/<precision>``
-    (:class:`jaxrl_pim.checkpoint.Checkpoints`, keeping the last 3), fingerprinted by its
-    config, seed, chunking and mode; ``resume`` continues each from its newest checkpoint.
+    context manager yielding a progress callback (e.g. ``RichProgress``). ``run_options`` are
+    :func:`run_one`'s other keyword arguments (``mode``, ``num_chunks``, ``ray_address``,
+    ``checkpoint_dir``, ``checkpoint_every``, ``resume``), the same for every precision,
+    except that with ``checkpoint_dir`` each precision checkpoints into
+    ``<checkpoint_dir>/<precision>``.
     """
     for p in precisions:
         check_choice("precision", p, PRECISIONS)
+    folder = run_options.pop("checkpoint_dir", None)
     runs: dict[str, Any] = {}
     for p in precisions:
         cfg = config.replace(precision=p)
-        ckpt = None
-        if checkpoint_dir is not None:
-            from pathlib import Path
-
-            from jaxrl_pim.actorq.single import checkpoint_fingerprint
-            from jaxrl_pim.checkpoint import Checkpoints
-
-            ckpt = Checkpoints(Path(checkpoint_dir) / p, keep=3,
-                               fingerprint=checkpoint_fingerprint(cfg, seed, num_chunks, mode))
-        kwargs = dict(ray_address=ray_address, checkpoints=ckpt,
-                      checkpoint_every=checkpoint_every, resume=resume)
-        try:
-            if callback_factory is None:
-                runs[p] = run_one(cfg, mode, seed, None, num_chunks, **kwargs)
-            else:
-                with callback_factory(p) as cb:
-                    runs[p] = run_one(cfg, mode, seed, cb, num_chunks, **kwargs)
-        finally:
-            if ckpt is not None:
-                ckpt.close()
+        options = dict(run_options, checkpoint_dir=None if folder is None else Path(folder) / p)
+        if callback_factory is None:
+            runs[p] = run_one(cfg, seed=seed, **options)
+        else:
+            with callback_factory(p) as cb:
+                runs[p] = run_one(cfg, seed=seed, callback=cb, **options)
     ttr = None
     if "fp32" in runs and runs["fp32"]["final_train_return"] is not None:
         curves = {

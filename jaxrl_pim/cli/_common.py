@@ -330,15 +330,33 @@ def flag_names(flags: Mapping[str, str]) -> Iterator[None]:
         raise ValueError(in_flag_names(str(err), flags)) from None
 
 
-def add_checkpoint_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
-                             folder: str, unit: str, period: str, resume: str) -> None:
-    """Adds ``--checkpoint DIR``, ``--checkpoint-every UNIT`` and ``--resume``, the checkpoint
-    options every training command takes (checked by :func:`check_checkpoint_arguments`).
-    ``folder``, ``period`` and ``resume`` are the help texts (each saying its default),
-    ``unit`` the metavar of the period (``ROUNDS``, ``EPISODES``, ``STEPS``)."""
-    parser.add_argument("--checkpoint", type=Path, default=None, metavar="DIR", help=folder)
-    parser.add_argument("--checkpoint-every", type=int, default=None, metavar=unit, help=period)
-    parser.add_argument("--resume", action="store_true", help=resume)
+def add_json_argument(group: Any, help: str, *, path: bool = False) -> None:
+    """Adds ``--json PATH`` to ``group`` (a parser or an argument group): where the command
+    writes its JSON report, ``None`` when not given; a ``Path`` with ``path``, else the
+    string. ``help`` says what the report holds and its default."""
+    group.add_argument("--json", type=Path if path else None, default=None, metavar="PATH",
+                       help=help)
+
+
+def add_progress_argument(group: Any, help: str) -> None:
+    """Adds ``--progress`` / ``--no-progress`` to ``group``: ``None`` when not given, for
+    :func:`show_progress` to decide from the command's streams; ``help`` names them."""
+    group.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help=help)
+
+
+def add_checkpoint_arguments(parser: argparse.ArgumentParser, *, folder: str, unit: str,
+                             period: str, resume: str) -> None:
+    """Adds the "checkpoints" group of ``parser``: ``--checkpoint DIR``, ``--checkpoint-every
+    UNIT`` and ``--resume``, the checkpoint options every training command takes (checked by
+    :func:`check_checkpoint_arguments`). ``folder``, ``period`` and ``resume`` are the help
+    texts (each saying its default), ``unit`` the metavar of the period (``ROUNDS``,
+    ``EPISODES``, ``STEPS``)."""
+    group = parser.add_argument_group(
+        "checkpoints", "save the run as it goes and continue it after a crash or a kill")
+    group.add_argument("--checkpoint", type=Path, default=None, metavar="DIR", help=folder)
+    group.add_argument("--checkpoint-every", type=int, default=None, metavar=unit, help=period)
+    group.add_argument("--resume", action="store_true", help=resume)
 
 
 def check_checkpoint_arguments(args: argparse.Namespace) -> None:
@@ -451,45 +469,62 @@ def stop_on_signals(prog: str, grace_s: float = STOP_GRACE_S,
     launcher stops its processes) and runs only Python code.
 
     Python runs signal handlers only between bytecodes, so a watchdog thread also sees each
-    signal (through ``signal.set_wakeup_fd``, written by the C-level handler even while the
-    main thread waits in XLA or in a blocking call) and, if the process is still running
-    ``grace_s`` seconds later, ends it the same way. Outside the main thread this does
-    nothing. The previous handlers are restored on exit.
+    signal (:class:`_Watchdog`) and, if the process is still running ``grace_s`` seconds
+    later, ends it the same way. Outside the main thread this does nothing. The previous
+    handlers are restored on exit.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    old_wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    watchdog = _Watchdog(prog, grace_s)
     saved = dict(_stopping)
     _stopping.update({"prog": prog, "reported": False, "raise": raise_stop})
-    done = threading.Event()
-
-    def watchdog() -> None:
-        try:
-            while data := os.read(read_fd, 64):
-                caught = [b for b in data if b in _STOP_SIGNALS]
-                if not caught:
-                    continue
-                if done.wait(grace_s):  # the command stopped by itself in time
-                    return
-                _exit_stopped(prog, caught[-1])
-        finally:
-            os.close(read_fd)
-
-    thread = threading.Thread(target=watchdog, name="jaxrl-pim-stop", daemon=True)
-    thread.start()
+    watchdog.start()
     install_stop_handlers()
     try:
         yield
     finally:
-        done.set()
+        watchdog.done.set()
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-        signal.set_wakeup_fd(old_wakeup)
-        os.close(write_fd)  # the watchdog reads end of file and ends
-        thread.join(timeout=1.0)
+        watchdog.close()
         _stopping.clear()
         _stopping.update(saved)
+
+
+class _Watchdog:
+    """The thread of :func:`stop_on_signals` that sees each signal through
+    ``signal.set_wakeup_fd`` (written by the C-level handler even while the main thread waits
+    in XLA or in a blocking call) and ends the process ``grace_s`` seconds later unless
+    :attr:`done` is set by then. Made in the main thread: it takes over the wakeup fd."""
+
+    def __init__(self, prog: str, grace_s: float) -> None:
+        self.prog, self.grace_s = prog, grace_s
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.write_fd, False)
+        self.old_wakeup = signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="jaxrl-pim-stop", daemon=True)
+
+    def start(self) -> None:
+        """Start watching."""
+        self.thread.start()
+
+    def _watch(self) -> None:
+        try:
+            while data := os.read(self.read_fd, 64):
+                caught = [b for b in data if b in _STOP_SIGNALS]
+                if not caught:
+                    continue
+                if self.done.wait(self.grace_s):  # the command stopped by itself in time
+                    return
+                _exit_stopped(self.prog, caught[-1])
+        finally:
+            os.close(self.read_fd)
+
+    def close(self) -> None:
+        """Give the wakeup fd back and end the thread (it reads end of file)."""
+        signal.set_wakeup_fd(self.old_wakeup)
+        os.close(self.write_fd)
+        self.thread.join(timeout=1.0)

@@ -59,49 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "copy of the policy refreshed every --actor-update-period steps. Several "
         "--precision values run one after the other with the same seed and add times to "
         "95 % of the fp32 reward and speed-ups.")  # a description is not %-formatted
-    p.add_argument("--algo", choices=ACTORQ_ALGOS, default=d.algo,
-                   help="dqn (discrete actions) or d4pg (continuous actions)")
-    p.add_argument("--env", default=None,
-                   help="gymnax task with flat observations (tuned: DQN CartPole-v1, "
-                   "Acrobot-v1, MountainCar-v0; D4PG Pendulum-v1) or, for D4PG, a MuJoCo "
-                   "Playground task playground/<EnvName>[@<max_steps>] (playground extra) "
-                   f"(default: {ActorQDQNConfig.env_name} for dqn, "
-                   f"{ActorQD4PGConfig.env_name} for d4pg)")
-    p.add_argument("--precision", choices=PRECISIONS, nargs="+",
-                   default=list(COMMAND_DEFAULTS["precision"]),
-                   help="one or more actor precisions (policy held and broadcast as "
-                   "fp32/fp16/int8); with fp32 among them, speed-ups too")
-    p.add_argument("--mode", choices=MODES, default="single",
-                   help="single: actors vmapped in one jitted program; ray: one Ray actor per "
-                   "actor (a local Ray instance, or the cluster of --ray-address); processes: "
-                   "one local OS process per actor (shared memory + queue)")
-    p.add_argument("--ray-address", default=None, metavar="ADDRESS",
-                   help="Ray cluster to join with --mode ray ('auto', HOST:6379 or "
-                   "ray://HOST:10001) (default: start a local Ray instance)")
-    p.add_argument("--actor-compute", choices=COMPUTES, default=d.actor_compute,
-                   help="native: int8 actors run int8 matmuls, fp16 actors float16 matmuls; "
-                   "float32: actors dequantize and compute in float32")
-    p.add_argument("--actors", type=int, default=d.num_actors,
-                   help="number of actors K (count)")
-    p.add_argument("--envs-per-actor", type=int, default=d.envs_per_actor,
-                   help="environments each actor steps in lock-step (count)")
-    p.add_argument("--actor-update-period", type=int, default=d.actor_update_period,
-                   help="steps of one actor between two policy refreshes (environment "
-                   "steps)")
-    p.add_argument("--steps", type=int, default=d.total_timesteps,
-                   help="training length, summed over all actors and environments "
-                   "(environment steps)")
-    p.add_argument("--hidden", type=int, nargs="+", default=None,
-                   help="policy MLP widths (units per layer) (default: "
-                   f"{_widths(ActorQDQNConfig.hidden)} for DQN, "
-                   f"{_widths(ActorQD4PGConfig.hidden)} for D4PG)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="PRNG seed (the same for every --precision)")
-    p.add_argument("--energy", action="store_true",
-                   help="track energy (kWh) and carbon (kg CO2eq) with codecarbon, an "
-                   "optional extra (default: off)")
-    p.add_argument("--country", default="USA",
-                   help="3-letter ISO country code for codecarbon's carbon intensity")
+    _add_task(p, d)
+    _add_actors(p, d)
+    _add_training(p, d)
+    _add_energy(p)
     common.add_checkpoint_arguments(
         p, unit="STEPS",
         folder="save each precision's run into DIR/<precision> as it goes (orbax, atomic, "
@@ -110,10 +71,78 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "10%% of --steps)",
         resume="continue from the newest checkpoints in --checkpoint (same options as the run "
         "that wrote them)")
-    p.add_argument("--json", default=None, metavar="PATH",
-                   help="write a JSON report to this file (default: none, print only)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar on stderr (default: on when stderr is a terminal)")
+    _add_output(p)
+
+
+def _add_task(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
+    """The ``task`` options: the algorithm, its environment, the actors' precisions."""
+    task = p.add_argument_group("task")
+    task.add_argument("--algo", choices=ACTORQ_ALGOS, default=d.algo,
+                      help="dqn (discrete actions) or d4pg (continuous actions)")
+    task.add_argument("--env", default=None,
+                      help="gymnax task with flat observations (tuned: DQN CartPole-v1, "
+                      "Acrobot-v1, MountainCar-v0; D4PG Pendulum-v1) or, for D4PG, a MuJoCo "
+                      "Playground task playground/<EnvName>[@<max_steps>] (playground extra) "
+                      f"(default: {ActorQDQNConfig.env_name} for dqn, "
+                      f"{ActorQD4PGConfig.env_name} for d4pg)")
+    task.add_argument("--precision", choices=PRECISIONS, nargs="+",
+                      default=list(COMMAND_DEFAULTS["precision"]),
+                      help="one or more actor precisions (policy held and broadcast as "
+                      "fp32/fp16/int8); with fp32 among them, speed-ups too")
+
+
+def _add_actors(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
+    """The ``actors`` options: where they run, their arithmetic, how many, their refreshes."""
+    actors = p.add_argument_group("actors")
+    actors.add_argument("--mode", choices=MODES, default="single",
+                        help="single: actors vmapped in one jitted program; ray: one Ray actor "
+                        "per actor (a local Ray instance, or the cluster of --ray-address); "
+                        "processes: one local OS process per actor (shared memory + queue)")
+    actors.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                        help="Ray cluster to join with --mode ray ('auto', HOST:6379 or "
+                        "ray://HOST:10001) (default: start a local Ray instance)")
+    actors.add_argument("--actor-compute", choices=COMPUTES, default=d.actor_compute,
+                        help="native: int8 actors run int8 matmuls, fp16 actors float16 "
+                        "matmuls; float32: actors dequantize and compute in float32")
+    actors.add_argument("--actors", type=int, default=d.num_actors,
+                        help="number of actors K (count)")
+    actors.add_argument("--envs-per-actor", type=int, default=d.envs_per_actor,
+                        help="environments each actor steps in lock-step (count)")
+    actors.add_argument("--actor-update-period", type=int, default=d.actor_update_period,
+                        help="steps of one actor between two policy refreshes (environment "
+                        "steps)")
+
+
+def _add_training(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
+    """The ``training`` options: its length, the policy's widths, the seed."""
+    train = p.add_argument_group("training")
+    train.add_argument("--steps", type=int, default=d.total_timesteps,
+                       help="training length, summed over all actors and environments "
+                       "(environment steps)")
+    train.add_argument("--hidden", type=int, nargs="+", default=None,
+                       help="policy MLP widths (units per layer) (default: "
+                       f"{_widths(ActorQDQNConfig.hidden)} for DQN, "
+                       f"{_widths(ActorQD4PGConfig.hidden)} for D4PG)")
+    train.add_argument("--seed", type=int, default=0,
+                       help="PRNG seed (the same for every --precision)")
+
+
+def _add_energy(p: argparse.ArgumentParser) -> None:
+    """The ``energy`` options: codecarbon's tracking."""
+    energy = p.add_argument_group("energy")
+    energy.add_argument("--energy", action="store_true",
+                        help="track energy (kWh) and carbon (kg CO2eq) with codecarbon, an "
+                        "optional extra (default: off)")
+    energy.add_argument("--country", default="USA",
+                        help="3-letter ISO country code for codecarbon's carbon intensity")
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    """The ``output`` options: the report and the progress bar."""
+    out = p.add_argument_group("output")
+    common.add_json_argument(out, "write a JSON report to this file (default: none, print only)")
+    common.add_progress_argument(out, "progress bar on stderr (default: on when stderr is a "
+                                 "terminal)")
 
 
 #: Seconds ``--ray-address HOST:PORT`` has to accept a TCP connection before the run starts.
@@ -168,7 +197,7 @@ def main(args: argparse.Namespace) -> int:
         return RichProgress(f"actorq {config.algo} {config.env_name} {p} ({args.mode})")
 
     with energy, common.flag_names(FLAGS):
-        result = compare_precisions(config, precisions, args.mode, args.seed, progress,
+        result = compare_precisions(config, precisions, args.seed, progress, mode=args.mode,
                                     ray_address=args.ray_address,
                                     checkpoint_dir=args.checkpoint,
                                     checkpoint_every=args.checkpoint_every,

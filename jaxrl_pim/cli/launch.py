@@ -152,68 +152,96 @@ def _relay(prog: str, out_in: int, out_fd: int, err_in: int = 0, err_fd: int = 1
     """The relay's loop (its own process; see :func:`fold_fatal_reports`): copies ``out_in``
     to ``out_fd`` and ``err_in`` to ``err_fd`` line by line until both reach end of file."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # it ends with the process it serves
-    own_error = f"{prog}: error: ".encode()
-    held: list[bytes] = []  # a coordination-service message, held back for _HOLD_S
-    held_since = 0.0
-    fatal: list[bytes] | None = None  # the status lines of a fatal report
-    pending = {out_in: b"", err_in: b""}
-
-    def emit(fd: int, lines: list[bytes]) -> None:
-        data = b"".join(lines)
-        while data:
-            data = data[os.write(fd, data):]
-
-    def on_err_line(line: bytes) -> None:
-        nonlocal held, held_since, fatal
-        if fatal is not None:
-            if len(fatal) < 2 and not line.startswith((b"***", b"RPC:", b"    @")):
-                fatal.append(line)
-            return
-        glog = _GLOG.match(line)
-        if _FATAL in line:
-            fatal = [line.split(b"absl::Status: ", 1)[-1]]
-            held = []
-        elif line.startswith(own_error) and held:
-            held = [line]  # our own one-line error replaces the service's messages
-        elif glog and glog.group(1).startswith(_SERVICE_FILES):
-            if not held:
-                held_since = time.monotonic()
-            held.append(line)
-        elif held:
-            held.append(line)
-        else:
-            emit(err_fd, [line])
-
+    errors = _ErrorLines(prog, err_fd)
+    pending = {out_in: b"", err_in: b""}  # each input's partial last line
     while pending:
-        wait = None
-        if held and fatal is None:
-            wait = max(0.0, held_since + _HOLD_S - time.monotonic())
-        ready, _, _ = select.select(list(pending), [], [], wait)
+        ready, _, _ = select.select(list(pending), [], [], errors.wait_s())
         if not ready:  # a held message with no fatal report after it: show it
-            emit(err_fd, held)
-            held = []
+            errors.show_held()
             continue
         for fd in ready:
-            chunk = os.read(fd, 65536)
-            if not chunk:  # end of file: the last partial line, if any
-                rest = pending.pop(fd)
-                lines = [rest] if rest else []
-            else:
-                *lines, pending[fd] = (pending[fd] + chunk).split(b"\n")
-                lines = [line + b"\n" for line in lines]
-            for line in lines:
+            for line in _read_lines(fd, pending):
                 if _is_gloo_noise(line):
                     continue
                 if fd == out_in:
-                    emit(out_fd, [line])
+                    _emit(out_fd, [line])
                 else:
-                    on_err_line(line)
-    if fatal is not None:
-        status = " ".join(b" ".join(fatal).decode(errors="replace").split()).split(". ")[0]
-        emit(err_fd, [f"{prog}: error: another process of the run died or cannot be reached "
-                      f"(jax distributed service: {status[:300]})\n".encode()])
-    elif held:
-        emit(err_fd, held)
+                    errors.add(line)
+    errors.finish()
+
+
+def _emit(fd: int, lines: list[bytes]) -> None:
+    """Write ``lines`` to ``fd`` whole."""
+    data = b"".join(lines)
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _read_lines(fd: int, pending: dict[int, bytes]) -> list[bytes]:
+    """The whole lines ``fd`` completes with its next read (``pending[fd]`` keeps the partial
+    last one); at end of file its partial last line, if any, and ``fd`` leaves ``pending``."""
+    chunk = os.read(fd, 65536)
+    if not chunk:
+        rest = pending.pop(fd)
+        return [rest] if rest else []
+    *lines, pending[fd] = (pending[fd] + chunk).split(b"\n")
+    return [line + b"\n" for line in lines]
+
+
+class _ErrorLines:
+    """The relay's stderr side: each line shown on ``fd`` as it comes, except that a
+    coordination-service message is held back for ``_HOLD_S`` seconds (and dropped when a
+    fatal report follows, or replaced by the command's own one-line error), and the fatal
+    report is folded into one line at the end (:meth:`finish`)."""
+
+    def __init__(self, prog: str, fd: int) -> None:
+        self.prog, self.fd = prog, fd
+        self.own_error = f"{prog}: error: ".encode()
+        self.held: list[bytes] = []  # a coordination-service message, held back for _HOLD_S
+        self.held_since = 0.0
+        self.fatal: list[bytes] | None = None  # the status lines of a fatal report
+
+    def wait_s(self) -> float | None:
+        """Seconds until the held message is shown (None: nothing to wait for)."""
+        if self.held and self.fatal is None:
+            return max(0.0, self.held_since + _HOLD_S - time.monotonic())
+        return None
+
+    def show_held(self) -> None:
+        """Show the held message now."""
+        _emit(self.fd, self.held)
+        self.held = []
+
+    def add(self, line: bytes) -> None:
+        """One line of stderr: shown, held, or taken into the fatal report."""
+        if self.fatal is not None:
+            if len(self.fatal) < 2 and not line.startswith((b"***", b"RPC:", b"    @")):
+                self.fatal.append(line)
+            return
+        glog = _GLOG.match(line)
+        if _FATAL in line:
+            self.fatal = [line.split(b"absl::Status: ", 1)[-1]]
+            self.held = []
+        elif line.startswith(self.own_error) and self.held:
+            self.held = [line]  # our own one-line error replaces the service's messages
+        elif glog and glog.group(1).startswith(_SERVICE_FILES):
+            if not self.held:
+                self.held_since = time.monotonic()
+            self.held.append(line)
+        elif self.held:
+            self.held.append(line)
+        else:
+            _emit(self.fd, [line])
+
+    def finish(self) -> None:
+        """At end of file: the fatal report as one line, else the held message."""
+        if self.fatal is not None:
+            status = " ".join(b" ".join(self.fatal).decode(errors="replace").split())
+            status = status.split(". ")[0]
+            _emit(self.fd, [f"{self.prog}: error: another process of the run died or cannot "
+                            f"be reached (jax distributed service: {status[:300]})\n".encode()])
+        elif self.held:
+            _emit(self.fd, self.held)
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,72 +285,95 @@ def supervise(
     after ``grace_s``), print one line and return that exit status (1 for a signal); 0
     when all succeed. Ctrl-C or SIGTERM (inside the ``jaxrl-pim`` command) stops all and
     returns 128 + the signal number (130 for a plain ``KeyboardInterrupt``)."""
-    stdout = stdout if stdout is not None else sys.stdout.buffer
-    stderr = stderr if stderr is not None else sys.stderr.buffer
-    lock = threading.Lock()
-    procs: list[subprocess.Popen] = []
-    readers: list[threading.Thread] = []
+    group = _Processes(stdout if stdout is not None else sys.stdout.buffer,
+                       stderr if stderr is not None else sys.stderr.buffer, grace_s)
+    failure: tuple[int, int] | None = None
+    try:
+        for i, (argv, env) in enumerate(zip(argvs, envs, strict=True)):
+            group.start(i, argv, env)
+        failure = group.first_failure()
+        if failure is not None:
+            group.stop_all()
+    except KeyboardInterrupt as stop:
+        group.stop_all()
+        group.join_readers()
+        print(f"{prog}: interrupted; stopped all processes", file=sys.stderr, flush=True)
+        return stop.status if isinstance(stop, Stopped) else 130
+    group.join_readers()
+    if failure is None:
+        return 0
+    return group.report_failure(prog, *failure)
 
-    def pump(stream: BinaryIO, sink: BinaryIO, prefix: bytes) -> None:
+
+class _Processes:
+    """The processes :func:`supervise` runs, each one's stdout and stderr relayed to
+    ``stdout`` and ``stderr`` line by line (whole lines, one writer at a time) with its
+    ``[i] `` prefix."""
+
+    def __init__(self, stdout: BinaryIO, stderr: BinaryIO, grace_s: float) -> None:
+        self.stdout, self.stderr, self.grace_s = stdout, stderr, grace_s
+        self.lock = threading.Lock()
+        self.procs: list[subprocess.Popen] = []
+        self.readers: list[threading.Thread] = []
+
+    def start(self, i: int, argv: Sequence[str], env: Mapping[str, str]) -> None:
+        """Start process ``i`` and the threads that relay its output."""
+        p = subprocess.Popen(list(argv), env=dict(env), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        for stream, sink in ((p.stdout, self.stdout), (p.stderr, self.stderr)):
+            t = threading.Thread(target=self._pump, args=(stream, sink, f"[{i}] ".encode()),
+                                 daemon=True)
+            t.start()
+            self.readers.append(t)
+
+    def _pump(self, stream: BinaryIO, sink: BinaryIO, prefix: bytes) -> None:
         for line in iter(stream.readline, b""):
-            with lock:
+            with self.lock:
                 sink.write(prefix + line if line.endswith(b"\n") else prefix + line + b"\n")
                 sink.flush()
         stream.close()
 
-    def stop_all() -> None:
-        for p in procs:
+    def first_failure(self) -> tuple[int, int] | None:
+        """Wait until a process exits non-zero or all have ended: ``(index, returncode)`` of
+        the one that failed, None when all succeeded."""
+        while any(p.poll() is None for p in self.procs):
+            for i, p in enumerate(self.procs):
+                if p.poll() not in (None, 0):
+                    return i, p.returncode
+            time.sleep(0.05)
+        # all ended: one may have failed in the last round
+        return next(((i, p.returncode) for i, p in enumerate(self.procs) if p.returncode),
+                    None)
+
+    def stop_all(self) -> None:
+        """SIGTERM to every running process, SIGKILL to those still running ``grace_s``
+        later."""
+        for p in self.procs:
             if p.poll() is None:
                 p.terminate()
-        deadline = time.monotonic() + grace_s
-        for p in procs:
+        deadline = time.monotonic() + self.grace_s
+        for p in self.procs:
             try:
                 p.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
 
-    failure: tuple[int, int] | None = None
-    try:
-        for i, (argv, env) in enumerate(zip(argvs, envs, strict=True)):
-            p = subprocess.Popen(list(argv), env=dict(env), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            procs.append(p)
-            for stream, sink in ((p.stdout, stdout), (p.stderr, stderr)):
-                t = threading.Thread(target=pump, args=(stream, sink, f"[{i}] ".encode()),
-                                     daemon=True)
-                t.start()
-                readers.append(t)
-        while failure is None and any(p.poll() is None for p in procs):
-            for i, p in enumerate(procs):
-                if p.poll() not in (None, 0):
-                    failure = (i, p.returncode)
-                    break
-            else:
-                time.sleep(0.05)
-        if failure is None:  # all ended: one may have failed in the last round
-            failure = next(((i, p.returncode) for i, p in enumerate(procs) if p.returncode),
-                           None)
-        if failure is not None:
-            stop_all()
-    except KeyboardInterrupt as stop:
-        stop_all()
-        for t in readers:
-            t.join(timeout=grace_s)
-        print(f"{prog}: interrupted; stopped all processes", file=sys.stderr, flush=True)
-        return stop.status if isinstance(stop, Stopped) else 130
-    for t in readers:
-        t.join(timeout=grace_s)
-    if failure is None:
-        return 0
-    index, status = failure
-    how = f"status {status}" if status > 0 else f"signal {-status}"
-    others = len(procs) - 1
-    with lock:
-        stderr.write(f"{prog}: error: process {index} exited with {how}; stopped the other "
-                     f"{others} process{'es' if others != 1 else ''}\n".encode())
-        stderr.flush()
-    return status if 0 < status < 256 else 1
+    def join_readers(self) -> None:
+        """Wait (``grace_s`` at most each) for the relaying threads to pass the last lines."""
+        for t in self.readers:
+            t.join(timeout=self.grace_s)
+
+    def report_failure(self, prog: str, index: int, status: int) -> int:
+        """Print the one line saying which process failed; returns the exit status."""
+        how = f"status {status}" if status > 0 else f"signal {-status}"
+        others = len(self.procs) - 1
+        with self.lock:
+            self.stderr.write(f"{prog}: error: process {index} exited with {how}; stopped the "
+                              f"other {others} process{'es' if others != 1 else ''}\n".encode())
+            self.stderr.flush()
+        return status if 0 < status < 256 else 1
 
 
 def launch(

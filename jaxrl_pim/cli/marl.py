@@ -97,10 +97,8 @@ def register(subparsers: Any) -> None:
     _add_algorithm(p, d)
     _add_schedule(p, d)
     _add_output(p)
-    ckpt = p.add_argument_group(
-        "checkpoints", "save the run as it goes and continue it after a crash or a kill")
     common.add_checkpoint_arguments(
-        ckpt, unit="EPISODES",
+        p, unit="EPISODES",
         folder="folder of the run's checkpoints (orbax, written atomically, the newest 3 "
         "kept; each holds the whole train state, replay buffers included) (default: none)",
         period="episodes between checkpoints (default: about 10%% of the run, "
@@ -186,13 +184,11 @@ def _add_schedule(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
 def _add_output(p: argparse.ArgumentParser) -> None:
     """The ``output`` options: report, plot, progress bar, duration estimate."""
     out = p.add_argument_group("output")
-    out.add_argument("--json", metavar="PATH", default=None,
-                     help="write the run report here (default: none)")
+    common.add_json_argument(out, "write the run report here (default: none)")
     out.add_argument("--plot", metavar="PATH.png", default=None,
                      help="with --seeds: the learning curves, mean over seeds with the 95 %% "
                           "band, as a PNG (default: none)")
-    out.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                     help="progress bar (default: on when stdout is a terminal)")
+    common.add_progress_argument(out, "progress bar (default: on when stdout is a terminal)")
     out.add_argument("--estimate", action=argparse.BooleanOptionalAction, default=None,
                      help="time one env step and one update round first and print the "
                           "expected duration (default: on for runs of at least "
@@ -223,8 +219,7 @@ def _register_evaluate(marl: argparse.ArgumentParser) -> None:
                    help="PRNG seed of the episode starts (default: %(default)s)")
     e.add_argument("--render", metavar="OUT.gif", default=None,
                    help="also write a GIF of one episode, drawn to scale (default: none)")
-    e.add_argument("--json", metavar="PATH", default=None,
-                   help="write the evaluation report here (default: none)")
+    common.add_json_argument(e, "write the evaluation report here (default: none)")
     e.set_defaults(func=evaluate_checkpoint)
 
 
@@ -371,6 +366,14 @@ def check_args(args: argparse.Namespace) -> tuple[int | None, int | None, int | 
     prey, obstacles)`` (None: the config's default); a ValueError names the flag."""
     if args.capacity == "auto":
         args = argparse.Namespace(**{**vars(args), "capacity": _auto_rows(args)})
+    _check_sizes(args)
+    _check_env_name(args.env)
+    return _world(args)
+
+
+def _check_sizes(args: argparse.Namespace) -> None:
+    """``--episodes``, ``--update-every``, ``--checkpoint-every`` and the seeds within their
+    ranges, the replay sizes within ``--capacity`` (a number here)."""
     if args.episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {args.episodes} (the run's total)")
     common.check_ranges({"--episodes": (args.episodes, 1, MAX_EPISODES),
@@ -383,13 +386,22 @@ def check_args(args: argparse.Namespace) -> tuple[int | None, int | None, int | 
     if 1 <= args.capacity < args.learning_starts:
         raise ValueError(f"--learning-starts ({args.learning_starts}) must be <= --capacity "
                          f"({args.capacity})")
-    if args.env not in MARL_ENVS and not args.env.startswith(JAXMARL_PREFIX):
+
+
+def _check_env_name(env: str) -> None:
+    """``--env`` is a particle world or a supported JaxMARL environment."""
+    if env not in MARL_ENVS and not env.startswith(JAXMARL_PREFIX):
         raise ValueError(f"--env must be one of {', '.join(MARL_ENVS)} or "
-                         f"{JAXMARL_PREFIX}NAME (a JaxMARL environment), got {args.env!r}")
-    if args.env.startswith(JAXMARL_PREFIX) and args.env.removeprefix(JAXMARL_PREFIX) not in \
+                         f"{JAXMARL_PREFIX}NAME (a JaxMARL environment), got {env!r}")
+    if env.startswith(JAXMARL_PREFIX) and env.removeprefix(JAXMARL_PREFIX) not in \
             JAXMARL_SUPPORTED:
-        raise ValueError(f"--env {args.env} is not supported; JaxMARL environments: "
+        raise ValueError(f"--env {env} is not supported; JaxMARL environments: "
                          + ", ".join(JAXMARL_PREFIX + n for n in JAXMARL_SUPPORTED))
+
+
+def _world(args: argparse.Namespace) -> tuple[int | None, int | None, int | None]:
+    """The world's ``(agents, prey, obstacles)`` from ``--agents`` or ``--predators`` /
+    ``--prey`` / ``--obstacles``, refusing the options that do not go together."""
     if args.env != "tag":
         if args.env != "spread" and args.agents is not None:
             raise ValueError(f"--agents does not apply to {args.env} (its size is the JaxMARL "
@@ -397,18 +409,16 @@ def check_args(args: argparse.Namespace) -> tuple[int | None, int | None, int | 
         if args.predators is not None or args.prey is not None or args.obstacles is not None:
             raise ValueError("--predators/--prey/--obstacles apply to --env tag; use --agents "
                              "for spread")
-        agents, prey, obstacles = args.agents, None, None
-    elif args.predators is not None or args.prey is not None:
+        return args.agents, None, None
+    if args.predators is not None or args.prey is not None:
         if args.agents is not None:
             raise ValueError("give --agents (a preset) or --predators/--prey, not both")
         if args.predators is None or args.prey is None:
             raise ValueError("--predators and --prey go together")
-        agents, prey, obstacles = args.predators, args.prey, args.obstacles
-    else:
-        if args.obstacles is not None:
-            raise ValueError("--obstacles needs --predators and --prey")
-        agents, prey, obstacles = args.agents, None, None
-    return agents, prey, obstacles
+        return args.predators, args.prey, args.obstacles
+    if args.obstacles is not None:
+        raise ValueError("--obstacles needs --predators and --prey")
+    return args.agents, None, None
 
 
 def _known_fingerprint(args: argparse.Namespace, agents: int | None) -> dict[str, Any]:
@@ -479,8 +489,6 @@ def fit_memory(args: argparse.Namespace, config: MARLConfig, seeds: int = 1,
     (never sized again) and checks the recorded plan before any array is read
     (:func:`check_resume`). ``devices`` the seeds are split over (default: every local
     device). Returns the config and the memory record."""
-    import dataclasses
-
     import jax
 
     from jaxrl_pim.marl import plan
@@ -493,29 +501,53 @@ def fit_memory(args: argparse.Namespace, config: MARLConfig, seeds: int = 1,
     # one figure for the choice and the check: auto sizes for the total memory
     available = plan.total_memory() if auto else plan.available_memory()
     asked = getattr(args, "layout", None)
-    why = None
     if record is not None:  # a resumed run: what it decided when it started
-        saved = _field(record, "fingerprint", "config")
-        if auto and isinstance(saved.get("buffer_capacity"), int):
-            config = dataclasses.replace(config, buffer_capacity=saved["buffer_capacity"])
-        if asked is None and isinstance(saved.get("layout"), str):
-            config = dataclasses.replace(config, layout=saved["layout"])
-            why = _field(record, "meta", "memory").get("layout_reason")
+        config, why = _as_recorded(record, config, auto, asked)
         mp = check_resume(args.checkpoint, record, config, seeds, devices, available)
     else:
-        if auto:
-            rows = plan.auto_capacity(config, seeds, devices, available, flag="--capacity",
-                                      resumable=resumable)
-            config = dataclasses.replace(config, buffer_capacity=rows)
-        if asked is None:  # the layout was not asked for: compact if needed
-            config, why = plan.fit_layout(config, seeds, devices, available, resumable)
-            if why is not None:
-                print(f"layout: compact ({why})", flush=True)
+        config, why = _fit_new_run(config, seeds, devices, available, auto, asked, resumable)
         mp = plan.check_memory(config, seeds, devices, available, flag="--capacity",
                                resumable=resumable)
     return config, {**mp._asdict(), "capacity_auto": auto, "recorded": record is not None,
                     "buffer_capacity": config.buffer_capacity, "layout": config.layout,
                     "layout_asked": asked, "layout_reason": why}
+
+
+def _as_recorded(record: Any, config: MARLConfig, auto: bool,
+                 asked: str | None) -> tuple[MARLConfig, str | None]:
+    """A resumed run's config with the capacity ``auto`` chose and the layout it took (when
+    not asked for now), as its newest checkpoint recorded them; and the layout's reason."""
+    import dataclasses
+
+    why = None
+    saved = _field(record, "fingerprint", "config")
+    if auto and isinstance(saved.get("buffer_capacity"), int):
+        config = dataclasses.replace(config, buffer_capacity=saved["buffer_capacity"])
+    if asked is None and isinstance(saved.get("layout"), str):
+        config = dataclasses.replace(config, layout=saved["layout"])
+        why = _field(record, "meta", "memory").get("layout_reason")
+    return config, why
+
+
+def _fit_new_run(config: MARLConfig, seeds: int, devices: int, available: tuple[int, str],
+                 auto: bool, asked: str | None,
+                 resumable: bool) -> tuple[MARLConfig, str | None]:
+    """A new run's config with ``--capacity auto``'s rows and, when ``--layout`` was not
+    asked for, the compact layout if needed (said on stdout); and the layout's reason."""
+    import dataclasses
+
+    from jaxrl_pim.marl import plan
+
+    why = None
+    if auto:
+        rows = plan.auto_capacity(config, seeds, devices, available, flag="--capacity",
+                                  resumable=resumable)
+        config = dataclasses.replace(config, buffer_capacity=rows)
+    if asked is None:  # the layout was not asked for: compact if needed
+        config, why = plan.fit_layout(config, seeds, devices, available, resumable)
+        if why is not None:
+            print(f"layout: compact ({why})", flush=True)
+    return config, why
 
 
 def _field(record: Any, *keys: str) -> dict[str, Any]:

@@ -97,19 +97,11 @@ def _results(args: argparse.Namespace, config: MARLConfig, result: Any, every: i
     """The report's results: every seed's final return (mean of the last tenth of the
     episodes) and greedy return (``--eval-episodes``; its seconds go into ``timing``), their
     statistics over seeds, the mean learning curve at every 1 %, checkpoints, plan."""
-    import time
-
     returns = result.curve  # episode_return [S, episodes, teams]
     total = returns.shape[1]
     tail = max(1, total // 10)
     final = returns[:, -tail:].mean(axis=1)  # [S, teams]
-    evaluation = None
-    if args.eval_episodes:
-        t0 = time.perf_counter()
-        actors = tuple(t.actor for t in result.state.teams)
-        evaluation = seeds.evaluate_seeds(config, actors, jax.random.PRNGKey(args.seed),
-                                          args.eval_episodes).mean(axis=1)  # [S, teams]
-        timing["evaluate"] = time.perf_counter() - t0
+    evaluation = _greedy_returns(args, config, result, timing)
     return {
         "teams": [t.name for t in config.teams],
         "seeds": list(range(args.seed, args.seed + args.seeds)),
@@ -132,6 +124,22 @@ def _results(args: argparse.Namespace, config: MARLConfig, result: Any, every: i
         "memory": memory,
         "processes": jax.process_count(),
     }
+
+
+def _greedy_returns(args: argparse.Namespace, config: MARLConfig, result: Any,
+                    timing: dict[str, float]) -> Any:
+    """Every seed's mean greedy return over ``--eval-episodes`` episodes (``[S, teams]``;
+    None for 0), its seconds in ``timing["evaluate"]``."""
+    import time
+
+    if not args.eval_episodes:
+        return None
+    t0 = time.perf_counter()
+    actors = tuple(t.actor for t in result.state.teams)
+    evaluation = seeds.evaluate_seeds(config, actors, jax.random.PRNGKey(args.seed),
+                                      args.eval_episodes).mean(axis=1)  # [S, teams]
+    timing["evaluate"] = time.perf_counter() - t0
+    return evaluation
 
 
 def _print_summary(args: argparse.Namespace, config: MARLConfig, result: Any,

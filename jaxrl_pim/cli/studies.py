@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from jaxrl_pim.choices import STUDY_TASKS
-from jaxrl_pim.cli._common import add_command, check_outputs, flag_names
+from jaxrl_pim.cli._common import add_command, add_json_argument, check_outputs, flag_names
 from jaxrl_pim.studies.config import SCHEMES, PTQConfig, QATStudyConfig  # no jax
 
 #: Study config fields -> the flags that set them (errors name what the user typed).
@@ -51,8 +51,7 @@ def _study(subparsers: argparse._SubParsersAction, name: str, description: str,
     p.add_argument("--seed", type=int, default=defaults.seed,
                    help="root PRNG seed; each task's seed is derived from it and the task's "
                    "name, so a task trains the same policies in ptq, qat and --gap-ablation")
-    p.add_argument("--json", default=None, metavar="PATH",
-                   help="write a JSON report to this file (default: none, print only)")
+    add_json_argument(p, "write a JSON report to this file (default: none, print only)")
     p.add_argument("--bits", type=int, nargs="+", default=list(defaults.bits),
                    help=bits_help)
     return p

@@ -54,56 +54,91 @@ _DEFAULT = common.config_defaults(TabularConfig, **COMMAND_DEFAULTS)
 
 def register(subparsers: Any) -> None:
     """Add the ``tabular`` sub-command."""
+    d = argparse.Namespace(**_DEFAULT)
     p = common.add_command(
         subparsers, "tabular", main,
         description="Collect (or load) an offline dataset, train one Q-table per lane with "
         "periodic averaging, evaluate the greedy policy and print the time breakdown. A "
         "dataset of your own MDP: --dataset FILE --num-states S --num-actions A.")
-    p.add_argument("--env", choices=ENVS, default=None,
-                   help="environment that collects the dataset, sets S and A and evaluates "
-                   f"the policy (default: {DEFAULT_ENV}; none with --num-states)")
-    p.add_argument("--algo", choices=ALGOS, default=_DEFAULT["algo"],
-                   help="q: Q-learning (bootstrap max_a' Q[s', a']); sarsa: a' epsilon-greedy "
-                   "(epsilon 0.1) on the current table at s'")
-    p.add_argument("--sampling", choices=SAMPLINGS, default=_DEFAULT["sampling"],
-                   help="rows of a lane's chunk per episode: seq in order, ran uniform with "
-                   "replacement, str with stride 4")
-    p.add_argument("--dtype", choices=FORMATS, default=_DEFAULT["dtype"],
-                   help="Q-table format (int32: fixed point, values x 10,000)")
-    p.add_argument("--cores", type=int, default=_DEFAULT["num_cores"],
-                   help="lanes (PIM cores); the dataset is split into this many contiguous "
-                   "chunks")
-    p.add_argument("--sync-period", type=int, default=_DEFAULT["sync_period"],
-                   help="episodes between lane averages (one sync round)")
-    p.add_argument("--episodes", type=int, default=_DEFAULT["num_episodes"],
-                   help="episodes; one episode is one pass of every lane over its chunk")
-    p.add_argument("--transitions", type=int, default=1_000_000,
-                   help="dataset rows to collect (per agent with --agents)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the dataset collection, the training key and the evaluation "
-                   "episodes")
-    p.add_argument("--agents", type=int, default=None, metavar="K",
-                   help="independent multi-agent mode: K agents, one lane and one collected "
-                   "dataset each, never averaged (default: off)")
-    p.add_argument("--rng", choices=RNGS, default=_DEFAULT["rng"],
-                   help="random numbers of ran sampling and SARSA: jax (threefry, per lane "
-                   "and episode) or lcg (the PIM generator, seed 42 per lane)")
-    p.add_argument("--devices", type=int, default=None,
-                   help="devices to use (default: the most visible devices that divide "
-                   "--cores)")
-    p.add_argument("--eval-episodes", type=int, default=1000,
-                   help="greedy evaluation episodes (with an environment)")
-    p.add_argument("--save-q", type=Path, default=None, metavar="PATH",
-                   help="write the final float32 Q-table as .npy (default: not written)")
-    p.add_argument("--pim-estimate", choices=pim.SYSTEM_NAMES, default=None,
-                   help="also print the run's time breakdown projected onto a PIM system "
-                   "(jaxrl_pim.pim cost model) next to the measured one; --json stores it "
-                   "under results.pim_estimate (default: not projected)")
-    p.add_argument("--json", type=Path, default=None, metavar="PATH",
-                   help="write the JSON report here (default: not written)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar per sync round on stderr (default: on when stdout and "
-                   "stderr are terminals)")
+    _add_task(p, d)
+    _add_lanes(p, d)
+    _add_output(p)
+    _add_own_mdp(p)
+    common.add_checkpoint_arguments(
+        p, unit="ROUNDS",
+        folder="folder of the run's checkpoints (orbax, written atomically, the newest 3 "
+        "kept) (default: none)",
+        period="sync rounds between checkpoints (default: about 10%% of the rounds, "
+        "ceil(rounds / 10))",
+        resume="continue from the newest checkpoint in --checkpoint (same options required; "
+        "an empty folder starts from round 0)")
+    launch.add_arguments(p)
+
+
+def _add_task(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
+    """The ``environment and algorithm`` options: where the data come from, the update, the
+    table's format."""
+    task = p.add_argument_group("environment and algorithm")
+    task.add_argument("--env", choices=ENVS, default=None,
+                      help="environment that collects the dataset, sets S and A and evaluates "
+                      f"the policy (default: {DEFAULT_ENV}; none with --num-states)")
+    task.add_argument("--algo", choices=ALGOS, default=d.algo,
+                      help="q: Q-learning (bootstrap max_a' Q[s', a']); sarsa: a' "
+                      "epsilon-greedy (epsilon 0.1) on the current table at s'")
+    task.add_argument("--sampling", choices=SAMPLINGS, default=d.sampling,
+                      help="rows of a lane's chunk per episode: seq in order, ran uniform with "
+                      "replacement, str with stride 4")
+    task.add_argument("--dtype", choices=FORMATS, default=d.dtype,
+                      help="Q-table format (int32: fixed point, values x 10,000)")
+
+
+def _add_lanes(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
+    """The ``lanes and schedule`` options: lanes, sync rounds, episodes, data size, seed,
+    agents, random numbers, devices."""
+    lanes = p.add_argument_group("lanes and schedule")
+    lanes.add_argument("--cores", type=int, default=d.num_cores,
+                       help="lanes (PIM cores); the dataset is split into this many "
+                       "contiguous chunks")
+    lanes.add_argument("--sync-period", type=int, default=d.sync_period,
+                       help="episodes between lane averages (one sync round)")
+    lanes.add_argument("--episodes", type=int, default=d.num_episodes,
+                       help="episodes; one episode is one pass of every lane over its chunk")
+    lanes.add_argument("--transitions", type=int, default=1_000_000,
+                       help="dataset rows to collect (per agent with --agents)")
+    lanes.add_argument("--seed", type=int, default=0,
+                       help="seed of the dataset collection, the training key and the "
+                       "evaluation episodes")
+    lanes.add_argument("--agents", type=int, default=None, metavar="K",
+                       help="independent multi-agent mode: K agents, one lane and one "
+                       "collected dataset each, never averaged (default: off)")
+    lanes.add_argument("--rng", choices=RNGS, default=d.rng,
+                       help="random numbers of ran sampling and SARSA: jax (threefry, per lane "
+                       "and episode) or lcg (the PIM generator, seed 42 per lane)")
+    lanes.add_argument("--devices", type=int, default=None,
+                       help="devices to use (default: the most visible devices that divide "
+                       "--cores)")
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    """The ``evaluation and output`` options: greedy episodes, Q-table, PIM projection,
+    report, progress bar."""
+    out = p.add_argument_group("evaluation and output")
+    out.add_argument("--eval-episodes", type=int, default=1000,
+                     help="greedy evaluation episodes (with an environment)")
+    out.add_argument("--save-q", type=Path, default=None, metavar="PATH",
+                     help="write the final float32 Q-table as .npy (default: not written)")
+    out.add_argument("--pim-estimate", choices=pim.SYSTEM_NAMES, default=None,
+                     help="also print the run's time breakdown projected onto a PIM system "
+                     "(jaxrl_pim.pim cost model) next to the measured one; --json stores it "
+                     "under results.pim_estimate (default: not projected)")
+    common.add_json_argument(out, "write the JSON report here (default: not written)",
+                             path=True)
+    common.add_progress_argument(out, "progress bar per sync round on stderr (default: on "
+                                 "when stdout and stderr are terminals)")
+
+
+def _add_own_mdp(p: argparse.ArgumentParser) -> None:
+    """The ``a dataset of your own MDP`` options: the file and its MDP's sizes."""
     own = p.add_argument_group(
         "a dataset of your own MDP",
         "train on a file for an MDP that is not built in; without an environment the policy "
@@ -120,17 +155,6 @@ def register(subparsers: Any) -> None:
                      help="comma-separated states that end an episode, for a four-column text "
                      "file: rows whose s' is one of them do not bootstrap (default: none, or "
                      "--env's)")
-    ckpt = p.add_argument_group(
-        "checkpoints", "save the run as it goes and continue it after a crash or a kill")
-    common.add_checkpoint_arguments(
-        ckpt, unit="ROUNDS",
-        folder="folder of the run's checkpoints (orbax, written atomically, the newest 3 "
-        "kept) (default: none)",
-        period="sync rounds between checkpoints (default: about 10%% of the rounds, "
-        "ceil(rounds / 10))",
-        resume="continue from the newest checkpoint in --checkpoint (same options required; "
-        "an empty folder starts from round 0)")
-    launch.add_arguments(p)
 
 
 def _check_mdp_flags(args: argparse.Namespace) -> None:
@@ -246,12 +270,7 @@ def main(args: argparse.Namespace) -> int:
     with common.flag_names(flags):
         lanes = process_lanes(config, run_mesh(config, args.devices))
     data = _collect(args, config, env, env_params, terminal, k_data, lanes, t0)
-    checkpoints = None
-    if args.checkpoint is not None:
-        from jaxrl_pim.checkpoint import Checkpoints
-
-        checkpoints = Checkpoints(args.checkpoint, keep=3, fingerprint=run_fp if run_fp
-                                  is not None else _fingerprint(config, args, env_name))
+    checkpoints = _open_checkpoints(args, config, env_name, run_fp)
     # the step a resume will use, read by every process (orbax's reads wait for all of them)
     resume_from = _newest_intact(checkpoints) if checkpoints is not None and args.resume \
         else None
@@ -334,6 +353,18 @@ def _resumed_fingerprint(config: TabularConfig, args: argparse.Namespace,
     return run_fp
 
 
+def _open_checkpoints(args: argparse.Namespace, config: TabularConfig, env_name: str | None,
+                      run_fp: dict[str, Any] | None) -> Any:
+    """The run's checkpoint folder (None without ``--checkpoint``), with the fingerprint
+    :func:`_resumed_fingerprint` checked (else the run's, made now)."""
+    if args.checkpoint is None:
+        return None
+    from jaxrl_pim.checkpoint import Checkpoints
+
+    return Checkpoints(args.checkpoint, keep=3, fingerprint=run_fp if run_fp
+                       is not None else _fingerprint(config, args, env_name))
+
+
 def _collect(args: argparse.Namespace, config: TabularConfig, env: Any, env_params: Any,
              terminal: np.ndarray | None, k_data: Any, lanes: tuple[int, int],
              t0: float) -> _Data:
@@ -395,7 +426,6 @@ def _results(args: argparse.Namespace, config: TabularConfig, env_name: str | No
              ) -> tuple[dict[str, Any], dict[str, float]]:
     """The report's results and timings (s): the run's, and the greedy policy's evaluation
     next to the optimal policy's where an environment is known."""
-    from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
     from jaxrl_pim.tabular.runner import describe
 
     results: dict[str, Any] = {
@@ -410,20 +440,7 @@ def _results(args: argparse.Namespace, config: TabularConfig, env_name: str | No
     timing = {"collect": data.collect_s, **result.timing_s}
     if env is not None:
         t_eval = time.perf_counter()
-        q_eval = result.q_table.mean(axis=0) if config.independent else result.q_table
-        ev = evaluate(env, env_params, q_eval, k_eval, args.eval_episodes)
-        q_star = value_iteration(model, config.gamma)
-        opt = evaluate(env, env_params, q_star, k_eval, args.eval_episodes)
-        results.update({
-            "mean_return": ev.mean_return,
-            "std_return": ev.std_return,
-            "success_rate": ev.success_rate,
-            "optimal_mean_return": opt.mean_return,
-            "optimal_success_rate": opt.success_rate,
-            "optimal_value_discounted": optimal_value(model, q_star),
-        })
-        if config.independent:
-            results["evaluated"] = "mean of the agents' Q-tables"
+        results.update(_evaluation(args, config, env, env_params, model, result, k_eval))
         timing["evaluate"] = time.perf_counter() - t_eval
     else:
         results["evaluation"] = ("skipped: no environment or model is known for a dataset "
@@ -439,6 +456,29 @@ def _results(args: argparse.Namespace, config: TabularConfig, env_name: str | No
                         "resumed_from_round": result.start,
                         "checkpoints_written": result.checkpoints_written})
     return results, timing
+
+
+def _evaluation(args: argparse.Namespace, config: TabularConfig, env: Any, env_params: Any,
+                model: Any, result: Any, k_eval: Any) -> dict[str, Any]:
+    """The greedy policy's ``--eval-episodes`` (of the agents' mean table with ``--agents``)
+    next to the optimal policy's (value iteration on ``model``)."""
+    from jaxrl_pim.tabular.evaluate import evaluate, optimal_value, value_iteration
+
+    q_eval = result.q_table.mean(axis=0) if config.independent else result.q_table
+    ev = evaluate(env, env_params, q_eval, k_eval, args.eval_episodes)
+    q_star = value_iteration(model, config.gamma)
+    opt = evaluate(env, env_params, q_star, k_eval, args.eval_episodes)
+    out = {
+        "mean_return": ev.mean_return,
+        "std_return": ev.std_return,
+        "success_rate": ev.success_rate,
+        "optimal_mean_return": opt.mean_return,
+        "optimal_success_rate": opt.success_rate,
+        "optimal_value_discounted": optimal_value(model, q_star),
+    }
+    if config.independent:
+        out["evaluated"] = "mean of the agents' Q-tables"
+    return out
 
 
 def _write_outputs(args: argparse.Namespace, config: TabularConfig, data: _Data, result: Any,
