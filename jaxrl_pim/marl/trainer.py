@@ -326,11 +326,18 @@ def _train_from(
 
 def one_seed_at_a_time(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """``fn(operand, extra) -> operand`` (``extra`` read-only), and under ``jax.vmap`` (seeds)
-    on XLA:CPU a loop over the seeds: each seed's ``fn`` on its own slices, written back in
-    place, so the update round's temporaries (every agent's mini-batch, activations and
-    gradients) are one seed's at a time, as the seed alone holds them, and each seed's
-    buffer slice is taken inside the loop where XLA fuses it into the gather that reads it.
-    Other backends run ``jax.vmap(fn)`` over all seeds. No conditional either way."""
+    on XLA:CPU a ``lax.scan`` over the seeds: each seed's ``fn`` on its own slice of
+    ``operand`` (the scan's input) into its row of a new stacked result (the scan's output),
+    so the update round's temporaries (every agent's mini-batch, activations and gradients)
+    are one seed's at a time, as the seed alone holds them, and each seed's slice of
+    ``extra`` (the replay buffers) is taken inside the body, where XLA fuses it into the
+    gather that reads it. Other backends run ``jax.vmap(fn)`` over all seeds. No conditional
+    either way.
+
+    (A ``fori_loop`` that slices the stacked operand and writes each seed back into it in
+    place made XLA:CPU copy the networks and optimiser states several times a seed and round:
+    at 24 agents about 0.3 GB a seed-round, and vmapped seeds slower per seed than seeds run
+    one after another.)"""
 
     @custom_vmap
     def run(operand: Any, extra: Any) -> Any:
@@ -343,11 +350,11 @@ def one_seed_at_a_time(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], An
             for t, bt in zip((operand, extra), in_batched, strict=True))
 
         def by_seed(o: Any, e: Any) -> Any:
-            def seed(i: jax.Array, o: Any) -> Any:
-                new = fn(jax.tree.map(lambda x: x[i], o), jax.tree.map(lambda x: x[i], e))
-                return jax.tree.map(lambda x, v: x.at[i].set(v), o, new)
+            def seed(_, xs: tuple[jax.Array, Any]) -> tuple[None, Any]:
+                i, own = xs
+                return None, fn(own, jax.tree.map(lambda x: x[i], e))
 
-            return jax.lax.fori_loop(0, axis_size, seed, o)
+            return jax.lax.scan(seed, None, (jnp.arange(axis_size), o))[1]
 
         out = jax.lax.platform_dependent(operand, extra, cpu=by_seed, default=jax.vmap(fn))
         return out, jax.tree.map(lambda _: True, out)
