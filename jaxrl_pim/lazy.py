@@ -56,12 +56,10 @@ class _Package(types.ModuleType):
     """A lazy package's module type: the import system sets a submodule as an attribute of its
     package when it first loads it, which would hide a function named like its module (the
     function ``tabular.evaluate``, the module ``tabular.evaluate``); a declared name keeps its
-    own value."""
-
-    _lazy_names: frozenset[str] = frozenset()
+    own value (the declared names are the module's ``_lazy_names``)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._lazy_names and isinstance(value, types.ModuleType):
+        if name in vars(self).get("_lazy_names", ()) and isinstance(value, types.ModuleType):
             return  # the submodule stays reachable as sys.modules[...]
         super().__setattr__(name, value)
 
@@ -75,8 +73,8 @@ def attributes(package: str) -> tuple[Callable[[str], Any], Callable[[], list[st
     names = declared(package)
     modules = submodules(package)
     module = sys.modules[package]
-    module.__class__ = type(f"{_Package.__name__}", (_Package,),
-                            {"_lazy_names": frozenset(names)})
+    module._lazy_names = frozenset(names)
+    module.__class__ = _Package
 
     def __getattr__(name: str) -> Any:
         if name in names:

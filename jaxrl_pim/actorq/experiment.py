@@ -9,6 +9,7 @@ int8 one after the other in the same process (same seed, same machine) and adds 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -54,44 +55,29 @@ def run_one(
     (continue from the newest checkpoint there) are passed on (see those functions).
     """
     check_choice("mode", mode, MODES)
-    if checkpoint_dir is None:
-        return _run_one(config, mode, seed, callback, num_chunks, ray_address, None,
-                        checkpoint_every, resume)
-    from jaxrl_pim.actorq.single import checkpoint_fingerprint
-    from jaxrl_pim.checkpoint import Checkpoints
+    if mode == "single" and ray_address is not None:
+        raise ValueError("ray_address needs mode='ray'")
+    with _checkpoint_folder(config, mode, seed, num_chunks, checkpoint_dir) as checkpoints:
+        if mode == "single":
+            from jaxrl_pim.actorq.single import run_timed
 
-    with Checkpoints(Path(checkpoint_dir), keep=3, fingerprint=checkpoint_fingerprint(
-            config, seed, num_chunks, mode)) as checkpoints:
-        return _run_one(config, mode, seed, callback, num_chunks, ray_address, checkpoints,
-                        checkpoint_every, resume)
+            outcome = run_timed(config, jax.random.PRNGKey(seed), num_chunks=num_chunks,
+                                callback=callback, checkpoints=checkpoints,
+                                checkpoint_every=checkpoint_every, resume=resume)
+            state, curve = outcome.state, outcome.curve
+            out = {**outcome.report, "timing_s": outcome.timing_s,
+                   "learner_updates": int(state.learner.step),
+                   "env_steps": int(curve.env_steps[-1]) if curve.env_steps.size else 0,
+                   "broadcasts": 1 + int(state.iteration) // config.actor_update_period,
+                   "replay_size": int(state.replay.size)}
+        else:
+            from jaxrl_pim.actorq.distributed import DistributedRun, run_distributed
 
-
-def _run_one(config: ActorQConfig, mode: str, seed: int, callback: Callable[..., None] | None,
-             num_chunks: int, ray_address: str | None, checkpoints: Any,
-             checkpoint_every: int | None, resume: bool) -> dict[str, Any]:
-    """:func:`run_one` once its checkpoint folder (or None) is open."""
-    if mode == "single":
-        from jaxrl_pim.actorq.single import run_timed
-
-        if ray_address is not None:
-            raise ValueError("ray_address needs mode='ray'")
-        outcome = run_timed(config, jax.random.PRNGKey(seed), num_chunks=num_chunks,
-                            callback=callback, checkpoints=checkpoints,
-                            checkpoint_every=checkpoint_every, resume=resume)
-        state, curve = outcome.state, outcome.curve
-        out = {**outcome.report, "timing_s": outcome.timing_s,
-               "learner_updates": int(state.learner.step),
-               "env_steps": int(curve.env_steps[-1]) if curve.env_steps.size else 0,
-               "broadcasts": 1 + int(state.iteration) // config.actor_update_period,
-               "replay_size": int(state.replay.size)}
-    else:
-        from jaxrl_pim.actorq.distributed import DistributedRun, run_distributed
-
-        spec = DistributedRun(seed, transport=mode, ray_address=ray_address,
-                              checkpoint_every=checkpoint_every, resume=resume)
-        outcome = run_distributed(config, spec, checkpoints=checkpoints, callback=callback)
-        curve = outcome.curve
-        out = {**outcome.report, "timing_s": outcome.timing_s}
+            spec = DistributedRun(seed, transport=mode, ray_address=ray_address,
+                                  checkpoint_every=checkpoint_every, resume=resume)
+            outcome = run_distributed(config, spec, checkpoints=checkpoints, callback=callback)
+            curve = outcome.curve
+            out = {**outcome.report, "timing_s": outcome.timing_s}
     out["curve"] = {
         "time_s": curve.time_s.tolist(),
         "env_steps": curve.env_steps.tolist(),
@@ -102,6 +88,20 @@ def _run_one(config: ActorQConfig, mode: str, seed: int, callback: Callable[...,
     out["num_episodes"] = int(len(out["episode_returns"]))
     out["episode_returns"] = np.asarray(out["episode_returns"]).tolist()
     return out
+
+
+def _checkpoint_folder(config: ActorQConfig, mode: str, seed: int, num_chunks: int,
+                       checkpoint_dir: str | os.PathLike[str] | None) -> Any:
+    """The run's open checkpoint folder as a context manager (keeping the last 3,
+    fingerprinted by config, seed, chunking and mode), or ``nullcontext(None)`` without
+    ``checkpoint_dir``."""
+    if checkpoint_dir is None:
+        return contextlib.nullcontext(None)
+    from jaxrl_pim.actorq.single import checkpoint_fingerprint
+    from jaxrl_pim.checkpoint import Checkpoints
+
+    return Checkpoints(Path(checkpoint_dir), keep=3, fingerprint=checkpoint_fingerprint(
+        config, seed, num_chunks, mode))
 
 
 def compare_precisions(
