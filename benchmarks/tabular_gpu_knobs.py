@@ -39,6 +39,7 @@ def lowers_for_cuda(variant: str, lanes: int, rows_per_lane: int, lanes_per_bloc
     import jax.numpy as jnp
 
     from jaxrl_pim.tabular import TabularConfig
+    from jaxrl_pim.tabular.lanes import LaneDraws
     from jaxrl_pim.tabular.pallas_gpu import run_episodes_lane
 
     algo, sampling, dtype = variant.split("-")
@@ -48,8 +49,9 @@ def lowers_for_cuda(variant: str, lanes: int, rows_per_lane: int, lanes_per_bloc
     run = functools.partial(run_episodes_lane, spec, num_episodes=2, interpret=False,
                             platform="gpu", lanes_per_block=lanes_per_block, prefetch=prefetch)
     try:
-        traced = jax.jit(run).trace(q, rows, jax.random.split(jax.random.key(0), lanes),
-                                    jnp.zeros((lanes,), jnp.uint32), jnp.int32(0))
+        draws = LaneDraws(jax.random.split(jax.random.key(0), lanes),
+                          jnp.zeros((lanes,), jnp.uint32), jnp.int32(0))
+        traced = jax.jit(run).trace(q, rows, draws)
         text = traced.lower(lowering_platforms=("cuda",)).as_text()
     except Exception as err:  # noqa: BLE001 - a rejected lowering is the result
         return f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"

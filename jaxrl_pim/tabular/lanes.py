@@ -50,6 +50,24 @@ class LaneSpec(NamedTuple):
     unroll: int = 1
 
 
+class LaneDraws(NamedTuple):
+    """Where every lane's random draws come from at a kernel call.
+
+    Every lane kernel (:func:`run_episodes` and the Pallas kernels that replace it) takes one
+    and returns the advanced LCG states.
+
+    Attributes:
+      keys: ``[L]`` PRNG keys, read when ``rng == "jax"`` (fixed for the whole run).
+      lcg: ``[L]`` uint32 LCG states, advanced when ``rng == "lcg"``.
+      first_episode: global index of the call's first episode (int32 scalar), from which
+        the episodes' keys are derived.
+    """
+
+    keys: jax.Array
+    lcg: jax.Array
+    first_episode: jax.Array
+
+
 class LaneData(NamedTuple):
     """Per-lane rows in compact compute form.
 
@@ -153,13 +171,7 @@ def lcg_step_draws(spec: LaneSpec, lcg: jax.Array, m: int):
 
 
 def run_episodes(
-    spec: LaneSpec,
-    q: jax.Array,
-    data: LaneData,
-    lane_keys: jax.Array,
-    lcg_state: jax.Array,
-    first_episode: jax.Array,
-    num_episodes: int,
+    spec: LaneSpec, q: jax.Array, data: LaneData, draws: LaneDraws, num_episodes: int
 ) -> tuple[jax.Array, jax.Array]:
     """Run ``num_episodes`` episodes on every lane without synchronising.
 
@@ -168,9 +180,7 @@ def run_episodes(
       q: ``[L, S, A]`` tables in the storage dtype.
       data: :class:`LaneData`, time-major ``[m, L]`` for ``seq``/``str`` (already in visiting
         order), lane-major ``[L, m]`` for ``ran``.
-      lane_keys: ``[L]`` PRNG keys (``rng == "jax"``).
-      lcg_state: ``[L]`` uint32 LCG states (``rng == "lcg"``).
-      first_episode: global index of the first episode (int32 scalar), for key derivation.
+      draws: :class:`LaneDraws` (``[L]`` keys and LCG states, the first episode's index).
       num_episodes: static episode count.
 
     Returns:
@@ -179,6 +189,7 @@ def run_episodes(
     ran = spec.sampling == "ran"
     num_lanes, num_s, num_a = q.shape
     m = data.sa.shape[1] if ran else data.sa.shape[0]
+    lane_keys, lcg_state, first_episode = draws
     # Unsigned indices: JAX wraps negative signed indices with a compare and a select per
     # lane and step; these cannot be negative (benchmarks/NOTES.md, the form study).
     lanes = jnp.arange(num_lanes, dtype=jnp.uint32)

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, lcg_step_draws
+from jaxrl_pim.tabular.lanes import LaneData, LaneDraws, LaneSpec, lcg_step_draws
 from jaxrl_pim.tabular.pallas_common import (
     PackedRows,
     decode_sarsa_word,
@@ -172,16 +172,8 @@ def _compiler_params(platform: str, num_warps: int):
 
 
 def run_episodes_lane(
-    spec: LaneSpec,
-    q: jax.Array,
-    rows: jax.Array,
-    lane_keys: jax.Array,
-    lcg_state: jax.Array,
-    first_episode: jax.Array,
-    num_episodes: int,
-    lanes_per_block: int = 0,
-    interpret: bool | None = None,
-    platform: str | None = None,
+    spec: LaneSpec, q: jax.Array, rows: jax.Array, draws: LaneDraws, num_episodes: int,
+    lanes_per_block: int = 0, interpret: bool | None = None, platform: str | None = None,
     prefetch: int | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """Run ``num_episodes`` episodes on every lane with the lane-per-thread kernel.
@@ -194,8 +186,8 @@ def run_episodes_lane(
       spec: static kernel facts.
       q: ``[L, S, A]`` tables in the storage dtype.
       rows: packed rows ``[m, L, 2]``.
-      lane_keys: ``[L]`` PRNG keys (``rng == "jax"``); lcg_state: ``[L]`` uint32.
-      first_episode: global index of the first episode (int32 scalar).
+      draws: :class:`~jaxrl_pim.tabular.lanes.LaneDraws` (``[L]`` keys and LCG states, the
+        first episode's index).
       num_episodes: static episode count (one launch, or several within the pre-pass budget).
       lanes_per_block: lanes per program (0: see :func:`lane_block`).
       interpret: Pallas interpret mode (default: on CPU).
@@ -209,6 +201,7 @@ def run_episodes_lane(
     prefetch = DEFAULT_PREFETCH if prefetch is None else prefetch
     if prefetch < 1:
         raise ValueError(f"prefetch must be >= 1; got {prefetch}")
+    lane_keys, lcg_state, first_episode = draws
     platform, interpret = resolve_backend(platform, interpret)
     num_lanes, num_s, num_a = q.shape
     table = num_s * num_a

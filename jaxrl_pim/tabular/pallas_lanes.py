@@ -31,6 +31,7 @@ from jax.experimental import pallas as pl
 
 from jaxrl_pim.tabular.lanes import (
     LaneData,
+    LaneDraws,
     LaneSpec,
     episode_randomness,
     lane_update,
@@ -120,19 +121,12 @@ def _compiler_params(platform: str):
 
 
 def run_episodes_pallas(
-    spec: LaneSpec,
-    q: jax.Array,
-    data: LaneData,
-    lane_keys: jax.Array,
-    lcg_state: jax.Array,
-    first_episode: jax.Array,
-    num_episodes: int,
-    lanes_per_block: int = 0,
-    interpret: bool | None = None,
-    platform: str | None = None,
+    spec: LaneSpec, q: jax.Array, data: LaneData, draws: LaneDraws, num_episodes: int,
+    lanes_per_block: int = 0, interpret: bool | None = None, platform: str | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """Drop-in replacement of :func:`jaxrl_pim.tabular.lanes.run_episodes` (same arguments
     and results) running each episode as one fused Pallas kernel."""
+    lane_keys, lcg_state, first_episode = draws
     platform, interpret = resolve_backend(platform, interpret)
     ran = spec.sampling == "ran"
     num_lanes, num_s, num_a = q.shape

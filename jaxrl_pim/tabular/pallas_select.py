@@ -35,7 +35,7 @@ from jaxrl_pim.tabular.constants import (  # jax-free (the config checks them), 
     KERNEL_NAMES,
     kernel_fits,
 )
-from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, run_episodes
+from jaxrl_pim.tabular.lanes import LaneData, LaneDraws, LaneSpec, run_episodes
 from jaxrl_pim.tabular.pallas_lanes import run_episodes_pallas
 
 GPU_BACKENDS = ("gpu", "cuda", "rocm")
@@ -47,8 +47,8 @@ class LaneKernel(NamedTuple):
     Attributes:
       prepare: ``(spec, data) -> rows``, once per run, from :class:`LaneData` (time-major
         ``[m, L]`` for ``seq``/``str``, lane-major ``[L, m]`` for ``ran``).
-      run: ``(spec, q, rows, lane_keys, lcg_state, first_episode, num_episodes,
-        lanes_per_block) -> (q, lcg_state)`` (see :func:`jaxrl_pim.tabular.lanes.run_episodes`).
+      run: ``(spec, q, rows, draws, num_episodes, lanes_per_block) -> (q, lcg_state)``
+        (``draws`` a :class:`LaneDraws`; see :func:`jaxrl_pim.tabular.lanes.run_episodes`).
       time_major: the prepared rows have lanes on axis 1 for every sampling (otherwise only
         for ``seq``/``str``, lanes on axis 0 for ``ran``).
     """
@@ -58,10 +58,9 @@ class LaneKernel(NamedTuple):
     time_major: bool
 
 
-def _scan(spec, q, data, keys, lcg, first_episode, num_episodes, lanes_per_block=0,
-          **_):
+def _scan(spec, q, data, draws, num_episodes, lanes_per_block=0, **_):
     del lanes_per_block  # a vectorised axis: no blocks
-    return run_episodes(spec, q, data, keys, lcg, first_episode, num_episodes)
+    return run_episodes(spec, q, data, draws, num_episodes)
 
 
 KERNELS: dict[str, LaneKernel] = {
@@ -111,12 +110,12 @@ def kernel_compiles(name: str, spec: LaneSpec, backend: str) -> bool:
         data = LaneData(*(x.T for x in data))
     kernel = KERNELS[name]
     rows = kernel.prepare(spec, data)
-    keys = jax.random.split(jax.random.key(0), num_lanes)
-    lcg = jnp.zeros((num_lanes,), jnp.uint32)
+    draws = LaneDraws(jax.random.split(jax.random.key(0), num_lanes),
+                      jnp.zeros((num_lanes,), jnp.uint32), jnp.int32(0))
     try:
         fn = jax.jit(functools.partial(kernel.run, spec, num_episodes=2, lanes_per_block=2,
                                        interpret=False, platform=backend))
-        fn.lower(q, rows, keys, lcg, jnp.int32(0)).compile()
+        fn.lower(q, rows, draws).compile()
         return True
     except Exception as err:  # noqa: BLE001 - any lowering failure means "try the next one"
         warnings.warn(

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from jaxrl_pim.tabular.lanes import LaneData, LaneSpec
+from jaxrl_pim.tabular.lanes import LaneData, LaneDraws, LaneSpec
 from jaxrl_pim.tabular.pallas_common import (
     PackedRows,
     decode_sarsa_word,
@@ -115,16 +115,8 @@ def _compiler_params(platform: str):
 
 
 def run_episodes_tpu(
-    spec: LaneSpec,
-    q: jax.Array,
-    rows: PackedRows,
-    lane_keys: jax.Array,
-    lcg_state: jax.Array,
-    first_episode: jax.Array,
-    num_episodes: int,
-    lanes_per_block: int = 0,
-    interpret: bool | None = None,
-    platform: str | None = None,
+    spec: LaneSpec, q: jax.Array, rows: PackedRows, draws: LaneDraws, num_episodes: int,
+    lanes_per_block: int = 0, interpret: bool | None = None, platform: str | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """Run ``num_episodes`` episodes on every lane with the TPU kernel.
 
@@ -133,6 +125,7 @@ def run_episodes_tpu(
     order, ``ran`` in chunk order). ``lanes_per_block`` is rounded up to a multiple of 128.
     Returns ``(q, lcg_state)``.
     """
+    lane_keys, lcg_state, first_episode = draws
     platform, interpret = resolve_backend(platform, interpret)
     num_lanes, num_s, num_a = q.shape
     table = num_s * num_a

@@ -50,7 +50,7 @@ from jaxrl_pim.tabular.config import (  # the config lives in a jax-free module
     TabularConfig,
     episodes_in_rounds,
 )
-from jaxrl_pim.tabular.lanes import to_lane_data, visiting_rows
+from jaxrl_pim.tabular.lanes import LaneDraws, to_lane_data, visiting_rows
 from jaxrl_pim.tabular.pallas_select import get_kernel
 
 __all__ = ["ALGOS", "KERNELS", "RNGS", "TabularConfig", "TabularState", "chunk",
@@ -239,7 +239,7 @@ def make_train_from(
 
     def local_round(q, data, keys, lcg, first_episode, num_episodes):
         before = fmt.decode(q[0])  # every lane holds the last mean (zeros at the start)
-        q, lcg = impl.run(spec, q, data, keys, lcg, first_episode, num_episodes,
+        q, lcg = impl.run(spec, q, data, LaneDraws(keys, lcg, first_episode), num_episodes,
                           config.lanes_per_block)
         if config.independent:
             return q, lcg, jnp.zeros((), jnp.float32)

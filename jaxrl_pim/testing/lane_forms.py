@@ -45,7 +45,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl_pim.tabular import rules
-from jaxrl_pim.tabular.lanes import LaneData, LaneSpec, lane_update, run_episodes
+from jaxrl_pim.tabular.lanes import LaneData, LaneDraws, LaneSpec, lane_update, run_episodes
 from jaxrl_pim.testing.hlo import computations
 
 
@@ -92,9 +92,9 @@ def _episodes(step, q_flat: jax.Array, rows: Any, num_episodes: int) -> jax.Arra
 
 def _run_library(spec, q, rows, num_episodes):
     num_lanes = q.shape[0]
-    keys = jax.random.split(jax.random.key(0), num_lanes)
-    lcg = jnp.zeros((num_lanes,), jnp.uint32)
-    return run_episodes(spec, q, rows, keys, lcg, jnp.int32(0), num_episodes)[0]
+    draws = LaneDraws(jax.random.split(jax.random.key(0), num_lanes),
+                      jnp.zeros((num_lanes,), jnp.uint32), jnp.int32(0))
+    return run_episodes(spec, q, rows, draws, num_episodes)[0]
 
 
 def _lane_major(variant: str):

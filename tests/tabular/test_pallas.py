@@ -57,7 +57,7 @@ def test_kernel_lowers_for_nvidia_gpus(num_states, num_actions, algo, sampling, 
 
     import jax.numpy as jnp
 
-    from jaxrl_pim.tabular.lanes import LaneData
+    from jaxrl_pim.tabular.lanes import LaneData, LaneDraws
     from jaxrl_pim.tabular.pallas_lanes import run_episodes_pallas
 
     spec = TabularConfig(num_states, num_actions, algo=algo, sampling=sampling,
@@ -70,7 +70,7 @@ def test_kernel_lowers_for_nvidia_gpus(num_states, num_actions, algo, sampling, 
         data = LaneData(*(x.T for x in data))
     fn = jax.jit(functools.partial(run_episodes_pallas, spec, num_episodes=2, interpret=False,
                                    platform="gpu"))
-    lowered = fn.trace(q, data, jax.random.split(jax.random.key(0), lanes),
-                       jnp.zeros((lanes,), jnp.uint32), jnp.int32(0)).lower(
-                           lowering_platforms=("cuda",))
+    draws = LaneDraws(jax.random.split(jax.random.key(0), lanes),
+                      jnp.zeros((lanes,), jnp.uint32), jnp.int32(0))
+    lowered = fn.trace(q, data, draws).lower(lowering_platforms=("cuda",))
     assert "triton" in lowered.as_text().lower()

@@ -21,7 +21,7 @@ from jaxrl_pim.tabular import (
     pallas_select,
     pallas_tpu,
 )
-from jaxrl_pim.tabular.lanes import LaneData, run_episodes, to_lane_data
+from jaxrl_pim.tabular.lanes import LaneData, LaneDraws, run_episodes, to_lane_data
 from jaxrl_pim.tabular.pallas_common import (
     PackedRows,
     lcg_states,
@@ -63,13 +63,12 @@ def run_three(cfg: TabularConfig, data: Dataset, lanes_per_block: int = 2,
               prefetch: int = 2, first_episode: int = 2, episodes: int = EPISODES):
     """``(q, lcg)`` from the scan path, the lane kernel and the TPU kernel on the same input."""
     spec, lanes, keys, lcg, q0 = lane_inputs(cfg, data)
-    e0 = jnp.int32(first_episode)
+    draws = LaneDraws(keys, lcg, jnp.int32(first_episode))
     runs = {
-        "scan": lambda q: run_episodes(spec, q, lanes, keys, lcg, e0, episodes),
-        "lane": lambda q: run_episodes_lane(spec, q, prepare_lane(spec, lanes), keys, lcg, e0,
-                                            episodes, lanes_per_block, prefetch=prefetch),
-        "tpu": lambda q: run_episodes_tpu(spec, q, prepare_tpu(spec, lanes), keys, lcg, e0,
-                                          episodes),
+        "scan": lambda q: run_episodes(spec, q, lanes, draws, episodes),
+        "lane": lambda q: run_episodes_lane(spec, q, prepare_lane(spec, lanes), draws, episodes,
+                                            lanes_per_block, prefetch=prefetch),
+        "tpu": lambda q: run_episodes_tpu(spec, q, prepare_tpu(spec, lanes), draws, episodes),
     }
     out = {}
     for name, fn in runs.items():
@@ -195,8 +194,8 @@ def lowered_text(kind: str, num_states, num_actions, algo, sampling, dtype, rng)
         fn, platform = run_episodes_tpu, "tpu"
     run = functools.partial(fn, spec, num_episodes=2, interpret=False,
                             platform="gpu" if kind == "gpu" else "tpu")
-    traced = jax.jit(run).trace(q, rows, jax.random.split(jax.random.key(0), lanes),
-                                jnp.zeros((lanes,), jnp.uint32), jnp.int32(0))
+    traced = jax.jit(run).trace(q, rows, LaneDraws(jax.random.split(jax.random.key(0), lanes),
+                                                   jnp.zeros((lanes,), jnp.uint32), jnp.int32(0)))
     return traced.lower(lowering_platforms=(platform,)).as_text()
 
 
