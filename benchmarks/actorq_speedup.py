@@ -6,7 +6,9 @@ Sections (each a list of records in ``results``; ``--sections`` runs a subset):
    for fp32 / fp16 / int8 actors computing in their own precision (int8: ``int8 x int8 ->
    int32`` matmuls with per-row activation scales; ``int8_fast``: the fast int8 path the
    actors run, static scales calibrated on the timed observations, first and last layers in
-   float32; fp16: half matmuls), at the small benchmark networks and at the paper's
+   float32; ``int8_emulated``: that path with the codes multiplied as float32 values, what
+   ``actor_compute="emulated"`` (and "auto" where int8 products are slow) runs; fp16: half
+   matmuls), at the small benchmark networks and at the paper's
    actor size (3 x 2048), batch 1 and batched; measured inside a Ray actor (one XLA
    thread, as the actors run); best of ``repeats`` timed loops after a warm-up.
 2. ``broadcast``: bytes per refresh and its cost through Ray for fp32 / fp16 / int8 policies
@@ -61,8 +63,9 @@ from benchmarks.actorq_speedup_report import (  # the summary, the tables and th
 )
 
 SECTIONS = ("inference", "broadcast", "throughput", "time_to_reward", "playground")
-#: the inference section's arithmetic: each precision, and int8 on the fast path
-INFERENCE = PRECISIONS + ("int8_fast",)
+#: the inference section's arithmetic: each precision, and int8 on the fast path with int8
+#: products and with the codes multiplied as float32 values (``actor_compute="emulated"``)
+INFERENCE = PRECISIONS + ("int8_fast", "int8_emulated")
 
 # the time-to-reward task: DQN CartPole, actor 2 x 1024, refreshed every 10 actor steps
 TTR_TASK: dict[str, Any] = dict(
@@ -141,8 +144,10 @@ class InferenceProbe:
         agent = make_agent(cfg, info)
         params = agent.policy_params(jax.jit(agent.init)(jax.random.PRNGKey(0)))
         obs = jax.random.normal(jax.random.PRNGKey(1), (batch, info.obs_dim))
-        if precision == "int8_fast":
-            held = fast_int8_params(agent.greedy, actor_params(params, "int8", "native"), obs)
+        if precision in ("int8_fast", "int8_emulated"):
+            products = "int32" if precision == "int8_fast" else "float32"
+            held = fast_int8_params(agent.greedy, actor_params(params, "int8", "native"), obs,
+                                    products)
         else:
             held = actor_params(params, precision, "native")
         step = jax.jit(jax.vmap(agent.greedy, in_axes=(None, 0)))

@@ -145,12 +145,13 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         out["int8_inference_slower"] = [k for k, v in speed.items() if v < 1 / 1.1]
         out["fp16_inference_speedup"] = {
             f"{n}/batch{b}": ms[(n, b, "fp32")] / ms[(n, b, "fp16")] for n, b in cases}
-        fast = {f"{n}/batch{b}": ms[(n, b, "fp32")] / ms[(n, b, "int8_fast")]
-                for n, b in cases if (n, b, "int8_fast") in ms}
-        if fast:
-            out["int8_fast_inference_speedup"] = fast
-            out["int8_fast_inference_faster"] = [k for k, v in fast.items() if v > 1.1]
-            out["int8_fast_inference_slower"] = [k for k, v in fast.items() if v < 1 / 1.1]
+        for path in ("int8_fast", "int8_emulated"):
+            fast = {f"{n}/batch{b}": ms[(n, b, "fp32")] / ms[(n, b, path)]
+                    for n, b in cases if (n, b, path) in ms}
+            if fast:
+                out[f"{path}_inference_speedup"] = fast
+                out[f"{path}_inference_faster"] = [k for k, v in fast.items() if v > 1.1]
+                out[f"{path}_inference_slower"] = [k for k, v in fast.items() if v < 1 / 1.1]
     if res.get("throughput"):
         rows = res["throughput"]
         out["env_steps_per_s_ray"] = {str(r["actors_count"]): r["env_steps_per_s"]
@@ -204,16 +205,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["## Actor inference per step (one XLA thread, best of "
                   f"{report['config']['sizes']['inference_repeats']})", "",
                   "| network | batch | fp32 ms | fp16 ms | int8 ms | int8 fast ms | "
-                  "int8 speed-up | int8 fast speed-up | fp16 speed-up |",
-                  "|---" * 9 + "|"]
+                  "int8 emulated ms | int8 speed-up | int8 fast speed-up | "
+                  "int8 emulated speed-up | fp16 speed-up |",
+                  "|---" * 11 + "|"]
         ms = {(r["network"], r["batch"], r["precision"]): r["ms_per_call"]
               for r in res["inference"]}
         for n, b in sorted({(n, b) for n, b, _ in ms}):
             f32, f16, i8 = (ms[(n, b, p)] for p in PRECISIONS)
-            fast = ms.get((n, b, "int8_fast"))
+            fast, emu = ms.get((n, b, "int8_fast")), ms.get((n, b, "int8_emulated"))
             lines.append(f"| {n} | {b} | {_fmt(f32)} | {_fmt(f16)} | {_fmt(i8)} | "
-                         f"{_fmt(fast)} | {_fmt(f32 / i8, '.2f')} | "
-                         f"{_fmt(fast and f32 / fast, '.2f')} | {_fmt(f32 / f16, '.2f')} |")
+                         f"{_fmt(fast)} | {_fmt(emu)} | {_fmt(f32 / i8, '.2f')} | "
+                         f"{_fmt(fast and f32 / fast, '.2f')} | {_fmt(emu and f32 / emu, '.2f')} | "
+                         f"{_fmt(f32 / f16, '.2f')} |")
         lines.append("")
     if res.get("throughput"):
         lines += ["## System throughput (learner included)", "",

@@ -17,6 +17,9 @@ precision:
   channel, prepared once in the device's layout (``fast_int8.default_options``: ``(out, in)``,
   padded to multiples of 16, one-row batches padded to two on CPU), static activation scales
   calibrated on 256 observations, the first and last layers in float32;
+* ``int8_emulated``: the same prepared policy with the int8 codes multiplied as float32 values
+  (``products="float32"``, what ``actor_compute="emulated"`` runs: the int8 outputs bit for bit
+  up to a fan-in of 1,040, on the float units);
 * ``int8_qwix``: qwix's int8 post-training quantization of the same module (weights per
   output channel, dynamic activations); absent when qwix is not installed.
 
@@ -55,7 +58,7 @@ measured in the same run (``jax.device_put`` of the fp32 payload's size).
     python benchmarks/quant_inference.py --quick       # batches 1, 8 and 1,024, 2 networks
     python benchmarks/quant_inference.py --smoke       # test sizes (seconds)
     # the GPU suite's part (every row of the paper's comparison, batches 1, 8 and 1,024):
-    python benchmarks/quant_inference.py --precisions fp32 bf16 int8 int8_fast int8_qwix \
+    python benchmarks/quant_inference.py --precisions fp32 bf16 int8_fast int8_emulated int8_qwix \
         --batches 1 8 1024
 
 Summary: per precision, the dispatch-included speed-up over fp32 at the paper's actor for
@@ -86,7 +89,7 @@ import numpy as np
 
 from benchmarks import harness
 
-PRECISIONS = ("fp32", "bf16", "fp16", "int8", "int8_fast", "int8_qwix")
+PRECISIONS = ("fp32", "bf16", "fp16", "int8", "int8_fast", "int8_emulated", "int8_qwix")
 BROADCAST_PRECISIONS = ("fp32", "fp16", "int8")
 PAPER_HIDDEN = (2048, 2048, 2048)
 PAPER_NET = "dqn-2048x2048x2048"
@@ -141,12 +144,13 @@ def policy_fn(module: Any, params: Any, precision: str, obs: Any) -> tuple[Any, 
     if precision == "bf16":
         held = jax.tree.map(lambda x: jnp.asarray(x, jnp.bfloat16), params)
         return jax.jit(module.apply), held, jnp.asarray(obs, jnp.bfloat16)
-    if precision == "int8_fast":
+    if precision in ("int8_fast", "int8_emulated"):
         from jaxrl_pim.quant import fast_int8
 
         calib = jax.random.normal(jax.random.PRNGKey(2), (CALIBRATION_ROWS, obs.shape[-1]))
         ranges = fast_int8.calibrate(module.apply, params, calib)
-        held = fast_int8.prepare(params, ranges, **fast_int8.default_options())
+        products = "int32" if precision == "int8_fast" else "float32"
+        held = fast_int8.prepare(params, ranges, **fast_int8.default_options(products=products))
         return jax.jit(functools.partial(fast_int8.apply, module)), held, obs
     if precision == "int8_qwix":
         from jaxrl_pim.quant.qwix_backend import qwix_ptq_model, qwix_quantize_params

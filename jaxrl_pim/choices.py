@@ -108,9 +108,10 @@ PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "int8")
 MODES: tuple[str, ...] = ("single", "ray", "processes")
 """Where the actors run: one jitted program, Ray actors, local OS processes."""
 
-COMPUTES: tuple[str, ...] = ("auto", "native", "float32")
-"""Actor arithmetic: the faster of the other two on the device (measured), the precision's own
-matmuls, or dequantized float32."""
+COMPUTES: tuple[str, ...] = ("auto", "native", "emulated", "float32")
+"""Actor arithmetic: the fastest that computes the quantized policy on the device (measured),
+the precision's own matmuls, int8 codes multiplied on the float units, or dequantized
+float32."""
 
 DQN_ENVS: tuple[str, ...] = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
 """gymnax tasks with tuned DQN defaults (any discrete-action task with flat observations is

@@ -16,11 +16,12 @@ agents, rules and broadcast code:
   store, restarts after failures, a local Ray or a cluster) or as local OS processes
   (:mod:`.transport`: a shared-memory block and a queue), each an :class:`.worker.ActorWorker`.
 
-Actors compute in the faster arithmetic for their device (``actor_compute="auto"``, the
-default: :func:`jaxrl_pim.quant.compute.fastest_compute`); ``"native"`` makes int8 actors
-run int8 matmuls (single program: the fast int8 path, :mod:`jaxrl_pim.quant.fast_int8`;
-distributed actors: the per-row path of :mod:`jaxrl_pim.quant.compute`) and ``"float32"``
-the dequantized policy.
+Actors compute in the fastest arithmetic that computes their quantized policy on their device
+(``actor_compute="auto"``, the default: :func:`jaxrl_pim.quant.compute.fastest_compute`);
+``"native"`` makes int8 actors run int8 matmuls on the fast int8 path
+(:mod:`jaxrl_pim.quant.fast_int8`), ``"emulated"`` the same path with the int8 codes multiplied
+as float32 values (the same outputs, on the float units), and ``"float32"`` the dequantized
+policy.
 
 The building blocks come from the rest of the library: the DQN loss from
 :mod:`jaxrl_pim.rl.dqn`, the networks from :mod:`jaxrl_pim.rl.networks`, the replay from

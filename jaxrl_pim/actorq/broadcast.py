@@ -9,14 +9,16 @@
   single-program mode: the parameters an actor holds after a broadcast. With
   ``compute="native"`` (the default) int8 actors keep their kernels as int8 codes + scale and
   run real int8 matmuls, fp16 actors keep float16 kernels and run half matmuls
-  (:mod:`jaxrl_pim.quant.compute`); ``compute="float32"`` dequantizes everything (the
+  (:mod:`jaxrl_pim.quant.compute`); ``compute="emulated"`` keeps the int8 codes for the fast
+  int8 path with float32 products; ``compute="float32"`` dequantizes everything (the
   *dequantized policy*, float32 arithmetic).
 * ``resolve_compute(compute, precision, rows, width)``: ``"auto"`` made concrete for the device
   (``actors_compute(config, rows)``: the same for a config's actors)
-  (:func:`jaxrl_pim.quant.compute.fastest_compute`); ``fast_int8_params(fn, held, obs)``: an
-  int8 actor's parameters prepared for the fast int8 path
-  (:mod:`jaxrl_pim.quant.fast_int8`: static activation scales calibrated on ``obs``), which
-  single-program actors run.
+  (:func:`jaxrl_pim.quant.compute.fastest_compute`); ``int8_products(precision, compute)``:
+  how an actor on the fast int8 path multiplies (None: not on it);
+  ``fast_int8_params(fn, held, obs, products)``: an int8 actor's parameters prepared for the
+  fast int8 path (:mod:`jaxrl_pim.quant.fast_int8`: static activation scales calibrated on
+  ``obs``), which the actors run.
 * ``encode`` / ``decode``: the host-side wire path of the distributed deployments. Per
   broadcast only payload + scales + CRC32 travel; the tree layout (``BroadcastMeta``) is sent
   once when an actor starts. ``decode(*encode(p, precision), compute)`` equals
@@ -66,7 +68,7 @@ def actor_params(params: Any, precision: str, compute: str = "native") -> Any:
 def resolve_compute(compute: str, precision: str, rows: int, width: int | None = None) -> str:
     """``compute`` with ``"auto"`` replaced by the faster arithmetic for ``precision`` on the
     default backend at ``rows`` rows per policy call through hidden layers at least ``width``
-    wide (``"native"`` or ``"float32"``; :func:`~jaxrl_pim.quant.compute.fastest_compute`)."""
+    wide (:func:`~jaxrl_pim.quant.compute.fastest_compute`)."""
     if compute == "auto":
         return fastest_compute(precision, rows, width=width)
     if compute not in COMPUTES:
@@ -81,21 +83,33 @@ def actors_compute(config: ActorQConfig, rows: int) -> str:
     return resolve_compute(config.actor_compute, config.precision, rows, min(config.hidden))
 
 
-def fast_int8_params(fn: Any, held: Any, obs: jax.Array) -> fast_int8.Prepared:
-    """An int8 actor's :func:`actor_params` (``compute="native"``) prepared for the fast int8
-    path (jittable).
+def int8_products(precision: str, compute: str) -> str | None:
+    """How an actor of ``precision`` computing in ``compute`` (concrete, not ``"auto"``)
+    multiplies on the fast int8 path: ``"int32"`` (``"native"``), ``"float32"``
+    (``"emulated"``), or None when it does not run that path (fp32 / fp16 actors, or
+    ``"float32"``: the dequantized policy)."""
+    if precision != "int8":
+        return None
+    return {"native": "int32", "emulated": "float32"}.get(compute)
+
+
+def fast_int8_params(fn: Any, held: Any, obs: jax.Array,
+                     products: str = "int32") -> fast_int8.Prepared:
+    """An int8 actor's :func:`actor_params` (``compute="native"`` or ``"emulated"``) prepared
+    for the fast int8 path (jittable).
 
     Args:
       fn: ``fn(params, obs)`` running the policy (an agent's ``greedy``): its ``nn.Dense``
         inputs on the dequantized policy give the static activation scales.
       held: ``actor_params(params, "int8", "native")``.
       obs: calibration observations ``(B, obs_dim)`` (states the actors visit).
+      products: ``"int32"`` or ``"float32"`` (:func:`int8_products`).
     Returns:
       A :class:`~jaxrl_pim.quant.fast_int8.Prepared` policy (``policy_apply`` runs it); the
       kernels keep the broadcast's int8 codes and scales.
     """
     ranges = fast_int8.calibrate(fn, dequantized(held), obs)
-    return fast_int8.prepare(held, ranges, **fast_int8.default_options())
+    return fast_int8.prepare(held, ranges, **fast_int8.default_options(products=products))
 
 
 class BroadcastMeta(NamedTuple):

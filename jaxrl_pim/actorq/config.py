@@ -91,8 +91,11 @@ class ActorQConfig:
       precision: actor-side policy precision and broadcast format: fp32, fp16 or int8.
       actor_compute: ``"native"``: actors compute in the precision they hold (int8 kernels
         run int8 matmuls with int8 activations and int32 accumulation, float16 kernels half
-        matmuls); ``"float32"``: actors dequantize and compute in float32; ``"auto"``: the
-        faster of the two where the actors run (``actorq.broadcast.resolve_compute``).
+        matmuls); ``"emulated"``: int8 actors multiply the same int8 codes as float32 values
+        (the same outputs, on the float units; float16 actors dequantize); ``"float32"``:
+        actors dequantize and compute in float32 (int8 weights, float activations);
+        ``"auto"``: the fastest arithmetic that computes the actors' quantized policy where
+        they run (``actorq.broadcast.resolve_compute``).
       num_actors: K actors; in single-program mode a vmap axis, in the distributed modes the
         number of actors (Ray actors or OS processes).
       envs_per_actor: environments each actor steps in lock-step (a vmap axis).

@@ -8,7 +8,8 @@ replay, a full-precision learner update every ``train_frequency`` iterations onc
 broadcast: the learner's policy is quantized (``broadcast.actor_params``) and becomes the
 actors' policy. The actors compute in ``config.actor_compute`` made concrete for the device
 and the ``num_actors * envs_per_actor`` rows of a call (``broadcast.actors_compute``); int8
-actors computing natively run the fast int8 path (``broadcast.fast_int8_params``), its
+actors computing natively or emulated run the fast int8 path (``broadcast.fast_int8_params``,
+its products in int32 or in float32: ``broadcast.int8_products``), its
 static activation scales calibrated at each broadcast on the environments' current
 observations and :data:`CALIBRATION_ROWS` observations sampled from replay.
 
@@ -30,7 +31,12 @@ import numpy as np
 from jaxrl_pim import runner
 from jaxrl_pim.actorq.actor import EnvCarry, env_step, evaluate, init_carry
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.broadcast import actor_params, actors_compute, fast_int8_params
+from jaxrl_pim.actorq.broadcast import (
+    actor_params,
+    actors_compute,
+    fast_int8_params,
+    int8_products,
+)
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Replay, ReplayState, make_replay
 from jaxrl_pim.checkpoint import Restored, fingerprint
@@ -103,12 +109,12 @@ def make_system(config: ActorQConfig) -> System:
     n = config.n_step
     first_update_it = max(config.learning_starts, config.batch_size) // n_envs + n - 1
     compute = actors_compute(config, n_envs)
-    fast = config.precision == "int8" and compute == "native"
+    products = int8_products(config.precision, compute)
 
     def broadcast(learner: Any, obs: jax.Array) -> Any:
         """The actors' parameters for the learner's policy (``obs``: calibration rows)."""
         held = actor_params(agent.policy_params(learner), config.precision, compute)
-        return fast_int8_params(agent.greedy, held, obs) if fast else held
+        return held if products is None else fast_int8_params(agent.greedy, held, obs, products)
 
     step_one = lambda p, c, k, e: env_step(
         env, env_params, agent, config.gamma, config.reward_scale, p, c, k, e
@@ -147,7 +153,7 @@ def make_system(config: ActorQConfig) -> System:
         refresh = (it + 1) % config.actor_update_period == 0
 
         def refreshed() -> Any:
-            if not fast:
+            if products is None:
                 return broadcast(learner, carry.obs)
             k_cal = jax.random.fold_in(k_learn, 1)  # the other streams stay as they were
             sampled = replay.sample(rstate, k_cal, CALIBRATION_ROWS)[1].obs

@@ -16,18 +16,18 @@ one that died).
 
 The actor computes in ``config.actor_compute`` made concrete for its device and its
 ``envs_per_actor`` rows per call (``broadcast.actors_compute``). An int8 actor computing
-natively runs the fast int8 path (:mod:`jaxrl_pim.quant.fast_int8`, as single-program actors
-do): a broadcast carries no activation ranges, so at each ``set_policy`` the actor calibrates
-the static activation scales on states it visited itself -- its environments' current
-observations and the observations of its last rollout's :data:`CALIBRATION_ROWS` most recent
-n-step transitions, the rows the learner's replay receives (single-program actors calibrate
-on replay rows); before the first rollout, the current observations repeated -- and prepares
-the kernels once; that work is timed as part of "load". Actor processes run XLA:CPU with
-one Eigen thread and YNNPACK's dot path on
-(``--xla_cpu_experimental_ynn_fusion_type=individual_dot``, where int8 products are fast)
-and its other fusion types off (the project's workaround, :mod:`jaxrl_pim.xla_env`):
-the one place the project narrows the workaround, since an actor process runs only its
-policy and its environments.
+natively or emulated runs the fast int8 path (:mod:`jaxrl_pim.quant.fast_int8`, as
+single-program actors do): a broadcast carries no activation ranges, so at each ``set_policy``
+the actor calibrates the static activation scales on states it visited itself -- its
+environments' current observations and the observations of its last rollout's
+:data:`CALIBRATION_ROWS` most recent n-step transitions, the rows the learner's replay receives
+(single-program actors calibrate on replay rows); before the first rollout, the current
+observations repeated -- and prepares the kernels once; that work is timed as part of "load".
+Actor processes run XLA:CPU with one Eigen thread and YNNPACK's dot path on
+(``--xla_cpu_experimental_ynn_fusion_type=individual_dot``, where int8 products are fast) and
+its other fusion types off (the project's workaround, :mod:`jaxrl_pim.xla_env`): the one place
+the project narrows the workaround, since an actor process runs only its policy and its
+environments.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from jaxrl_pim.actorq.broadcast import (
     actors_compute,
     deserialize,
     fast_int8_params,
+    int8_products,
     load,
 )
 from jaxrl_pim.actorq.config import ActorQConfig
@@ -92,7 +93,8 @@ class ActorWorker:
         agent = make_agent(config, info)
         n_env, period = config.envs_per_actor, config.actor_update_period
         self.compute = actors_compute(config, n_env)
-        self.fast = config.precision == "int8" and self.compute == "native"
+        products = int8_products(config.precision, self.compute)
+        self.fast = products is not None
         key = jax.random.fold_in(jax.random.PRNGKey(seed), 1000 + actor_id)
         if incarnation:
             key = jax.random.fold_in(key, incarnation)
@@ -113,7 +115,8 @@ class ActorWorker:
         # the fast path's calibration rows: a fixed shape, so one compiled preparation
         rows = min(CALIBRATION_ROWS, period * n_env)
         self._seen = np.resize(np.asarray(self.carry.obs), (rows,) + self.carry.obs.shape[1:])
-        self._prepare = jax.jit(functools.partial(fast_int8_params, agent.greedy))
+        self._prepare = jax.jit(functools.partial(fast_int8_params, agent.greedy,
+                                                  products=products or "int32"))
         self._compiled: Any = None
         self.params: Any = None
         self.version = -1

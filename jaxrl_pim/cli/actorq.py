@@ -103,7 +103,9 @@ def _add_actors(p: argparse.ArgumentParser, d: argparse.Namespace) -> None:
                         "ray://HOST:10001) (default: start a local Ray instance)")
     actors.add_argument("--actor-compute", choices=COMPUTES, default=d.actor_compute,
                         help="native: int8 actors run int8 matmuls, fp16 actors float16 "
-                        "matmuls; float32: actors dequantize and compute in float32")
+                        "matmuls; emulated: int8 actors multiply their int8 codes as float32 "
+                        "(the same outputs); float32: actors dequantize and compute in float32; "
+                        "auto: the fastest that computes the quantized policy here")
     actors.add_argument("--actors", type=int, default=d.num_actors,
                         help="number of actors K (count)")
     actors.add_argument("--envs-per-actor", type=int, default=d.envs_per_actor,

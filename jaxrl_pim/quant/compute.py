@@ -9,7 +9,11 @@ into the parameters an actor runs with:
   same values as :func:`jaxrl_pim.quant.fake_quantize`), run with float32 matmuls;
 * ``compute="native"``: the 2-D ``kernel`` leaves keep their low-precision form -- int8
   codes with their float32 scale (any QTensor whose codes are int8), or float16 values --
-  and everything else (biases, norm scales) is dequantized to float32.
+  and everything else (biases, norm scales) is dequantized to float32;
+* ``compute="emulated"``: int8 kernels kept as with ``"native"``, for the fast int8 path with
+  its products computed in float32 (:mod:`jaxrl_pim.quant.fast_int8`, ``products="float32"``:
+  the int8 policy's outputs bit for bit up to a fan-in of 1,040, on the float units); float16
+  kernels dequantized as with ``"float32"``.
 
 :func:`policy_apply` runs a flax linen module with such parameters: each ``nn.Dense`` whose
 kernel is an int8 QTensor runs :func:`jaxrl_pim.quant.int8.int8_matmul` (activations
@@ -45,7 +49,7 @@ from jaxrl_pim.quant.formats import QTensor
 from jaxrl_pim.quant.int8 import int8_matmul
 
 PyTree = Any
-COMPUTES = ("float32", "native")
+COMPUTES = ("float32", "native", "emulated")
 
 
 def _kernel_kind(path: tuple, leaf: Any) -> str:
@@ -67,8 +71,9 @@ def actor_tree(qtree: PyTree, compute: str = "native") -> PyTree:
     Args:
       qtree: pytree of QTensors (and plain arrays for leaves left in full precision), e.g.
         ``quantize_tree(params, spec)``; NumPy or JAX arrays.
-      compute: ``"native"`` (int8 / float16 kernels kept for integer / half arithmetic) or
-        ``"float32"`` (everything dequantized).
+      compute: ``"native"`` (int8 / float16 kernels kept for integer / half arithmetic),
+        ``"emulated"`` (int8 kernels kept, float16 ones dequantized) or ``"float32"``
+        (everything dequantized).
     Returns:
       A pytree with the structure of the original parameters: float32 arrays, and with
       ``"native"`` int8 :class:`QTensor` (codes ``int8`` of the kernel's shape, float32
@@ -78,7 +83,9 @@ def actor_tree(qtree: PyTree, compute: str = "native") -> PyTree:
         raise ValueError(f"compute must be one of {', '.join(COMPUTES)}; got {compute!r}")
 
     def one(path, leaf):
-        kind = _kernel_kind(path, leaf) if compute == "native" else "other"
+        kind = _kernel_kind(path, leaf) if compute != "float32" else "other"
+        if kind == "fp16" and compute == "emulated":
+            kind = "other"
         if kind == "int8":
             return QTensor(jnp.asarray(leaf.codes, jnp.int8), jnp.asarray(leaf.scale, jnp.float32),
                            jnp.asarray(leaf.zero_point, jnp.int32))
@@ -167,16 +174,19 @@ INT8_ROWS_X_WIDTH = 16_384
 
 def fastest_compute(precision: str, rows: int, backend: str | None = None,
                     xla_flags: str | None = None, *, width: int | None = None) -> str:
-    """The faster of ``"native"`` and ``"float32"`` arithmetic for a quantized policy, as
-    measured by ``benchmarks/quant_inference.py`` (``docs/quantization.md``).
+    """The fastest arithmetic that computes a quantized policy's own outputs, as measured by
+    ``benchmarks/quant_inference.py`` (``docs/quantization.md``).
 
-    * int8: ``"native"`` only on XLA:CPU with its YNNPACK dot path on
+    * int8: ``"native"`` (int8 products) only on XLA:CPU with its YNNPACK dot path on
       (:func:`fast_int8.int8_dots_fast`), ``rows >= 2`` (XLA:CPU widens a one-row int8
       product, a matrix-vector product, to int32) and, when the policy's narrowest hidden
       ``width`` is given, a layer wide enough to repay the int8 epilogues (``width >=``
-      :data:`INT8_WIDE_LAYER` or ``rows * width >=`` :data:`INT8_ROWS_X_WIDTH`). On GPUs and
-      TPUs ``"float32"`` until the GPU suite has timed the fast int8 path: the H200 figures so
-      far have the per-row int8 path slower than float32 (TF32).
+      :data:`INT8_WIDE_LAYER` or ``rows * width >=`` :data:`INT8_ROWS_X_WIDTH`); otherwise
+      ``"emulated"``: the same codes and static scales multiplied on the float units (the
+      int8 outputs bit for bit up to a fan-in of 1,040). On GPUs and TPUs ``"emulated"`` until
+      the GPU suite has timed the fast int8 path: the H200 figures so far have the per-row
+      int8 path slower than float32 (TF32). ``"float32"`` (the dequantized policy: int8
+      weights, float activations) is never chosen: it computes a different function.
     * float16: ``"float32"`` on CPU (no fast half product), ``"native"`` elsewhere.
     * float32: ``"native"`` (nothing to choose).
 
@@ -187,7 +197,7 @@ def fastest_compute(precision: str, rows: int, backend: str | None = None,
       xla_flags: ``XLA_FLAGS`` to read (default: the environment's).
       width: the narrowest hidden layer's width (units); None: not considered.
     Returns:
-      ``"native"`` or ``"float32"``.
+      ``"native"``, ``"emulated"`` (int8) or ``"float32"`` (float16 on CPU).
     """
     backend = backend or jax.default_backend()
     if precision == "fp32":
@@ -197,7 +207,7 @@ def fastest_compute(precision: str, rows: int, backend: str | None = None,
     wide = width is None or width >= INT8_WIDE_LAYER or rows * width >= INT8_ROWS_X_WIDTH
     if backend == "cpu" and rows >= 2 and wide and fast_int8.int8_dots_fast(backend, xla_flags):
         return "native"
-    return "float32"
+    return "emulated"
 
 
 def int8_error_bound(kernels: Sequence[np.ndarray], activations: Sequence[np.ndarray],

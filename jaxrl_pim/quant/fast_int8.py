@@ -16,7 +16,15 @@ that does not depend on the observation is done once, in :func:`prepare` (jittab
   activation): one fusion per layer and no reduction at inference. Inputs beyond the
   calibrated range are clipped to it;
 * **the first and last layers** (a fan-in of a few observations, a handful of outputs) stay
-  in float (``float_ends="fp32"`` or ``"bf16"``), where int8 saves nothing.
+  in float (``float_ends="fp32"`` or ``"bf16"``), where int8 saves nothing;
+* **the products** are int8 (``products="int32"``) or, where a device has no fast int8 product,
+  the same codes multiplied as float32 values (``products="float32"``): the int8 policy's
+  arithmetic on the float units. Every product of two codes is an integer of at most 127^2 and
+  every partial sum of at most :data:`EXACT_FLOAT_FAN_IN` of them an integer below 2^24, so up
+  to that fan-in the float32 sums are exact and the outputs equal the int32 path's bit for bit
+  (on GPUs TF32 keeps integers up to 2^11 exact, so this holds under the default precision
+  too); beyond it they may differ by float32 rounding of the sums, as the fake-quantized
+  reference does.
 
 :func:`apply` runs a flax linen module with every ``nn.Dense`` computed that way (through
 ``nn.intercept_methods``): ``y = (q_x @ q_W) * (s_x * s_w) + b``, the product exact in int32
@@ -53,6 +61,13 @@ PyTree = Any
 QMAX = 127
 LAYOUTS = ("nk", "kn")
 FLOAT_ENDS = ("fp32", "bf16", "none")
+#: How an int8 layer's product is computed: ``"int32"`` (``s8 x s8 -> s32``) or ``"float32"``
+#: (the same codes as float32 values, float32 products and sums).
+PRODUCTS = ("int32", "float32")
+#: A float32 sum of up to this many int8 x int8 products (each at most 127^2 in magnitude) is
+#: exact: every partial sum is an integer below 2^24 (127^2 * 1040 = 16,774,160). Up to this
+#: fan-in, ``products="float32"`` gives the int32 path's outputs bit for bit.
+EXACT_FLOAT_FAN_IN = 1040
 _FLOAT_DTYPES = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
 _YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type"
 
@@ -81,8 +96,9 @@ class Layer:
     """One prepared ``nn.Dense``.
 
     Attributes:
-      kernel: int8 codes (``kind="int8"``), ``(N_p, K_p)`` in layout ``"nk"`` or ``(K_p,
-        N_p)`` in ``"kn"``; float values (``"fp32"`` / ``"bf16"``), always ``(K_p, N_p)``.
+      kernel: int8 codes (``kind="int8"``; with ``products="float32"`` the codes as float32
+        values, converted once), ``(N_p, K_p)`` in layout ``"nk"`` or ``(K_p, N_p)`` in
+        ``"kn"``; float values (``"fp32"`` / ``"bf16"``), always ``(K_p, N_p)``.
         ``K_p`` and ``N_p`` are the fan-in and the width padded to ``pad``.
       scale: float32 ``(N_p,)``: ``s_x * s_w`` per output (int8); ones (float layers).
       bias: float32 ``(N_p,)``, zero in the padding.
@@ -100,7 +116,7 @@ class Layer:
 
 
 @functools.partial(jax.tree_util.register_dataclass, data_fields=("layers",),
-                   meta_fields=("layout", "first", "last", "min_rows"))
+                   meta_fields=("layout", "first", "last", "min_rows", "products"))
 @dataclasses.dataclass(frozen=True)
 class Prepared:
     """A policy prepared by :func:`prepare` (a pytree: pass it through ``jit``).
@@ -110,6 +126,8 @@ class Prepared:
       layout: ``"nk"`` or ``"kn"`` (static).
       first, last: the paths of the first and last ``Dense`` called (static).
       min_rows: a batch ``(B, in)`` with fewer rows is zero-padded to this many (static).
+      products: ``"int32"`` or ``"float32"``: how :func:`apply` multiplies the int8 layers
+        (static; see the module docstring).
     """
 
     layers: dict[str, Layer]
@@ -117,6 +135,7 @@ class Prepared:
     first: str
     last: str
     min_rows: int
+    products: str = "int32"
 
 
 def _path(module: nn.Module) -> str:
@@ -203,9 +222,11 @@ def _float_kernel(kernel: Any) -> jax.Array:
     return jnp.asarray(kernel, jnp.float32)
 
 
-def _check_options(layout: str, pad: int, float_ends: str, min_rows: int) -> None:
+def _check_options(layout: str, pad: int, float_ends: str, min_rows: int, products: str) -> None:
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}; got {layout!r}")
+    if products not in PRODUCTS:
+        raise ValueError(f"products must be one of {PRODUCTS}; got {products!r}")
     if float_ends not in FLOAT_ENDS:
         raise ValueError(f"float_ends must be one of {FLOAT_ENDS}; got {float_ends!r}")
     for name, v in (("pad", pad), ("min_rows", min_rows)):
@@ -214,7 +235,7 @@ def _check_options(layout: str, pad: int, float_ends: str, min_rows: int) -> Non
 
 
 def prepare(variables: PyTree, ranges: Ranges, *, layout: str = "nk", pad: int = 16,
-            float_ends: str = "fp32", min_rows: int = 1) -> Prepared:
+            float_ends: str = "fp32", min_rows: int = 1, products: str = "int32") -> Prepared:
     """Quantize and lay out a policy's dense kernels once (jittable).
 
     Args:
@@ -227,10 +248,12 @@ def prepare(variables: PyTree, ranges: Ranges, *, layout: str = "nk", pad: int =
         ``"none"``: every layer int8.
       min_rows: batches of fewer rows are padded to this many at run time (2 on XLA:CPU,
         whose one-row int8 product is slow; 1 elsewhere).
+      products: ``"int32"`` (int8 products) or ``"float32"`` (the codes multiplied as float32
+        values: the same outputs up to a fan-in of :data:`EXACT_FLOAT_FAN_IN`).
     Returns:
       A :class:`Prepared` pytree for :func:`apply`.
     """
-    _check_options(layout, pad, float_ends, min_rows)
+    _check_options(layout, pad, float_ends, min_rows, products)
     params = variables["params"]
     paths = ranges.paths
     if len(set(paths)) != len(paths):
@@ -260,13 +283,15 @@ def prepare(variables: PyTree, ranges: Ranges, *, layout: str = "nk", pad: int =
         else:
             codes, s_w = kernel_codes(kernel)
             q = jnp.zeros((kp, np_), jnp.int8).at[:k, :n].set(codes)
+            if products == "float32":
+                q = q.astype(jnp.float32)  # once here, not at every call
             a = ranges.absmax[i].astype(jnp.float32)
             s_x = jnp.where(a > 0, a * (jnp.float32(1) / jnp.float32(QMAX)), one)
             scale = jnp.zeros(np_, jnp.float32).at[:n].set(s_w * s_x)
             layers[path] = Layer(q.T if layout == "nk" else q, scale, bias, one / s_x,
                                  "int8", n)
         prev = np_
-    return Prepared(layers, layout, paths[0], paths[-1], min_rows)
+    return Prepared(layers, layout, paths[0], paths[-1], min_rows, products)
 
 
 def quantize_input(x: jax.Array, inv_scale: jax.Array) -> jax.Array:
@@ -280,31 +305,31 @@ def _fan_in(layer: Layer, layout: str) -> int:
     return layer.kernel.shape[0]
 
 
-def layer_apply(layer: Layer, x: jax.Array, layout: str, exact: bool = True) -> jax.Array:
+def layer_apply(layer: Layer, x: jax.Array, layout: str, products: str = "int32",
+                precision: jax.lax.Precision | None = None) -> jax.Array:
     """One prepared layer on ``x`` ``(..., K)`` (zero-padded here to ``K_p``): float32
-    ``(..., N_p)``. ``exact=False`` computes the int8 product in float32 instead of int32
-    (the fake-quantized reference, :func:`reference_apply`)."""
+    ``(..., N_p)``. ``products="float32"`` computes the int8 product in float32 instead of
+    int32; ``precision`` is that of the float32 products (:func:`reference_apply`: HIGHEST)."""
     kp = _fan_in(layer, layout)
     if x.shape[-1] < kp:
         x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, kp - x.shape[-1])])
     if layer.kind == "int8":
         q = quantize_input(jnp.asarray(x, jnp.float32), layer.inv_in_scale)
         dims = (((q.ndim - 1,), (1 if layout == "nk" else 0,)), ((), ()))
-        if exact:
+        if products == "int32":
             acc = jax.lax.dot_general(q, layer.kernel, dims, preferred_element_type=jnp.int32)
         else:
             acc = jax.lax.dot_general(q.astype(jnp.float32), layer.kernel.astype(jnp.float32),
-                                      dims, precision=jax.lax.Precision.HIGHEST)
+                                      dims, precision=precision)
         return acc.astype(jnp.float32) * layer.scale + layer.bias
     y = jax.lax.dot_general(x.astype(layer.kernel.dtype), layer.kernel,
                             (((x.ndim - 1,), (0,)), ((), ())),
-                            preferred_element_type=jnp.float32,
-                            precision=None if exact else jax.lax.Precision.HIGHEST)
+                            preferred_element_type=jnp.float32, precision=precision)
     return y + layer.bias
 
 
-def _run(fn: nn.Module | Callable[..., Any], prepared: Prepared, exact: bool, args: tuple,
-         kwargs: dict) -> Any:
+def _run(fn: nn.Module | Callable[..., Any], prepared: Prepared, products: str,
+         precision: jax.lax.Precision | None, args: tuple, kwargs: dict) -> Any:
     rows: list[int] = []
 
     def interceptor(next_fun, args_, kwargs_, context):
@@ -316,7 +341,7 @@ def _run(fn: nn.Module | Callable[..., Any], prepared: Prepared, exact: bool, ar
             rows.append(x.shape[0])
             x = jnp.pad(x, [(0, prepared.min_rows - x.shape[0])] + [(0, 0)] * (x.ndim - 1))
         layer = prepared.layers[path]
-        y = layer_apply(layer, x, prepared.layout, exact)
+        y = layer_apply(layer, x, prepared.layout, products, precision)
         if path == prepared.last:
             y = y[..., :layer.width]
             if rows:
@@ -335,16 +360,17 @@ def apply(fn: nn.Module | Callable[..., Any], prepared: Prepared, *args: Any,
     ``fn`` is a flax module (``module.apply`` is called) or a function ``fn(variables, *args)``
     that hands ``variables`` to ``module.apply`` (a policy's apply function); it runs with
     empty parameters: a ``Dense`` takes everything from ``prepared``, so modules with other
-    parameterised layers (LayerNorm, Conv) are not supported.
+    parameterised layers (LayerNorm, Conv) are not supported. The int8 layers multiply as
+    ``prepared.products`` says.
     """
-    return _run(fn, prepared, True, args, kwargs)
+    return _run(fn, prepared, prepared.products, None, args, kwargs)
 
 
 def reference_apply(fn: nn.Module | Callable[..., Any], prepared: Prepared, *args: Any,
                     **kwargs: Any) -> Any:
     """:func:`apply` with float32 products of the same codes and scales (the fake-quantized
     reference: equal to :func:`apply` up to float32 rounding of the sums)."""
-    return _run(fn, prepared, False, args, kwargs)
+    return _run(fn, prepared, "float32", jax.lax.Precision.HIGHEST, args, kwargs)
 
 
 def int8_dots_fast(backend: str | None = None, xla_flags: str | None = None) -> bool:
@@ -376,9 +402,15 @@ def int8_dots_fast(backend: str | None = None, xla_flags: str | None = None) -> 
     return any(v in ("individual_dot", "dot") for v in items)
 
 
-def default_options(backend: str | None = None) -> dict[str, Any]:
-    """:func:`prepare`'s options for a backend: ``layout="nk"``, ``pad=16``, first and last
-    layers in float32, and ``min_rows=2`` on CPU (its one-row int8 product is slow)."""
+def default_options(backend: str | None = None, products: str = "int32") -> dict[str, Any]:
+    """:func:`prepare`'s options for a backend and a way of multiplying: ``pad=16``, first
+    and last layers in float32; int8 products: ``layout="nk"`` and ``min_rows=2`` on CPU (its
+    one-row int8 product is slow); float32 products: ``layout="kn"``, the float network's own
+    (XLA:CPU multiplies a float32 ``(out, in)`` kernel about 14x slower at 3 x 2,048, 8 rows:
+    it transposes the kernel at every call), and no padding of rows."""
     backend = backend or jax.default_backend()
+    if products == "float32":
+        return {"layout": "kn", "pad": 16, "float_ends": "fp32", "min_rows": 1,
+                "products": products}
     return {"layout": "nk", "pad": 16, "float_ends": "fp32",
-            "min_rows": 2 if backend == "cpu" else 1}
+            "min_rows": 2 if backend == "cpu" else 1, "products": products}
