@@ -67,7 +67,8 @@ meaning it always had) and the fastest precision per batch by that time; the pap
 broadcast's bytes ratio and load / total times. Records with device-side times add
 ``<precision>_device_speedup_vs_fp32_paper_b<batch>`` (fp32 device-side time / this
 precision's), ``fastest_precision_device_paper_b<batch>`` and, for the other networks,
-``<precision>_device_speedup_vs_fp32_<network>_b<batch>``. ``int8_qwix`` runs wherever qwix
+``<precision>_device_speedup_vs_fp32_<network>_b<batch>``, and over every network and batch
+``<precision>_device_speedup_vs_fp32_median`` and ``..._worst``. ``int8_qwix`` runs wherever qwix
 imports (in the default precisions; a network it fails on is an ``error`` record). Those keys
 describe the process's own variant; the ``ynn_dots`` child's records give the same keys
 prefixed ``ynn_dots_``.
@@ -329,10 +330,19 @@ def _inference_keys(inf: list[dict], cfg: dict[str, Any], paper: str | None,
                      if (r := _find(inf, network=paper, batch=batch, precision=p))}
             out[f"fastest_precision_device_paper_b{batch}"] = (min(times, key=times.get)
                                                                if times else None)
+    every: dict[str, list[float]] = {}  # per precision, over every network and batch
     for net in dict.fromkeys(r["network"] for r in inf) if device else ():
-        for batch in [] if net == paper else cfg["batches"]:
+        for batch in cfg["batches"]:
             dev = _device_speedups(inf, net, batch, cfg["precisions"])
-            out.update({f"{p}_device_speedup_vs_fp32_{net}_b{batch}": v for p, v in dev.items()})
+            for p, v in dev.items():
+                if v is not None:
+                    every.setdefault(p, []).append(v)
+            if net != paper:
+                out.update({f"{p}_device_speedup_vs_fp32_{net}_b{batch}": v
+                            for p, v in dev.items()})
+    for p, values in every.items():
+        out[f"{p}_device_speedup_vs_fp32_median"] = float(np.median(values))
+        out[f"{p}_device_speedup_vs_fp32_worst"] = min(values)
     return {pre + k: v for k, v in out.items()}
 
 
@@ -399,6 +409,20 @@ def _device_row(inf: list[dict], r: dict[str, Any], variants: bool) -> list[Any]
                    f"{dev * 1e6 / r['batch']:.4g}", vs, f"{r['device_calls']:,}"]
 
 
+def _speedup_table(inf: list[dict], cfg: dict[str, Any], several: bool) -> list[str]:
+    """One row per (variant, network, batch), one column per precision but fp32."""
+    precisions = [p for p in cfg["precisions"] if p != "fp32"]
+    rows = []
+    for v in _variants(inf, cfg.get("variant")):
+        recs = [r for r in inf if r.get("variant", cfg.get("variant")) == v]
+        for net in dict.fromkeys(r["network"] for r in recs):
+            for batch in cfg["batches"]:
+                dev = _device_speedups(recs, net, batch, precisions)
+                rows.append([v] * several + [net, batch] + [
+                    "" if dev[p] is None else f"{dev[p]:.2f}x" for p in precisions])
+    return harness.md_table(["XLA"] * several + ["network", "batch"] + precisions, rows)
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     """The inference table (device-side and dispatch-included time per call, speed-up over
     fp32; records before the device-side timer: the dispatch-included table they had) and
@@ -416,6 +440,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         if several:
             lines[-2] += (" XLA: workaround = the project's XLA:CPU flags (YNNPACK fusions "
                           "off); ynn_dots = YNNPACK's dots on (a child process).")
+        lines += ["Device-side speed-up over fp32 (fp32 time / this precision's) per network "
+                  "and batch:", ""]
+        lines += _speedup_table(inf, cfg, several)
+        lines += ["", "Every record:", ""]
         lines += harness.md_table(
             ["XLA"] * several + [
                 "network", "batch", "precision", "device-side us per call",

@@ -66,7 +66,7 @@ def actor_params(params: Any, precision: str, compute: str = "native") -> Any:
 
 
 def resolve_compute(compute: str, precision: str, rows: int, width: int | None = None) -> str:
-    """``compute`` with ``"auto"`` replaced by the faster arithmetic for ``precision`` on the
+    """``compute`` with ``"auto"`` replaced by the fastest arithmetic for ``precision`` on the
     default backend at ``rows`` rows per policy call through hidden layers at least ``width``
     wide (:func:`~jaxrl_pim.quant.compute.fastest_compute`)."""
     if compute == "auto":

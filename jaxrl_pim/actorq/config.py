@@ -12,9 +12,10 @@ The learner always trains in full precision; ``precision`` only chooses how the 
 broadcast to (and held by) the actors: ``"fp32"`` (no quantization), ``"fp16"`` (float16
 round trip) or ``"int8"`` (symmetric per-tensor int8 codes and one float32 scale per tensor).
 ``actor_compute`` chooses the actors' arithmetic: ``"native"`` (int8 actors run int8 x int8
--> int32 matmuls, fp16 actors float16 matmuls), ``"float32"`` (dequantize, float32
-matmuls) or ``"auto"`` (the default: the faster of the two for the device and the rows per
-policy call, :func:`jaxrl_pim.quant.compute.fastest_compute`).
+-> int32 matmuls, fp16 actors float16 matmuls), ``"emulated"`` (int8 actors multiply their
+int8 codes as float32 values: the same outputs), ``"float32"`` (dequantize, float32 matmuls)
+or ``"auto"`` (the default: the fastest that computes the quantized policy for the device and
+the rows per policy call, :func:`jaxrl_pim.quant.compute.fastest_compute`).
 
 Units: ``total_timesteps`` and every ``*_steps`` count are in environment steps summed over
 all actors; ``actor_update_period`` is in steps of one actor; ``train_frequency`` in
