@@ -239,8 +239,8 @@ def test_fastest_compute_follows_the_measured_rules():
         resolve_compute("fast", "int8", 8)
     # the layer's width: int8 repays its epilogues on wide layers or many rows
     assert fastest_compute("int8", 8, "cpu", ynn, width=256) == "emulated"
-    assert fastest_compute("int8", 64, "cpu", ynn, width=256) == "emulated"
-    assert fastest_compute("int8", 256, "cpu", ynn, width=256) == "native"
+    assert fastest_compute("int8", 63, "cpu", ynn, width=256) == "emulated"
+    assert fastest_compute("int8", 64, "cpu", ynn, width=256) == "native"
     assert fastest_compute("int8", 2, "cpu", ynn, width=1024) == "native"
 
 
@@ -255,7 +255,7 @@ def test_the_width_rule_agrees_with_the_published_cpu_measurements():
     ynn = "--xla_cpu_experimental_ynn_fusion_type=individual_dot"
     checked = 0
     for key, fast in summary.items():
-        if not key.startswith(prefix):
+        if not key.startswith(prefix) or key.endswith(("_median", "_worst")):
             continue
         emulated = summary[key.replace("int8_fast", "int8_emulated")]
         ratio = fast / emulated  # emulated time over the int8 products' time
