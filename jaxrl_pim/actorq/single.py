@@ -31,12 +31,7 @@ import numpy as np
 from jaxrl_pim import runner
 from jaxrl_pim.actorq.actor import EnvCarry, env_step, evaluate, init_carry
 from jaxrl_pim.actorq.agent import Agent, EnvInfo
-from jaxrl_pim.actorq.broadcast import (
-    actor_params,
-    actors_compute,
-    fast_int8_params,
-    int8_products,
-)
+from jaxrl_pim.actorq.broadcast import actor_params, actors_compute, fast_int8_params, int8_products
 from jaxrl_pim.actorq.config import ActorQConfig
 from jaxrl_pim.actorq.replay import Replay, ReplayState, make_replay
 from jaxrl_pim.checkpoint import Restored, fingerprint
