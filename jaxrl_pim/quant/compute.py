@@ -49,7 +49,11 @@ from jaxrl_pim.quant.formats import QTensor
 from jaxrl_pim.quant.int8 import int8_matmul
 
 PyTree = Any
-COMPUTES = ("float32", "native", "emulated")
+#: the kernel kinds (:func:`_kernel_kind`) each compute keeps in their own precision; every
+#: other leaf is dequantized to float32
+KEPT_KINDS: dict[str, tuple[str, ...]] = {
+    "float32": (), "native": ("int8", "fp16"), "emulated": ("int8",)}
+COMPUTES = tuple(KEPT_KINDS)
 
 
 def _kernel_kind(path: tuple, leaf: Any) -> str:
@@ -83,8 +87,8 @@ def actor_tree(qtree: PyTree, compute: str = "native") -> PyTree:
         raise ValueError(f"compute must be one of {', '.join(COMPUTES)}; got {compute!r}")
 
     def one(path, leaf):
-        kind = _kernel_kind(path, leaf) if compute != "float32" else "other"
-        if kind == "fp16" and compute == "emulated":
+        kind = _kernel_kind(path, leaf)
+        if kind not in KEPT_KINDS[compute]:
             kind = "other"
         if kind == "int8":
             return QTensor(jnp.asarray(leaf.codes, jnp.int8), jnp.asarray(leaf.scale, jnp.float32),

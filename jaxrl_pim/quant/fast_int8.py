@@ -409,8 +409,6 @@ def default_options(backend: str | None = None, products: str = "int32") -> dict
     (XLA:CPU multiplies a float32 ``(out, in)`` kernel about 14x slower at 3 x 2,048, 8 rows:
     it transposes the kernel at every call), and no padding of rows."""
     backend = backend or jax.default_backend()
-    if products == "float32":
-        return {"layout": "kn", "pad": 16, "float_ends": "fp32", "min_rows": 1,
-                "products": products}
-    return {"layout": "nk", "pad": 16, "float_ends": "fp32",
-            "min_rows": 2 if backend == "cpu" else 1, "products": products}
+    int8 = products == "int32"
+    return {"layout": "nk" if int8 else "kn", "pad": 16, "float_ends": "fp32",
+            "min_rows": 2 if int8 and backend == "cpu" else 1, "products": products}

@@ -237,10 +237,9 @@ def make_train_from(
     def lane_mean(q: jax.Array) -> jax.Array:
         return _lane_mean(q, fmt, c, axis)
 
-    def local_round(q, data, keys, lcg, first_episode, num_episodes):
+    def local_round(q, data, draws, num_episodes):
         before = fmt.decode(q[0])  # every lane holds the last mean (zeros at the start)
-        q, lcg = impl.run(spec, q, data, LaneDraws(keys, lcg, first_episode), num_episodes,
-                          config.lanes_per_block)
+        q, lcg = impl.run(spec, q, data, draws, num_episodes, config.lanes_per_block)
         if config.independent:
             return q, lcg, jnp.zeros((), jnp.float32)
         mean = lane_mean(q)
@@ -248,8 +247,8 @@ def make_train_from(
         return q, lcg, jnp.mean(jnp.abs(fmt.decode(mean) - before))
 
     def make_round(num_episodes: int):
-        def fn(q, data, keys, lcg, first_episode):
-            q, lcg, delta = local_round(q, data, keys, lcg, first_episode, num_episodes)
+        def fn(q, data, draws):
+            q, lcg, delta = local_round(q, data, draws, num_episodes)
             return q, lcg, delta[None]  # one entry per device (all equal after a sync)
 
         if mesh is None:
@@ -261,7 +260,7 @@ def make_train_from(
         # shard_map's varying-axes check (every output here is split over the lane axis).
         return jax.shard_map(
             fn, mesh=mesh,
-            in_specs=(lanes, data_spec, lanes, lanes, P()),
+            in_specs=(lanes, data_spec, LaneDraws(lanes, lanes, P())),
             out_specs=(lanes, lanes, lanes),
             check_vma=kernel == "scan",
         )
@@ -290,7 +289,7 @@ def make_train_from(
         def body(carry, i):
             q, lcg = carry
             r = start + i
-            args = (q, data, keys, lcg, r * config.sync_period)
+            args = (q, data, LaneDraws(keys, lcg, r * config.sync_period))
             if round_rest is None:
                 new_q, new_lcg, delta = round_full(*args)
             else:  # the run's last round is the shorter one
