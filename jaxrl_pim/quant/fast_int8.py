@@ -406,8 +406,8 @@ def default_options(backend: str | None = None, products: str = "int32") -> dict
     """:func:`prepare`'s options for a backend and a way of multiplying: ``pad=16``, first
     and last layers in float32; int8 products: ``layout="nk"`` and ``min_rows=2`` on CPU (its
     one-row int8 product is slow); float32 products: ``layout="kn"``, the float network's own
-    (XLA:CPU multiplies a float32 ``(out, in)`` kernel about 14x slower at 3 x 2,048, 8 rows:
-    it transposes the kernel at every call), and no padding of rows."""
+    (stored ``(out, in)``, a float32 kernel is transposed by XLA:CPU at every call, seen ad
+    hoc at 3 x 2,048; not in a results file), and no padding of rows."""
     backend = backend or jax.default_backend()
     int8 = products == "int32"
     return {"layout": "nk" if int8 else "kn", "pad": 16, "float_ends": "fp32",
