@@ -387,6 +387,9 @@ def md_table(header: Sequence[str], rows: Iterable[Sequence[Any]],
 
 #: Largest K0 (the short program whose time is subtracted) and K of the device-side timer.
 K0_MAX, K_MAX = 16, 1 << 20
+#: The most ``K`` of the device-side timer grows in one step (its program's time grows about
+#: as much: a bad estimate of the time per call costs at most this factor).
+K_GROWTH = 16
 
 
 def looped(fn: Any, k: int) -> Any:
@@ -414,7 +417,10 @@ def device_time_per_call(fn: Any, held: Any, x: Any, *, repeats: int, loop_s: fl
     ``T`` the best of ``repeats`` runs of a :func:`looped` program. ``upper_s`` (a time per
     call at least the device's: the dispatch-included one) sizes ``K0``; ``K`` starts at
     ``loop_s * K0 / T(K0)`` and grows (one compile each) until ``T(K) - T(K0)`` is
-    ``loop_s / 4`` or more, the last estimate of the time per call aiming it at ``loop_s``."""
+    ``loop_s / 4`` or more, the last estimate of the time per call aiming it at ``loop_s``;
+    ``T(K0)`` is retimed beside each ``T(K)`` (a hiccup in its first timing, larger than
+    ``T(K)``, would leave no difference to size ``K`` from), and ``K`` grows at most
+    :data:`K_GROWTH` times a step."""
     import jax
 
     from jaxrl_pim.timing import time_call
@@ -429,10 +435,11 @@ def device_time_per_call(fn: Any, held: Any, x: Any, *, repeats: int, loop_s: fl
     while True:
         long = looped(fn, k)
         t_k = time_call(lambda long=long: long(held, x), repeats=1, warmup=1)  # sizes K
+        t_k0 = min(t_k0, time_call(lambda: short(held, x), repeats=1, warmup=0))
         if t_k - t_k0 >= loop_s / 4 or k >= K_MAX:
             break
-        per = max((t_k - t_k0) / (k - k0), 1e-12)
-        k = int(min(K_MAX, max(4 * k, loop_s / per)))
+        aim = loop_s * (k - k0) / (t_k - t_k0) if t_k > t_k0 else K_MAX
+        k = int(min(K_MAX, K_GROWTH * k, max(4 * k, aim)))
     t_k = min(t_k, time_call(lambda: long(held, x), repeats=max(1, repeats), warmup=0))
     per = (t_k - t_k0) / (k - k0)
     return {"device_seconds_per_call": per if per > 0 else t_k / k,

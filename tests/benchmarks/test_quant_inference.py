@@ -57,6 +57,25 @@ def test_device_timer_record(qi, net) -> None:
     assert 0 < rec["device_seconds_per_call"] < rec["device_program_s"]
 
 
+def test_a_hiccup_in_the_short_timing_does_not_size_a_huge_loop(qi, net, monkeypatch) -> None:
+    # the first T(K0) timing 10 s (the process descheduled): T(K) - T(K0) < 0 at first, and
+    # the loop once grew straight to K_MAX (a million calls, minutes on this CPU)
+    from jaxrl_pim import timing
+
+    real, calls = timing.time_call, []
+
+    def hiccup(fn, **kw):
+        calls.append(kw)
+        return 10.0 if len(calls) == 1 else real(fn, **kw)
+
+    monkeypatch.setattr(timing, "time_call", hiccup)
+    fn, held, x = net
+    rec = harness.device_time_per_call(fn, held, x, repeats=1, loop_s=0.02, upper_s=1e-3)
+    assert rec["device_short_program_s"] < 1.0  # retimed beside T(K)
+    assert rec["device_calls"] <= harness.K_MAX // harness.K_GROWTH
+    assert 0 < rec["device_seconds_per_call"] < rec["device_program_s"]
+
+
 def _report(device: bool) -> dict:
     nets = ["dqn-64x64", "dqn-2048x2048x2048"]
     rows = []
