@@ -31,11 +31,12 @@ speed-up of the fast mode itself is measured by ``benchmarks/marl_sampling.py``.
 
 Part 4 (throughput): end-to-end training throughput, env steps per second including the
 updates (compile and the update-free warm-up excluded), with the trainer's defaults at N = 3,
-6, 12, 24 (quick: 3, 6; smoke: 3) in four modes: ``per_agent`` (per-agent layout, faithful:
-the original's), ``interleaved`` (interleaved layout, faithful: the trainer's default),
-``packed`` (packed-row layout, faithful: one whole-row gather per drawing agent) and ``fast``
-(interleaved, one shared index set). Buffer capacity: 1e6 rows where
-``--memory-fraction`` of the memory holds them, else the largest that fits (each record says).
+6, 12, 24 (quick: 3, 6; smoke: 3, ``per_agent`` and ``interleaved`` only) in four modes:
+``per_agent`` (per-agent layout, faithful: the original's), ``interleaved`` (interleaved
+layout, faithful: the trainer's default), ``packed`` (packed-row layout, faithful: one
+whole-row gather per drawing agent) and ``fast`` (interleaved, one shared index set). Buffer
+capacity: 1e6 rows where ``--memory-fraction`` of the memory holds them, else the largest that
+fits (each record says).
 Keys ``marl_e2e_speedup_interleaved_vs_per_agent_24``,
 ``marl_e2e_speedup_packed_vs_interleaved_by_agents`` and
 ``marl_e2e_fastest_faithful_layout_by_agents`` (the layout with the most env steps per second
@@ -97,6 +98,9 @@ def sizes(mode: str, gpu: bool) -> dict[str, Any]:
         # learning_starts 256 -> 11 warm-up episodes; measuring 11 reuses that program
         return {"timing_envs": ["spread"], "timing_agents": [3], "measure_episodes": 11,
                 "throughput_agents": [3], "throughput_episodes": 11,
+                # two modes: every mode is the same code with another layout (a compile each);
+                # interleaved is the timing part's program, read back from the compile cache
+                "throughput_modes": ["per_agent", "interleaved"],
                 "timing_overrides": {"buffer_capacity": 4_096, "learning_starts": 256,
                                      "batch_size": 64},
                 "quality_episodes": 10, "samplers": ["uniform"], "seeds": 2,
@@ -111,7 +115,7 @@ def sizes(mode: str, gpu: bool) -> dict[str, Any]:
             "measure_episodes": 2000 if gpu else (200 if quick else 1000),
             "full_schedule_agents": [] if quick else [3],
             "throughput_agents": [3, 6] if quick else [3, 6, 12, 24],
-            "throughput_episodes": 100 if quick else 400,
+            "throughput_episodes": 100 if quick else 400, "throughput_modes": list(E2E_MODES),
             "timing_overrides": {}, "quality_episodes": 300 if quick else 400,
             "samplers": list(SAMPLERS), "seeds": 8 if gpu else (4 if quick else 6),
             "fast_mode_episodes": 150 if quick else 400, "quality_overrides": {},
@@ -198,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             over = dict(size["timing_overrides"])
             if not over:
                 over["buffer_capacity"] = fit_capacity("spread", n, args.memory_fraction)
-            for m in E2E_MODES:
+            for m in size["throughput_modes"]:
                 r = throughput("spread", n, m, size["throughput_episodes"], over)
                 print(f"[throughput] spread N={n} {m}: {r['steps_per_s']:,.0f} env steps/s "
                       f"(capacity {r['buffer_capacity']:,})", flush=True)
