@@ -96,7 +96,11 @@ def fail(prog: str, message: str, status: int = 1) -> NoReturn:
     Skips the exit-time handshake of ``jax.distributed`` (which would wait for the dead peer).
     """
     sys.stdout.flush()
-    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    sys.stderr.flush()
+    # one write of the whole line: print() writes the text and its newline apart when Python's
+    # streams are unbuffered (PYTHONUNBUFFERED), and the coordination service's C++ threads,
+    # which write to the same stderr, could land a message between them
+    os.write(2, f"{prog}: error: {message}\n".encode())
     os._exit(status)
 
 
@@ -128,8 +132,10 @@ def fold_fatal_reports(prog: str) -> None:
     """Route this process's stdout and stderr (file descriptors 1 and 2) through a relay
     process that shows them unchanged, except that the coordination service's fatal report
     (a dozen lines and a C++ stack trace, printed when another process died) becomes one line
-    ``{prog}: error: another process of the run died or cannot be reached (...)`` and gloo's
-    "Rank i is connected to n peer ranks" lines are dropped. The relay ends with this process.
+    ``{prog}: error: another process of the run died or cannot be reached (...)``, the
+    service's messages after the command's own one-line error (:func:`fail`) are dropped, and
+    so are gloo's "Rank i is connected to n peer ranks" lines. The relay ends with this
+    process.
     """
     err_r, err_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -191,8 +197,9 @@ def _read_lines(fd: int, pending: dict[int, bytes]) -> list[bytes]:
 class _ErrorLines:
     """The relay's stderr side: each line shown on ``fd`` as it comes, except that a
     coordination-service message is held back for ``_HOLD_S`` seconds (and dropped when a
-    fatal report follows, or replaced by the command's own one-line error), and the fatal
-    report is folded into one line at the end (:meth:`finish`)."""
+    fatal report follows, or replaced by the command's own one-line error), a service message
+    after the command's own error is dropped (the command has said what happened), and the
+    fatal report is folded into one line at the end (:meth:`finish`)."""
 
     def __init__(self, prog: str, fd: int) -> None:
         self.prog, self.fd = prog, fd
@@ -200,6 +207,8 @@ class _ErrorLines:
         self.held: list[bytes] = []  # a coordination-service message, held back for _HOLD_S
         self.held_since = 0.0
         self.fatal: list[bytes] | None = None  # the status lines of a fatal report
+        self.said = False  # the command's own one-line error has come
+        self.dropping = False  # inside a service message that came after it
 
     def wait_s(self) -> float | None:
         """Seconds until the held message is shown (None: nothing to wait for)."""
@@ -219,12 +228,21 @@ class _ErrorLines:
                 self.fatal.append(line)
             return
         glog = _GLOG.match(line)
+        service = glog is not None and glog.group(1).startswith(_SERVICE_FILES)
+        if glog is not None:
+            self.dropping = service and self.said
         if _FATAL in line:
             self.fatal = [line.split(b"absl::Status: ", 1)[-1]]
             self.held = []
-        elif line.startswith(self.own_error) and self.held:
-            self.held = [line]  # our own one-line error replaces the service's messages
-        elif glog and glog.group(1).startswith(_SERVICE_FILES):
+        elif line.startswith(self.own_error):
+            self.said = True
+            if self.held:
+                self.held = [line]  # our own one-line error replaces the service's messages
+            else:
+                _emit(self.fd, [line])
+        elif self.dropping:
+            pass  # a service message (or its continuation lines) after our own error
+        elif service:
             if not self.held:
                 self.held_since = time.monotonic()
             self.held.append(line)
@@ -234,7 +252,10 @@ class _ErrorLines:
             _emit(self.fd, [line])
 
     def finish(self) -> None:
-        """At end of file: the fatal report as one line, else the held message."""
+        """At end of file: the fatal report as one line (none after the command's own error),
+        else the held message."""
+        if self.fatal is not None and self.said:
+            return
         if self.fatal is not None:
             status = " ".join(b" ".join(self.fatal).decode(errors="replace").split())
             status = status.split(". ")[0]

@@ -338,6 +338,55 @@ def test_relay_folds_the_fatal_report_into_one_line(tmp_path):
     ]
 
 
+#: what a survivor's stderr held in a CI run: the command's own error, then the service's
+#: account of the same lost peer from its C++ threads (a blank line inside it)
+SERVICE_AFTER_OWN_ERROR = """
+import os, sys
+from jaxrl_pim.cli.launch import fold_fatal_reports
+fold_fatal_reports("prog")
+print("before", file=sys.stderr, flush=True)
+os.write(2, b"prog: error: lost contact with another process of the run (UNKNOWN: Gloo "
+            b"all-reduce failed: Read error [127.0.0.1]:17134: Connection reset by peer)\\n")
+os.write(2, b"W1129 13:49:02.151319    8128 preemption_sync_manager.cc:147] Failed to retrieve "
+            b"preemption notice from coordination service: UNAVAILABLE: recvmsg:Connection "
+            b"reset by peer\\nAdditional GRPC error information from remote target "
+            b"coordination_service while calling /xla.coordination.CoordinationService/"
+            b"GetKeyValue:\\n:UNKNOWN:Error received from peer  {grpc_status:14}. This is only "
+            b"expected if one of the tasks is unhealthy.\\n\\n"
+            b"E1129 13:49:02.151341    8128 preemption_sync_manager.cc:159] Failed to cancel "
+            b"preemption barrier\\n"
+            b"E1129 13:49:02.151364    8128 coordination_service_agent.cc:289] Polled an error "
+            b"from coordination service\\n")
+os._exit(1)
+"""
+
+
+def test_relay_drops_the_service_messages_after_the_commands_own_error(tmp_path):
+    with _processes() as procs:
+        p = _start(procs, ["-c", textwrap.dedent(SERVICE_AFTER_OWN_ERROR)], 1,
+                   tmp_path / "fake", tmp_path)
+        assert p.wait(timeout=60) == 1
+        err = _settled_lines(tmp_path / "fake.err", 2, timeout_s=5.0)
+    assert err == ["before", "prog: error: lost contact with another process of the run "
+                   "(UNKNOWN: Gloo all-reduce failed: Read error [127.0.0.1]:17134: Connection "
+                   "reset by peer)"]
+
+
+def test_fail_writes_its_line_in_one_write(monkeypatch):
+    # under PYTHONUNBUFFERED, print() wrote the text and its newline apart, and a C++ thread's
+    # message landed between them on the survivor's one line (seen in a CI run)
+    from jaxrl_pim.cli import launch
+
+    writes = []
+    monkeypatch.setattr(launch.os, "write", lambda fd, data: writes.append((fd, data)))
+    monkeypatch.setattr(launch.os, "_exit", lambda status: (_ for _ in ()).throw(
+        SystemExit(status)))
+    with pytest.raises(SystemExit) as stop:
+        launch.fail("prog", "lost contact (reset)", status=3)
+    assert stop.value.code == 3
+    assert writes == [(2, b"prog: error: lost contact (reset)\n")]
+
+
 HEARTBEAT_S = 5
 MARGIN_S = 20
 
