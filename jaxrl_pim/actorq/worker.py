@@ -94,7 +94,6 @@ class ActorWorker:
         n_env, period = config.envs_per_actor, config.actor_update_period
         self.compute = actors_compute(config, n_env)
         products = int8_products(config.precision, self.compute)
-        self.fast = products is not None
         key = jax.random.fold_in(jax.random.PRNGKey(seed), 1000 + actor_id)
         if incarnation:
             key = jax.random.fold_in(key, incarnation)
@@ -115,8 +114,9 @@ class ActorWorker:
         # the fast path's calibration rows: a fixed shape, so one compiled preparation
         rows = min(CALIBRATION_ROWS, period * n_env)
         self._seen = np.resize(np.asarray(self.carry.obs), (rows,) + self.carry.obs.shape[1:])
-        self._prepare = jax.jit(functools.partial(fast_int8_params, agent.greedy,
-                                                  products=products or "int32"))
+        # the fast int8 path's preparation (None: the actor is not on that path)
+        self._prepare = None if products is None else jax.jit(
+            functools.partial(fast_int8_params, agent.greedy, products=products))
         self._compiled: Any = None
         self.params: Any = None
         self.version = -1
@@ -135,7 +135,7 @@ class ActorWorker:
         qtree = deserialize(wire, self.meta)
         t1 = time.perf_counter()
         params = load(qtree, self.compute)
-        if self.fast:
+        if self._prepare is not None:
             params = self._prepare(params, jnp.concatenate([self._seen, self.carry.obs]))
         params = jax.block_until_ready(params)
         t2 = time.perf_counter()
@@ -167,7 +167,7 @@ class ActorWorker:
         self.timing["inference"] += time.perf_counter() - t0
         n = period * n_env
         flat = lambda x: np.asarray(x).reshape((n,) + np.shape(x)[2:])
-        if self.fast:
+        if self._prepare is not None:
             self._seen = flat(out.transition.obs)[n - len(self._seen):]
         self.rollouts += 1
         self.steps += n

@@ -372,19 +372,31 @@ def test_relay_drops_the_service_messages_after_the_commands_own_error(tmp_path)
                    "reset by peer)"]
 
 
-def test_fail_writes_its_line_in_one_write(monkeypatch):
-    # under PYTHONUNBUFFERED, print() wrote the text and its newline apart, and a C++ thread's
-    # message landed between them on the survivor's one line (seen in a CI run)
-    from jaxrl_pim.cli import launch
+#: a process that records every write to its stderr (on stdout) and then fails; its streams
+#: unbuffered, as on a machine with PYTHONUNBUFFERED set
+ONE_WRITE = """
+import os
+from jaxrl_pim.cli import launch
+real = os.write
+def write(fd, data):
+    if fd == 2:
+        real(1, repr(data).encode() + b"\\n")
+    return real(fd, data)
+os.write = write
+launch.fail("prog", "lost contact (reset)", status=3)
+"""
 
-    writes = []
-    monkeypatch.setattr(launch.os, "write", lambda fd, data: writes.append((fd, data)))
-    monkeypatch.setattr(launch.os, "_exit", lambda status: (_ for _ in ()).throw(
-        SystemExit(status)))
-    with pytest.raises(SystemExit) as stop:
-        launch.fail("prog", "lost contact (reset)", status=3)
-    assert stop.value.code == 3
-    assert writes == [(2, b"prog: error: lost contact (reset)\n")]
+
+def test_fail_writes_its_line_in_one_write():
+    # under PYTHONUNBUFFERED, print() wrote the text and its newline apart, and a C++ thread's
+    # message landed between them on the survivor's one line (seen in a CI run); a process of
+    # its own, so that no other thread sees os.write replaced
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(ONE_WRITE)],
+                          env={**subprocess_env(), "PYTHONUNBUFFERED": "1"},
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 3
+    assert proc.stdout.decode().splitlines() == [repr(b"prog: error: lost contact (reset)\n")]
+    assert proc.stderr == b"prog: error: lost contact (reset)\n"
 
 
 HEARTBEAT_S = 5
